@@ -1,0 +1,1 @@
+//! The storage contract suite that every storage adapter must pass.

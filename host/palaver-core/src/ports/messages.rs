@@ -1,0 +1,38 @@
+//! The message aggregate: stored history per topic, its deletion log, and the idempotency backstop.
+
+use crate::{AppendOutcome, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreResult, TenantId, UserId};
+
+/// Message history. Group topics and P2P topics are stored separately (`im_group_messages`, `im_messages`);
+/// the adapter picks the table from the topic name.
+#[async_trait::async_trait]
+pub trait MessageStore: Send + Sync {
+    /// Stores a message and raises the topic's `seq` and `touched` in the same write.
+    ///
+    /// If `client_mid` is set and a message with the same (topic, sender, client_mid) exists, nothing is written
+    /// and `Duplicate` names its seq. `Conflict` if a message with the same (topic, seq) exists: the caller's seq
+    /// source has fallen behind and must be re-baselined.
+    async fn append(&self, tenant: TenantId, msg: &Message) -> StoreResult<AppendOutcome>;
+
+    /// The seq of the message stored with this idempotency key, if any.
+    async fn find_by_client_mid(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str)
+    -> StoreResult<Option<Seq>>;
+
+    /// The highest stored seq of the topic, 0 if none. For seq baselines at topic load, never per message.
+    async fn max_seq(&self, tenant: TenantId, topic: &str) -> StoreResult<Seq>;
+
+    /// Messages visible to `reader`, newest first: hard-deleted ones and the reader's soft-deleted ones are left out.
+    async fn list_messages(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        reader: UserId,
+        query: &MessageQuery,
+    ) -> StoreResult<Vec<Message>>;
+
+    /// Deletes ranges (hard: for everyone, content dropped; soft: hidden from `for_user` only). Allocates and
+    /// returns the topic's next deletion id.
+    async fn delete_messages(&self, tenant: TenantId, topic: &str, request: &DeleteMessages) -> StoreResult<i64>;
+
+    /// The deletions `reader` sees in the topic: ranges deleted for everyone plus the reader's own.
+    async fn list_deletions(&self, tenant: TenantId, topic: &str, reader: UserId) -> StoreResult<Deletions>;
+}

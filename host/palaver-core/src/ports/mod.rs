@@ -1,0 +1,37 @@
+//! Port traits, one per aggregate. Every call carries the tenant, so one adapter instance can serve many tenants
+//! and no call can reach another tenant's rows or keys.
+//!
+//! Adapters implement these; `palaver-contract` holds the test suite each storage adapter must pass.
+
+mod bus;
+mod idempotency;
+mod messages;
+mod presence;
+mod seq;
+mod subscriptions;
+mod topics;
+mod users;
+
+pub use bus::{BusError, BusSink, BusTarget, Envelope, RealtimeBus};
+pub use idempotency::IdempotencyStore;
+pub use messages::MessageStore;
+pub use presence::PresenceStore;
+pub use seq::SeqAllocator;
+pub use subscriptions::SubscriptionStore;
+pub use topics::TopicStore;
+pub use users::UserStore;
+
+use std::sync::Arc;
+
+/// The storage ports a node needs, usually all backed by one adapter instance.
+#[derive(Clone)]
+pub struct Ports {
+    pub users: Arc<dyn UserStore>,
+    pub topics: Arc<dyn TopicStore>,
+    pub subs: Arc<dyn SubscriptionStore>,
+    pub messages: Arc<dyn MessageStore>,
+    pub seq: Arc<dyn SeqAllocator>,
+    pub idempotency: Arc<dyn IdempotencyStore>,
+    pub presence: Arc<dyn PresenceStore>,
+    pub bus: Arc<dyn RealtimeBus>,
+}

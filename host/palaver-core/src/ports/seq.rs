@@ -1,0 +1,17 @@
+//! Per-topic seq allocation. Embedded mode counts in process; scale-out mode uses Redis `INCR`.
+
+use crate::{Seq, StoreResult, TenantId};
+
+/// Hands out message seqs for a topic.
+#[async_trait::async_trait]
+pub trait SeqAllocator: Send + Sync {
+    /// The next seq of `topic`: greater than `floor` (the highest seq known stored) and than any seq handed out
+    /// before. `floor` initialises the counter when it has none; it is not a query per message.
+    async fn next_seq(&self, tenant: TenantId, topic: &str, floor: Seq) -> StoreResult<Seq>;
+
+    /// Raises the counter to at least `floor`, after a stored seq was found above it.
+    async fn rebaseline(&self, tenant: TenantId, topic: &str, floor: Seq) -> StoreResult<()>;
+
+    /// Forgets the counter of a deleted topic.
+    async fn forget(&self, tenant: TenantId, topic: &str) -> StoreResult<()>;
+}

@@ -1,0 +1,30 @@
+//! The user/auth aggregate: accounts, their basic-scheme credential, and tag search.
+
+use crate::{AuthRecord, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+
+/// Users and their credentials.
+#[async_trait::async_trait]
+pub trait UserStore: Send + Sync {
+    /// Creates a user and, if given, its basic credential, atomically.
+    /// `Conflict` if the id exists or the login is taken.
+    async fn create_user(&self, tenant: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()>;
+
+    /// The user, or `None`.
+    async fn get_user(&self, tenant: TenantId, id: UserId) -> StoreResult<Option<User>>;
+
+    /// Changes profile fields. `NotFound` if there is no such user.
+    async fn update_user(&self, tenant: TenantId, id: UserId, update: &UserUpdate) -> StoreResult<()>;
+
+    /// Records when and with which client the user was last seen.
+    async fn touch_user(&self, tenant: TenantId, id: UserId, when: UnixMillis, ua: Option<&str>) -> StoreResult<()>;
+
+    /// The credential for a login (matched lower-cased), or `None`.
+    async fn find_auth(&self, tenant: TenantId, login: &str) -> StoreResult<Option<AuthRecord>>;
+
+    /// Replaces the user's secret hash and bumps `auth_version`, returning the new version.
+    /// `NotFound` if the user has no basic credential.
+    async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64>;
+
+    /// Active users having any of `tags`, at most `limit`, in a stable order.
+    async fn find_users_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>>;
+}

@@ -1,0 +1,114 @@
+//! The one table of ctrl codes and their texts. Every error a client can see maps to exactly one row here,
+//! so the wording stays what Tinode clients already know.
+
+/// A ctrl reply: its numeric code and its canonical text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    Ok,
+    Created,
+    Accepted,
+    NoContent,
+    Evicted,
+    ServerShutdown,
+    Delivered,
+    AlreadySubscribed,
+    NotJoined,
+    NotModified,
+    Malformed,
+    AuthRequired,
+    AuthFailed,
+    UnknownAuthScheme,
+    PermissionDenied,
+    ApiKeyRequired,
+    InvalidSession,
+    TopicNotFound,
+    UserNotFound,
+    NotFound,
+    OperationNotAllowed,
+    AlreadyAuthenticated,
+    MustAttachFirst,
+    AlreadyExists,
+    CommandOutOfSequence,
+    DuplicateCredential,
+    TooLarge,
+    PolicyViolation,
+    TooManyRequests,
+    InternalError,
+    NotImplemented,
+    ServiceUnavailable,
+    VersionNotSupported,
+}
+
+impl Code {
+    /// The numeric ctrl code.
+    pub fn code(self) -> u16 {
+        use Code::*;
+        match self {
+            Ok => 200,
+            Created => 201,
+            Accepted => 202,
+            NoContent => 204,
+            Evicted | ServerShutdown => 205,
+            Delivered => 208,
+            AlreadySubscribed | NotJoined | NotModified => 304,
+            Malformed => 400,
+            AuthRequired | AuthFailed | UnknownAuthScheme => 401,
+            PermissionDenied | ApiKeyRequired | InvalidSession => 403,
+            TopicNotFound | UserNotFound | NotFound => 404,
+            OperationNotAllowed => 405,
+            AlreadyAuthenticated | MustAttachFirst | AlreadyExists | CommandOutOfSequence | DuplicateCredential => 409,
+            TooLarge => 413,
+            PolicyViolation => 422,
+            TooManyRequests => 429,
+            InternalError => 500,
+            NotImplemented => 501,
+            ServiceUnavailable => 503,
+            VersionNotSupported => 505,
+        }
+    }
+
+    /// The canonical text, as Tinode words it.
+    pub fn text(self) -> &'static str {
+        use Code::*;
+        match self {
+            Ok => "ok",
+            Created => "created",
+            Accepted => "accepted",
+            NoContent => "no content",
+            Evicted => "evicted",
+            ServerShutdown => "server shutdown",
+            Delivered => "delivered",
+            AlreadySubscribed => "already subscribed",
+            NotJoined => "not joined",
+            NotModified => "not modified",
+            Malformed => "malformed",
+            AuthRequired => "authentication required",
+            AuthFailed => "authentication failed",
+            UnknownAuthScheme => "unknown authentication scheme",
+            PermissionDenied => "permission denied",
+            ApiKeyRequired => "valid API key required",
+            InvalidSession => "invalid or expired session",
+            TopicNotFound => "topic not found",
+            UserNotFound => "user not found",
+            NotFound => "not found",
+            OperationNotAllowed => "operation or method not allowed",
+            AlreadyAuthenticated => "already authenticated",
+            MustAttachFirst => "must attach first",
+            AlreadyExists => "already exists",
+            CommandOutOfSequence => "command out of sequence",
+            DuplicateCredential => "duplicate credential",
+            TooLarge => "too large",
+            PolicyViolation => "policy violation",
+            TooManyRequests => "too many requests",
+            InternalError => "internal error",
+            NotImplemented => "not implemented",
+            ServiceUnavailable => "service unavailable",
+            VersionNotSupported => "version not supported",
+        }
+    }
+
+    /// True for the codes that `tinode-sdk` resolves a request promise with (200–399).
+    pub fn is_success(self) -> bool {
+        (200..400).contains(&self.code())
+    }
+}

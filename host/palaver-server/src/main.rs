@@ -1,0 +1,2 @@
+//! The palaver binary: configuration, wiring of adapters, and process lifecycle.
+fn main() {}

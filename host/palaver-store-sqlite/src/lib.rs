@@ -1,0 +1,1 @@
+//! SQLite adapter for the storage ports (users, topics, subscriptions, messages) through sqlx.
