@@ -1,2 +1,109 @@
-//! A Tinode-protocol load tool over real WebSockets that prints throughput, latency and memory figures.
-fn main() {}
+//! palaver-bench: a load tool that speaks the Tinode JSON protocol over real WebSockets and prints figures.
+//!
+//! It never asserts anything: every subcommand prints human-readable lines and then one JSON line per run,
+//! so the figures can be pasted into notes. It only ever connects to the loopback address it was given.
+//!
+//! ```text
+//! palaver-bench idle   --spawn target/release/palaver --conns 10000
+//! palaver-bench fanout --spawn target/release/palaver --members 1000 --messages 500 --find-max
+//! palaver-bench fanout --addr 127.0.0.1:6060 --pid <server pid> --members 100 --messages 200 --rate 100
+//! palaver-bench p2p    --spawn target/release/palaver --pairs 10 --messages 1000
+//! ```
+//!
+//! `--spawn PATH` starts `PATH serve --listen 127.0.0.1:<free port> --data-dir <temp dir>`, waits for
+//! `GET /readyz` to answer 200 and kills the server at the end; it also lets the tool read the server's RSS
+//! and CPU time from /proc (as `--pid` does for a server started by hand).
+
+mod client;
+mod fanout;
+mod fanout_run;
+mod frames;
+mod idle;
+mod members;
+mod p2p;
+mod park;
+mod publish;
+mod stats;
+mod target;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+/// Command line of the load tool.
+#[derive(Parser, Debug)]
+#[command(name = "palaver-bench", version, about)]
+struct Cli {
+    /// Hard limit on the whole run, so that the tool always stops by itself.
+    #[arg(long, global = true, default_value_t = 900)]
+    max_secs: u64,
+    /// Tokio worker threads for the load generator (the machine has 2 cores, shared with the server).
+    #[arg(long, global = true, default_value_t = 2)]
+    threads: usize,
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+/// The three load shapes.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Open N WebSocket connections that send {hi} and then stay idle; print accept rate and server RSS.
+    Idle(idle::IdleArgs),
+    /// One publisher and M members in one group; print deliveries/s and publish→receive latency.
+    Fanout(fanout::FanoutArgs),
+    /// Pairs of users ping-pong over P2P topics; print round-trip latency.
+    P2p(p2p::P2pArgs),
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.threads.max(1))
+        .enable_all()
+        .build()
+        .context("building the tokio runtime")?;
+    let limit = Duration::from_secs(cli.max_secs);
+    runtime.block_on(async move {
+        let run = async {
+            match cli.cmd {
+                Command::Idle(args) => idle::run(args).await,
+                Command::Fanout(args) => fanout::run(args).await,
+                Command::P2p(args) => p2p::run(args).await,
+            }
+        };
+        match tokio::time::timeout(limit, run).await {
+            Ok(result) => result,
+            Err(_) => anyhow::bail!("the run exceeded --max-secs {}; stopping", limit.as_secs()),
+        }
+    })?;
+    // Shutting the runtime down in the background keeps thousands of open sockets from delaying the exit.
+    runtime.shutdown_background();
+    Ok(())
+}
+
+/// Raises the soft RLIMIT_NOFILE towards `wanted` and tells the user when even the hard limit is too low.
+///
+/// The spawned server inherits the raised limit, which matters because it holds one descriptor per connection too.
+pub(crate) fn raise_nofile(wanted: u64) {
+    match rlimit::increase_nofile_limit(wanted) {
+        Ok(got) if got >= wanted => {}
+        Ok(got) => println!(
+            "warning: RLIMIT_NOFILE is {got}, below the {wanted} this run needs; raise it with `ulimit -n {wanted}` (as root) first"
+        ),
+        Err(err) => {
+            println!("warning: could not raise RLIMIT_NOFILE ({err}); use `ulimit -n {wanted}`")
+        }
+    }
+}
+
+/// A short random tag that keeps the logins of one run apart from those of earlier runs on the same data dir.
+pub(crate) fn run_tag() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the OS per process, so hashing the clock with it gives a fresh value per run
+    // without pulling in a random-number crate.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(stats::unix_micros() as u128);
+    hasher.write_u32(std::process::id());
+    format!("{:08x}", hasher.finish() as u32)
+}

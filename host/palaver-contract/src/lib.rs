@@ -1,1 +1,69 @@
 //! The storage contract suite that every storage adapter must pass.
+//!
+//! Each case is a public async function in [`cases`] taking a [`Fixture`]: a fresh, empty store plus the two
+//! tenants the case may use. Adapters run the whole suite with [`storage_contract_tests!`], which expands to one
+//! `#[tokio::test]` per case so that failures name the case:
+//!
+//! ```ignore
+//! palaver_contract::storage_contract_tests!(async { MemoryStore::new() });
+//! ```
+//!
+//! The expression evaluates to the store. When something (a temporary directory, a database schema) must
+//! outlive the store, write `storage_contract_tests!(fixture = async { ... })` with an expression evaluating to
+//! a [`Fixture`] built with [`Fixture::with_guard`]. The calling crate needs `tokio`
+//! with the `macros` and `rt-multi-thread` features among its dev-dependencies.
+//!
+//! The suite only uses the port traits, so it runs unchanged against any adapter.
+
+pub mod cases;
+mod data;
+mod fixture;
+
+pub use fixture::{Fixture, Storage};
+
+/// Expands to one `#[tokio::test]` per contract case, each on a fresh store made by the given async expression.
+#[macro_export]
+macro_rules! storage_contract_tests {
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                let fixture: $crate::Fixture<_> = $make.await;
+                $crate::cases::$case(fixture).await;
+            }
+        )*
+    };
+    (fixture = $make:expr) => {
+        $crate::storage_contract_tests!(@cases $make;
+            user_create_get_update,
+            user_duplicate_id_conflicts,
+            login_taken_conflicts,
+            find_auth_ignores_case,
+            set_secret_bumps_auth_version,
+            user_tag_search,
+            topic_create_get_conflict,
+            topic_update,
+            topic_delete_removes_subs_and_messages,
+            topic_tag_search,
+            sub_upsert_get_list,
+            sub_soft_delete_and_resurrect,
+            sub_update_mode,
+            sub_cursors_are_monotonic,
+            append_stores_and_raises_topic_seq,
+            append_duplicate_client_mid,
+            append_same_seq_conflicts,
+            append_to_missing_topic_is_not_found,
+            group_and_p2p_histories_are_separate,
+            list_messages_window,
+            hard_delete_hides_for_everyone,
+            soft_delete_hides_for_reader_only,
+            list_deletions_merges_ranges,
+            tenants_are_isolated,
+            tenant_histories_are_isolated,
+            concurrent_appends_all_stored,
+        );
+    };
+    ($make:expr) => {
+        $crate::storage_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
+    };
+}

@@ -1,1 +1,153 @@
-//! Use cases over the ports: sessions, the Tinode message handlers, the local hub and fanout.
+//! Palaver's use cases over the ports: a [`Session`] per connection speaks Tinode, the node-local [`Hub`]
+//! routes what it publishes, and the ports keep what must survive.
+//!
+//! **Invariant:** this crate names no adapter and does no network or disk I/O of its own; it reaches storage,
+//! presence and seq allocation only through `palaver_core::ports`.
+
+pub mod auth;
+mod error;
+mod handlers;
+mod hub;
+mod render;
+mod session;
+mod topics;
+
+pub use error::{ServiceError, ServiceResult};
+pub use hub::{Attached, Frame, Hub, Outbound, SessionHandle};
+pub use session::{Session, Transport};
+
+use auth::{HashCost, TokenSigner};
+use palaver_core::ports::Ports;
+use palaver_core::{SessionId, TenantId, UnixMillis};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use topics::TopicLocks;
+
+/// The service's settings, validated by the server before it starts.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// This node's id, as presence and the bus know it.
+    pub node_id: String,
+    /// How long a login token stays valid.
+    pub token_ttl: Duration,
+    /// Argon2 cost for new password hashes.
+    pub hash_cost: HashCost,
+    /// The largest client frame, advertised in the `{hi}` reply as `maxMessageSize`.
+    pub max_message_size: usize,
+    /// The most subscribers a group may have.
+    pub max_subscriber_count: usize,
+    pub min_tag_length: usize,
+    pub max_tag_length: usize,
+    pub max_tag_count: usize,
+    /// `{get data}` pages without a limit get this many messages; larger limits are capped at `max_page`.
+    pub default_page: usize,
+    pub max_page: usize,
+    /// Frames queued per session before fanout starts dropping for it.
+    pub session_queue: usize,
+    /// Longest accepted `client_mid`, in bytes.
+    pub max_client_mid: usize,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            node_id: "local".into(),
+            token_ttl: Duration::from_secs(14 * 24 * 3600),
+            hash_cost: HashCost::default(),
+            max_message_size: 256 * 1024,
+            max_subscriber_count: 4096,
+            min_tag_length: 2,
+            max_tag_length: 96,
+            max_tag_count: 16,
+            default_page: 32,
+            max_page: 100,
+            session_queue: 512,
+            max_client_mid: 64,
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) ports: Ports,
+    pub(crate) hub: Hub,
+    pub(crate) cfg: ServiceConfig,
+    pub(crate) signer: TokenSigner,
+    pub(crate) topics: TopicLocks,
+    next_sid: AtomicU64,
+    draining: AtomicBool,
+}
+
+/// The service: cheap to clone, shared by every transport.
+#[derive(Clone)]
+pub struct Service {
+    inner: Arc<Inner>,
+}
+
+impl Service {
+    /// A service over `ports`, signing tokens with `signer`.
+    pub fn new(ports: Ports, cfg: ServiceConfig, signer: TokenSigner) -> Self {
+        let seed = rand::random::<u32>() as u64;
+        Service {
+            inner: Arc::new(Inner {
+                ports,
+                hub: Hub::default(),
+                cfg,
+                signer,
+                topics: TopicLocks::default(),
+                next_sid: AtomicU64::new(seed << 24),
+                draining: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Opens a session for a new connection of `tenant`. The receiver yields what to write to the client.
+    pub fn open_session(
+        &self,
+        tenant: TenantId,
+        transport: Transport,
+        remote: Option<String>,
+    ) -> (Session, mpsc::Receiver<Outbound>) {
+        let sid = SessionId(self.inner.next_sid.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = mpsc::channel(self.inner.cfg.session_queue.max(8));
+        let handle = Arc::new(SessionHandle::new(sid, tenant, tx));
+        self.inner.hub.register(handle.clone());
+        (Session::new(self.inner.clone(), handle, transport, remote), rx)
+    }
+
+    /// This node's hub.
+    pub fn hub(&self) -> &Hub {
+        &self.inner.hub
+    }
+
+    /// The service's settings.
+    pub fn config(&self) -> &ServiceConfig {
+        &self.inner.cfg
+    }
+
+    /// True once draining has begun.
+    pub fn is_draining(&self) -> bool {
+        self.inner.draining.load(Ordering::Relaxed)
+    }
+
+    /// Starts draining: every session gets `{ctrl 205 "server shutdown"}` and is closed.
+    pub fn drain(&self) {
+        self.inner.draining.store(true, Ordering::Relaxed);
+        let now = now_millis();
+        let frame = render::ctrl_frame(None, None, palaver_proto::Code::ServerShutdown, now, None);
+        for s in self.inner.hub.all_sessions() {
+            s.push(frame.clone());
+            s.close();
+        }
+    }
+}
+
+/// The wall clock in Unix milliseconds.
+pub(crate) fn now_millis() -> UnixMillis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+

@@ -1,1 +1,21 @@
 //! In-memory adapters for every port: the embedded default's seq, idempotency, presence and bus, and a reference store for tests.
+//!
+//! [`MemoryStore`] implements the four storage ports over tenant-scoped maps; it is the reference the contract
+//! suite is written against and the store tests reach for. [`MemorySeq`], [`MemoryIdempotency`],
+//! [`MemoryPresence`] and [`MemoryBus`] are what the embedded single-node mode runs in production.
+//!
+//! Every adapter keeps its state behind a short `parking_lot` lock that is never held across an await, so the
+//! async methods never suspend while holding it.
+
+mod bus;
+mod idempotency;
+mod presence;
+mod ranges;
+mod seq;
+mod store;
+
+pub use bus::{MemoryBus, MemoryHub};
+pub use idempotency::MemoryIdempotency;
+pub use presence::MemoryPresence;
+pub use seq::MemorySeq;
+pub use store::MemoryStore;

@@ -1,1 +1,20 @@
 //! SQLite adapter for the storage ports (users, topics, subscriptions, messages) through sqlx.
+//!
+//! [`SqliteStore`] opens (or creates) one database file in WAL mode, applies the embedded migrations from
+//! `migrations/sqlite`, and implements `UserStore`, `TopicStore`, `SubscriptionStore` and `MessageStore`. Group
+//! history lives in `im_group_messages` and P2P history in `im_messages`; the table is picked from the topic name.
+//!
+//! Every write that touches more than one row runs in one `BEGIN IMMEDIATE` transaction: taking the write lock up
+//! front lets SQLite's busy timeout queue concurrent writers instead of failing one of them mid-transaction.
+
+mod codec;
+mod deletions;
+mod error;
+mod messages;
+mod ranges;
+mod store;
+mod subs;
+mod topics;
+mod users;
+
+pub use store::SqliteStore;

@@ -1,0 +1,189 @@
+//! The fanout publisher: sends stamped `{pub}`s at a fixed rate or as fast as a window of unacknowledged
+//! publishes allows, and matches each `ctrl 202` to its publish.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail};
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::{Notify, Semaphore};
+use tokio::time::timeout;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::client::Conn;
+use crate::frames::{self, Stamp};
+use crate::stats::{Anomalies, Samples, unix_micros};
+
+/// How long the publisher waits for an acknowledgement before it gives up on the run.
+const ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What to publish in one run.
+pub(crate) struct Plan<'a> {
+    pub(crate) topic: &'a str,
+    pub(crate) run: u32,
+    pub(crate) messages: u64,
+    /// Messages per second; 0 means as fast as the window allows.
+    pub(crate) rate: f64,
+    /// Publishes that may be awaiting their `ctrl 202` at once.
+    pub(crate) window: usize,
+}
+
+/// What happened on the publisher's side of one run.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub(crate) sent: u64,
+    pub(crate) acked: u64,
+    pub(crate) rejected: u64,
+    /// Rejections with ctrl 429, the server's per-session rate limit.
+    pub(crate) rate_limited: u64,
+    /// `{data}` echoed to the publisher although every publish says `noecho:true`.
+    pub(crate) echoes: u64,
+    pub(crate) first_send: Option<Instant>,
+    pub(crate) last_send: Option<Instant>,
+    /// Publish → `ctrl 202` latency.
+    pub(crate) ack_latency: Samples,
+    pub(crate) anomalies: Anomalies,
+    /// Why the run stopped early, if it did.
+    pub(crate) aborted: Option<String>,
+}
+
+/// Publishes `plan.messages` stamped messages on `conn` and collects the acknowledgements.
+pub(crate) async fn publish(conn: &mut Conn, plan: &Plan<'_>) -> Outcome {
+    let total = plan.messages as usize;
+    let sent_at: Vec<AtomicU64> = (0..total).map(|_| AtomicU64::new(0)).collect();
+    // The window is a semaphore whose permits are forgotten on send and given back on acknowledgement; with a
+    // fixed rate it still bounds how far the publisher can run ahead of a server that stops answering.
+    let window = Semaphore::new(plan.window.max(1));
+    let sent = Cell::new(0u64);
+    let writer_done = Cell::new(false);
+    // Wakes the reader when the writer stops, so an early stop does not wait out the ack timeout.
+    let writer_finished = Notify::new();
+    let first_send = Cell::new(None::<Instant>);
+    let last_send = Cell::new(None::<Instant>);
+    let mut outcome = Outcome::default();
+    let (mut sink, mut stream) = StreamExt::split(&mut conn.ws);
+    let ack_prefix = format!("p{}.", plan.run);
+
+    let writer = async {
+        let result = async {
+            let start = Instant::now();
+            for (i, slot) in sent_at.iter().enumerate() {
+                let permit = timeout(ACK_TIMEOUT, window.acquire()).await.map_err(|_| {
+                    anyhow!(
+                        "no ctrl 202 for {} s with the window full",
+                        ACK_TIMEOUT.as_secs()
+                    )
+                })??;
+                permit.forget();
+                if plan.rate > 0.0 {
+                    tokio::time::sleep_until(
+                        (start + Duration::from_secs_f64(i as f64 / plan.rate)).into(),
+                    )
+                    .await;
+                }
+                if first_send.get().is_none() {
+                    first_send.set(Some(Instant::now()));
+                }
+                let t = unix_micros();
+                slot.store(t, Ordering::Relaxed);
+                let stamp = Stamp {
+                    t,
+                    i: i as u64,
+                    r: plan.run,
+                };
+                let text = frames::pub_text(&format!("{ack_prefix}{i}"), plan.topic, stamp);
+                timeout(ACK_TIMEOUT, sink.send(Message::text(text)))
+                    .await
+                    .map_err(|_| anyhow!("publish write timed out"))??;
+                sent.set(i as u64 + 1);
+                last_send.set(Some(Instant::now()));
+            }
+            Ok::<(), anyhow::Error>(())
+        }
+        .await;
+        writer_done.set(true);
+        writer_finished.notify_one();
+        result
+    };
+
+    let reader = async {
+        let result = async {
+            loop {
+                let answered = outcome.acked + outcome.rejected;
+                if answered == plan.messages || (writer_done.get() && answered >= sent.get()) {
+                    break Ok(());
+                }
+                let next = tokio::select! {
+                    next = timeout(ACK_TIMEOUT, stream.next()) => next,
+                    () = writer_finished.notified() => continue,
+                };
+                let frame = match next {
+                    // Silence with nothing outstanding is a slow fixed rate, not a stalled server.
+                    Err(_) if sent.get() == answered => continue,
+                    Err(_) => bail!(
+                        "no frame for {} s with {} publishes unanswered",
+                        ACK_TIMEOUT.as_secs(),
+                        sent.get() - answered
+                    ),
+                    Ok(None) => bail!("the server closed the publisher's connection"),
+                    Ok(Some(Err(err))) => bail!("publisher read: {err}"),
+                    Ok(Some(Ok(Message::Text(text)))) => text,
+                    Ok(Some(Ok(Message::Close(frame)))) => {
+                        bail!("the server closed the publisher's connection: {frame:?}")
+                    }
+                    Ok(Some(Ok(_))) => continue,
+                };
+                let now = unix_micros();
+                let Some(parsed) = frames::parse(&frame) else {
+                    outcome
+                        .anomalies
+                        .note(format!("unparsable frame to the publisher: {frame}"));
+                    continue;
+                };
+                if parsed.data.is_some() {
+                    outcome.echoes += 1;
+                    continue;
+                }
+                let Some(ctrl) = parsed.ctrl else { continue };
+                let index = ctrl
+                    .id
+                    .as_deref()
+                    .and_then(|id| id.strip_prefix(ack_prefix.as_str()))
+                    .and_then(|i| i.parse::<usize>().ok());
+                let Some(index) = index.filter(|&i| i < total) else {
+                    outcome
+                        .anomalies
+                        .note(format!("ctrl the publisher did not ask for: {frame}"));
+                    continue;
+                };
+                outcome
+                    .ack_latency
+                    .push(now as i64 - sent_at[index].load(Ordering::Relaxed) as i64);
+                if ctrl.code == 202 {
+                    outcome.acked += 1;
+                } else {
+                    outcome.rejected += 1;
+                    outcome.rate_limited += u64::from(ctrl.code == 429);
+                    outcome
+                        .anomalies
+                        .note(format!("publish not accepted: {frame}"));
+                }
+                window.add_permits(1);
+            }
+        }
+        .await;
+        // Closing the window wakes a writer blocked on it, so a failed reader stops the writer at once.
+        window.close();
+        result
+    };
+
+    let (written, read) = tokio::join!(writer, reader);
+    outcome.sent = sent.get();
+    outcome.first_send = first_send.get();
+    outcome.last_send = last_send.get();
+    if let Err(err) = written.and(read) {
+        outcome.aborted = Some(format!("{err:#}"));
+    }
+    outcome
+}

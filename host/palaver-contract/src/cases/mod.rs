@@ -1,0 +1,36 @@
+//! The contract cases, one public async function each. [`crate::storage_contract_tests!`] lists them all; an
+//! adapter may also call single cases from its own tests.
+
+mod deletions;
+mod messages;
+mod subs;
+mod tenancy;
+mod topics;
+mod users;
+
+pub use deletions::*;
+pub use messages::*;
+pub use subs::*;
+pub use tenancy::*;
+pub use topics::*;
+pub use users::*;
+
+use palaver_core::StoreError;
+
+/// Panics unless `result` is a `Conflict`, naming what was expected.
+#[track_caller]
+fn assert_conflict<T: std::fmt::Debug>(result: Result<T, StoreError>, what: &str) {
+    assert!(
+        matches!(result, Err(StoreError::Conflict(_))),
+        "{what}: expected Conflict, got {result:?}"
+    );
+}
+
+/// Panics unless `result` is `NotFound`, naming what was expected.
+#[track_caller]
+fn assert_not_found<T: std::fmt::Debug>(result: Result<T, StoreError>, what: &str) {
+    assert!(
+        matches!(result, Err(StoreError::NotFound)),
+        "{what}: expected NotFound, got {result:?}"
+    );
+}

@@ -1,0 +1,5 @@
+//! The palaver server as a library: the typed configuration and the wiring that starts a node, so that the
+//! binary and the integration tests start servers the same way.
+
+pub mod config;
+pub mod wiring;

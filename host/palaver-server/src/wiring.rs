@@ -1,0 +1,167 @@
+//! The composition root: the only place that names every adapter. It opens the store, builds the service and
+//! the gateway, and runs the node until SIGTERM or SIGINT, then drains.
+
+use crate::config::Config;
+use anyhow::Context;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use palaver_core::TenantId;
+use palaver_core::ports::Ports;
+use palaver_gateway::apikey::{SaltedKeys, decode_salt};
+use palaver_gateway::{Gateway, GatewayConfig};
+use palaver_service::auth::{HashCost, TokenSigner};
+use palaver_service::{Service, ServiceConfig};
+use palaver_store_memory::{MemoryBus, MemoryIdempotency, MemoryPresence, MemorySeq};
+use palaver_store_sqlite::SqliteStore;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A running node: its address, and what it takes to stop it.
+pub struct Node {
+    addr: SocketAddr,
+    gateway: Gateway,
+    service: Service,
+    store: Arc<SqliteStore>,
+    serving: tokio::task::JoinHandle<std::io::Result<()>>,
+    grace: Duration,
+}
+
+impl Node {
+    /// The address the node listens on (useful with port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Drains and stops: readiness goes 503, listening stops, every session gets ctrl 205 and is closed.
+    pub async fn shutdown(self) {
+        tracing::info!("draining");
+        self.gateway.set_ready(false);
+        self.gateway.stop();
+        self.service.drain();
+        // Give writers a moment to flush the shutdown notice before the store closes.
+        let deadline = tokio::time::Instant::now() + self.grace;
+        while self.service.hub().session_count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.serving.abort();
+        self.store.close().await;
+        tracing::info!("stopped");
+    }
+}
+
+/// Runs the server until SIGTERM or SIGINT, then drains.
+pub async fn serve(cfg: Config) -> anyhow::Result<()> {
+    let node = start(cfg).await?;
+    wait_for_signal().await?;
+    node.shutdown().await;
+    Ok(())
+}
+
+/// Starts a node on the embedded store and returns once it is listening.
+pub async fn start(cfg: Config) -> anyhow::Result<Node> {
+    std::fs::create_dir_all(&cfg.server.data_dir)
+        .with_context(|| format!("creating the data directory {}", cfg.server.data_dir.display()))?;
+    let db = cfg.server.data_dir.join("palaver.db");
+    let store = SqliteStore::open(&db).await.with_context(|| format!("opening {}", db.display()))?;
+    let store = Arc::new(store);
+    let ports = Ports {
+        users: store.clone(),
+        topics: store.clone(),
+        subs: store.clone(),
+        messages: store.clone(),
+        seq: Arc::new(MemorySeq::new()),
+        idempotency: Arc::new(MemoryIdempotency::default()),
+        presence: Arc::new(MemoryPresence::new()),
+        bus: Arc::new(MemoryBus::new()),
+    };
+    let signer = TokenSigner::new(token_key(&cfg)?);
+    let service = Service::new(ports, service_config(&cfg), signer);
+    let salt = decode_salt(&cfg.api.key_salt)?;
+    let tenants = Arc::new(SaltedKeys::new(salt, TenantId::DEFAULT));
+    let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants);
+    let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
+        .await
+        .with_context(|| format!("binding {}", cfg.server.listen))?;
+    tracing::info!(listen = %listener.local_addr()?, node = %cfg.server.node_id, data = %cfg.server.data_dir.display(), "palaver is serving");
+    let addr = listener.local_addr()?;
+    let serving = tokio::spawn({
+        let gateway = gateway.clone();
+        async move { gateway.serve(listener).await }
+    });
+    let grace = Duration::from_millis(cfg.server.drain_grace_ms);
+    Ok(Node { addr, gateway, service, store, serving, grace })
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+/// The configured token key, or one generated once and kept in the data directory.
+fn token_key(cfg: &Config) -> anyhow::Result<Vec<u8>> {
+    if let Some(key) = cfg.token_key_bytes().filter(|_| !cfg.auth.token_key.is_empty()) {
+        return Ok(key);
+    }
+    let path = cfg.server.data_dir.join("token.key");
+    load_or_create_key(&path)
+}
+
+fn load_or_create_key(path: &Path) -> anyhow::Result<Vec<u8>> {
+    if let Ok(text) = std::fs::read_to_string(path) {
+        let key = STANDARD.decode(text.trim()).with_context(|| format!("{} is not base64", path.display()))?;
+        anyhow::ensure!(key.len() >= 32, "{} holds fewer than 32 bytes", path.display());
+        return Ok(key);
+    }
+    let key: Vec<u8> = (0..32).map(|_| rand::random::<u8>()).collect();
+    write_private(path, STANDARD.encode(&key).as_bytes())?;
+    tracing::info!(path = %path.display(), "generated a token key");
+    Ok(key)
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    f.write_all(bytes)?;
+    Ok(())
+}
+
+fn service_config(cfg: &Config) -> ServiceConfig {
+    ServiceConfig {
+        node_id: cfg.server.node_id.clone(),
+        token_ttl: Duration::from_secs(cfg.auth.token_ttl_seconds),
+        hash_cost: HashCost { memory_kib: cfg.auth.argon2_memory_kib, iterations: cfg.auth.argon2_iterations },
+        max_message_size: cfg.limits.max_message_size,
+        max_subscriber_count: cfg.limits.max_subscriber_count,
+        session_queue: cfg.limits.session_queue,
+        ..ServiceConfig::default()
+    }
+}
+
+fn gateway_config(cfg: &Config) -> GatewayConfig {
+    let t = &cfg.transport;
+    GatewayConfig {
+        max_message_size: cfg.limits.max_message_size,
+        rate_per_second: cfg.limits.rate_per_second,
+        rate_burst: cfg.limits.rate_burst,
+        ws_read_buffer: t.ws_read_buffer,
+        ws_write_buffer: t.ws_write_buffer,
+        idle_timeout: Duration::from_secs(t.idle_timeout_seconds),
+        ping_interval: Duration::from_secs(t.ping_interval_seconds),
+        lp_poll_timeout: Duration::from_secs(t.lp_poll_timeout_seconds),
+        lp_session_timeout: Duration::from_secs(t.lp_session_timeout_seconds),
+    }
+}

@@ -1,0 +1,67 @@
+//! Notifications a change produces for other sessions: `{pres}` on `me` (on/off, acs, gone, msg, read) and the
+//! bookkeeping that keeps the in-process member lists in step with subscriptions.
+
+use crate::render;
+use crate::session::Session;
+use palaver_core::{AccessMode, SessionId, UserId};
+use palaver_proto::{AccessDelta, MsgPres, ServerMsg};
+
+impl Session {
+    /// Pushes a `{pres}` on `me` to every session of `user` attached to `me`, except `skip`.
+    pub(crate) fn push_me_pres(&self, user: UserId, pres: MsgPres, skip: Option<SessionId>) {
+        let frame = render::frame(&ServerMsg::Pres(pres));
+        self.svc.hub.for_each_user_session(self.tenant(), user, |s| {
+            if s.on_me() && Some(s.sid) != skip {
+                s.push(frame.clone());
+            }
+        });
+    }
+
+    /// Tells the user's P2P contacts that the user came online or went offline.
+    pub(crate) async fn announce_presence(&self, user: UserId, online: bool) {
+        let subs = match self.svc.ports.subs.list_user_subs(self.tenant(), user).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot list contacts for presence");
+                return;
+            }
+        };
+        let ua = self.hello.as_ref().and_then(|h| h.ua.clone());
+        for sub in subs.iter().filter(|s| s.topic.starts_with("p2p") && s.mode().has(AccessMode::PRES)) {
+            let Some(peer) = palaver_core::p2p_peer(&sub.topic, user) else { continue };
+            let pres = MsgPres {
+                topic: "me".into(),
+                src: Some(user.to_string()),
+                what: if online { "on" } else { "off" }.into(),
+                ua: if online { ua.clone() } else { None },
+                ..MsgPres::default()
+            };
+            self.push_me_pres(peer, pres, None);
+        }
+    }
+
+    /// Tells `user` that their access to `wire` changed.
+    pub(crate) async fn notify_acs(&self, user: UserId, wire: &str, want: AccessMode, given: AccessMode) {
+        let pres = MsgPres {
+            topic: "me".into(),
+            src: Some(wire.to_owned()),
+            what: "acs".into(),
+            dacs: Some(AccessDelta { want: want.to_string(), given: given.to_string() }),
+            act: self.user.map(|u| u.to_string()),
+            ..MsgPres::default()
+        };
+        self.push_me_pres(user, pres, None);
+    }
+
+    /// Tells `user`'s sessions that a topic is gone for them.
+    pub(crate) async fn notify_gone(&self, user: UserId, wire: &str, skip: Option<SessionId>) {
+        let pres = MsgPres { topic: "me".into(), src: Some(wire.to_owned()), what: "gone".into(), ..MsgPres::default() };
+        self.push_me_pres(user, pres, skip);
+    }
+
+    /// Drops the cached member list of a topic after a subscription changed.
+    pub(crate) async fn members_changed(&self, stored: &str) {
+        let lock = self.svc.topics.get(self.tenant(), stored);
+        lock.lock().await.members = None;
+    }
+}

@@ -1,0 +1,289 @@
+//! `{pub}` and `{note}`: storing a message under the next seq and fanning it out, and relaying typing, read
+//! and receive notes.
+//!
+//! The publish path: check attachment and W; claim the idempotency key if the client sent `client_mid`; under
+//! the topic's write lock allocate the seq and store the message; mark the key done; reply ctrl 202; then fan
+//! out. Nothing reaches another session before the store has acknowledged the message.
+
+use crate::error::{ServiceError, ServiceResult};
+use crate::render;
+use crate::session::Session;
+use crate::topics::{Resolved, resolve, wire_name};
+use crate::now_millis;
+use palaver_core::{AccessMode, AppendOutcome, Claim, Message, Seq, StoreError, UserId};
+use palaver_proto::{Code, MsgData, MsgInfo, MsgNote, MsgPres, MsgPub, ServerMsg, Timestamp};
+use serde_json::json;
+use std::collections::HashMap;
+
+/// How many times a publish re-baselines and retries after finding its seq already stored.
+const SEQ_RETRIES: usize = 3;
+
+impl Session {
+    /// The stored name of an attached topic, with this session's effective mode there.
+    fn attached_topic(&self, wire: &str, me: UserId) -> ServiceResult<(String, AccessMode)> {
+        let stored = match resolve(wire, me).ok_or(ServiceError::TopicNotFound)? {
+            Resolved::Group(n) => n,
+            Resolved::P2p { stored, .. } => stored,
+            Resolved::Me | Resolved::Fnd => return Err(ServiceError::PermissionDenied),
+            Resolved::NewGroup { .. } => return Err(ServiceError::TopicNotFound),
+        };
+        let mode =
+            self.svc.hub.attached_mode(self.tenant(), &stored, self.handle.sid).ok_or(ServiceError::MustAttach)?;
+        Ok((stored, mode))
+    }
+
+    pub(crate) async fn on_pub(&mut self, m: MsgPub) -> ServiceResult<()> {
+        let me = self.me()?;
+        let (stored, mode) = self.attached_topic(&m.topic, me)?;
+        if !mode.has(AccessMode::WRITE) {
+            return Err(ServiceError::PermissionDenied);
+        }
+        let content = m.content.filter(|c| !c.is_null()).ok_or_else(|| ServiceError::Malformed("pub.content is required".into()))?;
+        if let Some(mid) = m.client_mid.as_deref() {
+            if mid.is_empty() || mid.len() > self.svc.cfg.max_client_mid {
+                return Err(ServiceError::Malformed(format!(
+                    "client_mid must be 1–{} bytes",
+                    self.svc.cfg.max_client_mid
+                )));
+            }
+        }
+        let mut head = m.head;
+        if let Some(h) = head.as_mut() {
+            // The sender is set by the server; a client-supplied one is a spoofing attempt.
+            h.remove("sender");
+        }
+        let head = head.filter(|h| !h.is_empty());
+        let msg = Message {
+            topic: stored.clone(),
+            seq: 0,
+            created: now_millis(),
+            from: me,
+            head,
+            content,
+            client_mid: m.client_mid.clone(),
+        };
+        let (seq, fresh) = self.store_message(msg.clone()).await?;
+        if m.id.is_some() {
+            self.reply(m.id.as_deref(), Some(&m.topic), Code::Accepted, Some(json!({ "seq": seq }))).await;
+        }
+        if fresh {
+            let msg = Message { seq, ..msg };
+            self.fan_out(&msg, m.noecho).await;
+        }
+        Ok(())
+    }
+
+    /// Stores a message under the next seq, honouring its idempotency key. Returns the seq and whether the
+    /// message is new (false: a retry of one already stored).
+    async fn store_message(&self, mut msg: Message) -> ServiceResult<(Seq, bool)> {
+        let tenant = self.tenant();
+        let ports = &self.svc.ports;
+        let mid = msg.client_mid.clone();
+        if let Some(mid) = mid.as_deref() {
+            match ports.idempotency.claim(tenant, &msg.topic, msg.from, mid).await? {
+                Claim::Acquired => {}
+                Claim::Done { seq } => return Ok((seq, false)),
+                Claim::Pending => {
+                    return Err(ServiceError::Unavailable {
+                        reason: "a message with this client_mid is being stored".into(),
+                        retry_after_ms: 500,
+                    });
+                }
+            }
+        }
+        let lock = self.svc.topics.get(tenant, &msg.topic);
+        let mut state = lock.lock().await;
+        let result = async {
+            let mut floor = match state.floor {
+                Some(f) => f,
+                None => ports.messages.max_seq(tenant, &msg.topic).await?,
+            };
+            for _ in 0..SEQ_RETRIES {
+                msg.seq = ports.seq.next_seq(tenant, &msg.topic, floor).await?;
+                match ports.messages.append(tenant, &msg).await {
+                    Ok(AppendOutcome::Stored) => return Ok((msg.seq, true)),
+                    Ok(AppendOutcome::Duplicate { seq }) => return Ok((seq, false)),
+                    Err(StoreError::Conflict(_)) => {
+                        // The seq source fell behind what is stored (a lost counter): move it above the
+                        // stored maximum and try again. A seq is never reused and no message overwritten.
+                        floor = ports.messages.max_seq(tenant, &msg.topic).await?;
+                        ports.seq.rebaseline(tenant, &msg.topic, floor).await?;
+                        tracing::warn!(topic = %msg.topic, floor, "seq re-baselined after a conflict");
+                    }
+                    Err(e) => return Err(ServiceError::from(e)),
+                }
+            }
+            Err(ServiceError::Unavailable { reason: "could not allocate a free seq".into(), retry_after_ms: 200 })
+        }
+        .await;
+        match &result {
+            Ok((seq, true)) => state.floor = Some(*seq),
+            Ok(_) => {}
+            Err(_) => state.floor = None,
+        }
+        drop(state);
+        if let Some(mid) = mid.as_deref() {
+            let outcome = match &result {
+                Ok((seq, _)) => ports.idempotency.complete(tenant, &msg.topic, msg.from, mid, *seq).await,
+                Err(_) => ports.idempotency.fail(tenant, &msg.topic, msg.from, mid).await,
+            };
+            if let Err(e) = outcome {
+                tracing::warn!(error = %e, "idempotency key update failed");
+            }
+        }
+        result
+    }
+
+    /// Delivers a stored message to every attached reader and tells subscribers who are not attached.
+    async fn fan_out(&self, msg: &Message, noecho: bool) {
+        let tenant = self.tenant();
+        let from = msg.from.to_string();
+        let p2p = msg.topic.starts_with("p2p");
+        // A group message is serialised once. A P2P message has one wire name per side, so at most two.
+        let mut frames: HashMap<UserId, crate::Frame> = HashMap::new();
+        let group_frame = (!p2p).then(|| data_frame(msg, &msg.topic, &from));
+        let skip = noecho.then_some(self.handle.sid);
+        self.svc.hub.for_each_attached(tenant, &msg.topic, |a| {
+            if Some(a.session.sid) == skip || !a.mode.has(AccessMode::READ) {
+                return;
+            }
+            let frame = match &group_frame {
+                Some(f) => f.clone(),
+                None => frames.entry(a.user).or_insert_with(|| data_frame(msg, &wire_name(&msg.topic, a.user), &from)).clone(),
+            };
+            a.session.push(frame);
+        });
+        self.notify_unattached(msg).await;
+    }
+
+    /// `{pres what:"msg"}` on `me` for subscribers who are online but not attached to the topic.
+    async fn notify_unattached(&self, msg: &Message) {
+        let tenant = self.tenant();
+        let members = match self.members(&msg.topic).await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!(error = %e, "member list unavailable");
+                return;
+            }
+        };
+        let attached = self.svc.hub.attached_users(tenant, &msg.topic);
+        for user in members.iter().filter(|u| attached.binary_search(u).is_err()) {
+            let pres = MsgPres {
+                topic: "me".into(),
+                src: Some(wire_name(&msg.topic, *user)),
+                what: "msg".into(),
+                seq: Some(msg.seq),
+                act: Some(msg.from.to_string()),
+                ..MsgPres::default()
+            };
+            self.push_me_pres(*user, pres, None);
+        }
+    }
+
+    /// The topic's readers, from the in-process cache or the store.
+    async fn members(&self, stored: &str) -> ServiceResult<Vec<UserId>> {
+        let lock = self.svc.topics.get(self.tenant(), stored);
+        let mut state = lock.lock().await;
+        if let Some(m) = &state.members {
+            return Ok(m.clone());
+        }
+        let subs = self.svc.ports.subs.list_topic_subs(self.tenant(), stored).await?;
+        let members: Vec<UserId> =
+            subs.iter().filter(|s| s.mode().has(AccessMode::READ)).map(|s| s.user).collect();
+        state.members = Some(members.clone());
+        Ok(members)
+    }
+
+    pub(crate) async fn on_note(&mut self, m: MsgNote) -> ServiceResult<()> {
+        let me = self.me()?;
+        let tenant = self.tenant();
+        let stored = match resolve(&m.topic, me).ok_or(ServiceError::TopicNotFound)? {
+            Resolved::Group(n) => n,
+            Resolved::P2p { stored, .. } => stored,
+            _ => return Err(ServiceError::PermissionDenied),
+        };
+        let (seq, what) = match m.what.as_str() {
+            "kp" | "kpa" | "kpv" => {
+                let mode = self.svc.hub.attached_mode(tenant, &stored, self.handle.sid).ok_or(ServiceError::MustAttach)?;
+                if !mode.has(AccessMode::WRITE) {
+                    return Err(ServiceError::PermissionDenied);
+                }
+                (None, m.what.clone())
+            }
+            "read" | "recv" => {
+                let seq = m.seq.filter(|s| *s > 0).ok_or_else(|| ServiceError::Malformed("note.seq must be positive".into()))?;
+                let sub = self.svc.ports.subs.get_sub(tenant, &stored, me).await?.ok_or(ServiceError::NotFound)?;
+                if !sub.mode().has(AccessMode::READ) {
+                    return Err(ServiceError::PermissionDenied);
+                }
+                let topic = self.svc.ports.topics.get_topic(tenant, &stored).await?.ok_or(ServiceError::TopicNotFound)?;
+                if seq > topic.seq {
+                    return Err(ServiceError::Malformed("note.seq is beyond the last message".into()));
+                }
+                let (read, recv) = if m.what == "read" { (Some(seq), None) } else { (None, Some(seq)) };
+                let (new_recv, new_read) = self.svc.ports.subs.update_sub_cursors(tenant, &stored, me, recv, read).await?;
+                let unchanged = if m.what == "read" { new_read == sub.read } else { new_recv == sub.recv };
+                if unchanged {
+                    return Ok(());
+                }
+                (Some(seq), m.what.clone())
+            }
+            _ => return Err(ServiceError::NotImplemented),
+        };
+        let from = me.to_string();
+        let mut frames: HashMap<UserId, crate::Frame> = HashMap::new();
+        let mut reached = Vec::new();
+        self.svc.hub.for_each_attached(tenant, &stored, |a| {
+            if a.session.sid == self.handle.sid || !a.mode.has(AccessMode::READ) {
+                return;
+            }
+            let frame = frames
+                .entry(a.user)
+                .or_insert_with(|| {
+                    let info = MsgInfo {
+                        topic: wire_name(&stored, a.user),
+                        from: from.clone(),
+                        what: what.clone(),
+                        seq,
+                        event: m.event.clone(),
+                        payload: m.payload.clone(),
+                        src: None,
+                    };
+                    render::frame(&ServerMsg::Info(info))
+                })
+                .clone();
+            a.session.push(frame);
+            reached.push(a.session.sid);
+        });
+        if let (Some(seq), "read" | "recv") = (seq, what.as_str()) {
+            // The user's other sessions that are not attached learn the new cursor through `me`, so unread
+            // counters agree on every device.
+            let pres = MsgPres {
+                topic: "me".into(),
+                src: Some(wire_name(&stored, me)),
+                what: what.clone(),
+                seq: Some(seq),
+                ..MsgPres::default()
+            };
+            let frame = render::frame(&ServerMsg::Pres(pres));
+            self.svc.hub.for_each_user_session(tenant, me, |s| {
+                if s.sid != self.handle.sid && s.on_me() && !reached.contains(&s.sid) {
+                    s.push(frame.clone());
+                }
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A `{data}` frame for `msg` as seen under `wire` name.
+fn data_frame(msg: &Message, wire: &str, from: &str) -> crate::Frame {
+    render::frame(&ServerMsg::Data(MsgData {
+        topic: wire.to_owned(),
+        from: Some(from.to_owned()),
+        ts: Timestamp(msg.created),
+        seq: msg.seq,
+        head: msg.head.clone(),
+        content: msg.content.clone(),
+    }))
+}

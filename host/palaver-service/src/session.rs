@@ -1,0 +1,202 @@
+//! One client session: the Tinode state machine (`{hi}` first, then login, then topics) and the dispatch of
+//! each decoded message to its handler. Requests of one session are handled in order.
+
+use crate::error::{ServiceError, ServiceResult};
+use crate::hub::{Frame, SessionHandle};
+use crate::{Inner, now_millis, render};
+use palaver_core::{TenantId, UserId};
+use palaver_proto::{ClientMsg, Code, DecodeErrorKind, decode_client};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// How the client is connected; it changes the `{hi}` reply code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    WebSocket,
+    LongPoll,
+}
+
+/// What the client said in `{hi}`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Hello {
+    pub(crate) ver: String,
+    pub(crate) ua: Option<String>,
+    pub(crate) dev: Option<String>,
+    pub(crate) platf: Option<String>,
+}
+
+/// A client session. Owned by the transport task that reads the connection.
+pub struct Session {
+    pub(crate) svc: Arc<Inner>,
+    pub(crate) handle: Arc<SessionHandle>,
+    pub(crate) transport: Transport,
+    pub(crate) remote: Option<String>,
+    pub(crate) hello: Option<Hello>,
+    pub(crate) user: Option<UserId>,
+    /// Attached topics by stored name (`me` and `fnd` by their own names).
+    pub(crate) attached: HashSet<String>,
+    /// The current `fnd` query, as tags.
+    pub(crate) fnd_query: Vec<String>,
+    /// When presence was last refreshed, so that a busy session refreshes at most every few seconds.
+    last_touch: i64,
+}
+
+impl Session {
+    pub(crate) fn new(
+        svc: Arc<Inner>,
+        handle: Arc<SessionHandle>,
+        transport: Transport,
+        remote: Option<String>,
+    ) -> Self {
+        Session {
+            svc,
+            handle,
+            transport,
+            remote,
+            hello: None,
+            user: None,
+            attached: HashSet::new(),
+            fnd_query: Vec::new(),
+            last_touch: 0,
+        }
+    }
+
+    /// The session's id as the client sees it (`params.sid`, the long-poll `sid`).
+    pub fn sid(&self) -> String {
+        self.handle.sid.to_string()
+    }
+
+    /// The tenant the session belongs to.
+    pub fn tenant(&self) -> TenantId {
+        self.handle.tenant
+    }
+
+    /// The logged-in user, if any.
+    pub fn user(&self) -> Option<UserId> {
+        self.user
+    }
+
+    /// Handles one client frame; every reply goes to the session's outbound queue.
+    pub async fn handle_frame(&mut self, frame: &[u8]) {
+        let msg = match decode_client(frame) {
+            Ok(msg) => msg,
+            Err(e) => {
+                let why = match e.kind {
+                    DecodeErrorKind::NotJson => "not a JSON object".to_owned(),
+                    DecodeErrorKind::WrongShape(s) => s,
+                    DecodeErrorKind::UnknownKind => "unknown message kind".to_owned(),
+                    DecodeErrorKind::Ambiguous => "more than one message kind".to_owned(),
+                };
+                self.reply_error(e.id.as_deref(), e.topic.as_deref(), &ServiceError::Malformed(why)).await;
+                return;
+            }
+        };
+        self.touch_presence().await;
+        let id = msg.id().map(str::to_owned);
+        let topic = msg.topic().map(str::to_owned);
+        if let Err(e) = self.dispatch(msg).await {
+            if e.code() == Code::InternalError {
+                tracing::error!(error = %e, sid = %self.handle.sid, "request failed");
+            }
+            self.reply_error(id.as_deref(), topic.as_deref(), &e).await;
+        }
+    }
+
+    /// Refuses a frame without handling it (rate limit, size limit), echoing its id if one can be found.
+    pub async fn refuse_frame(&mut self, frame: &[u8], err: ServiceError) {
+        let (id, topic) = match decode_client(frame) {
+            Ok(m) => (m.id().map(str::to_owned), m.topic().map(str::to_owned)),
+            Err(e) => (e.id, e.topic),
+        };
+        self.reply_error(id.as_deref(), topic.as_deref(), &err).await;
+    }
+
+    async fn dispatch(&mut self, msg: ClientMsg) -> ServiceResult<()> {
+        if self.hello.is_none() && !matches!(msg, ClientMsg::Hi(_)) {
+            return Err(ServiceError::OutOfSequence);
+        }
+        if self.user.is_none() && !matches!(msg, ClientMsg::Hi(_) | ClientMsg::Acc(_) | ClientMsg::Login(_)) {
+            return Err(ServiceError::AuthRequired);
+        }
+        match msg {
+            ClientMsg::Hi(m) => self.on_hi(m).await,
+            ClientMsg::Acc(m) => self.on_acc(m).await,
+            ClientMsg::Login(m) => self.on_login(m).await,
+            ClientMsg::Sub(m) => self.on_sub(m).await,
+            ClientMsg::Leave(m) => self.on_leave(m).await,
+            ClientMsg::Pub(m) => self.on_pub(m).await,
+            ClientMsg::Get(m) => self.on_get(m).await,
+            ClientMsg::Set(m) => self.on_set(m).await,
+            ClientMsg::Del(m) => self.on_del(m).await,
+            ClientMsg::Note(m) => {
+                // Notes have no id and no reply; an invalid one is dropped, as Tinode does.
+                if let Err(e) = self.on_note(m).await {
+                    tracing::debug!(error = %e, "note dropped");
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The logged-in user, or 401.
+    pub(crate) fn me(&self) -> ServiceResult<UserId> {
+        self.user.ok_or(ServiceError::AuthRequired)
+    }
+
+    /// Queues a frame for this session, waiting for room.
+    pub(crate) async fn send(&self, frame: Frame) {
+        self.handle.send(frame).await;
+    }
+
+    /// Replies with a ctrl of `code`.
+    pub(crate) async fn reply(&self, id: Option<&str>, topic: Option<&str>, code: Code, params: Option<Value>) {
+        self.send(render::ctrl_frame(id, topic, code, now_millis(), params)).await;
+    }
+
+    /// Replies with the ctrl for an error.
+    pub(crate) async fn reply_error(&self, id: Option<&str>, topic: Option<&str>, err: &ServiceError) {
+        let mut ctrl = palaver_proto::MsgCtrl::new(id, topic, err.code(), palaver_proto::Timestamp(now_millis()))
+            .with_text(err.text());
+        ctrl.params = err.params();
+        self.send(render::frame(&palaver_proto::ServerMsg::Ctrl(ctrl))).await;
+    }
+
+    async fn touch_presence(&mut self) {
+        const EVERY_MS: i64 = 5_000;
+        let now = now_millis();
+        if let Some(user) = self.user.filter(|_| now - self.last_touch >= EVERY_MS) {
+            self.last_touch = now;
+            let sid = self.sid();
+            if let Err(e) = self.svc.ports.presence.refresh(self.tenant(), user, &sid, now).await {
+                tracing::debug!(error = %e, "presence refresh failed");
+            }
+        }
+    }
+
+    /// Ends the session: detaches from every topic, marks presence offline, tells contacts if the user is gone.
+    pub async fn close(mut self) {
+        let stored: Vec<String> = self.attached.iter().cloned().collect();
+        self.svc.hub.unregister(&self.handle, &stored);
+        if let Some(user) = self.user {
+            let sid = self.sid();
+            let now = now_millis();
+            let was_on_me = self.attached.contains("me");
+            self.attached.clear();
+            let remaining = match self.svc.ports.presence.mark_offline(self.tenant(), user, &sid, now).await {
+                Ok(n) => n as usize,
+                Err(e) => {
+                    tracing::debug!(error = %e, "presence offline failed");
+                    self.svc.hub.user_session_count(self.tenant(), user)
+                }
+            };
+            let ua = self.hello.as_ref().and_then(|h| h.ua.clone());
+            if let Err(e) = self.svc.ports.users.touch_user(self.tenant(), user, now, ua.as_deref()).await {
+                tracing::debug!(error = %e, "last-seen update failed");
+            }
+            if was_on_me && remaining == 0 {
+                self.announce_presence(user, false).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! A test harness that drives sessions in process: frames in, frames out, no network and no sleeps. Every
+//! reply and fanout of a request is queued before `handle_frame` returns, so a test reads them at once.
+
+#![allow(dead_code, unreachable_pub)]
+
+use base64::Engine;
+use palaver_core::TenantId;
+use palaver_core::ports::Ports;
+use palaver_service::auth::{HashCost, TokenSigner};
+use palaver_service::{Outbound, Service, ServiceConfig, Session, Transport};
+use palaver_store_memory::{MemoryBus, MemoryIdempotency, MemoryPresence, MemorySeq, MemoryStore};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// A service over fresh in-memory adapters with cheap password hashing.
+pub fn service() -> Service {
+    service_with(ServiceConfig::default())
+}
+
+pub fn service_with(mut cfg: ServiceConfig) -> Service {
+    cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
+    let store = Arc::new(MemoryStore::new());
+    let ports = Ports {
+        users: store.clone(),
+        topics: store.clone(),
+        subs: store.clone(),
+        messages: store,
+        seq: Arc::new(MemorySeq::new()),
+        idempotency: Arc::new(MemoryIdempotency::default()),
+        presence: Arc::new(MemoryPresence::new()),
+        bus: Arc::new(MemoryBus::new()),
+    };
+    Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
+}
+
+pub struct Client {
+    pub session: Option<Session>,
+    pub rx: mpsc::Receiver<Outbound>,
+    next_id: u32,
+    pub user: String,
+    pub token: String,
+}
+
+pub fn basic(login: &str, pass: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(format!("{login}:{pass}"))
+}
+
+impl Client {
+    pub fn connect(svc: &Service) -> Client {
+        let (session, rx) = svc.open_session(TenantId::DEFAULT, Transport::WebSocket, None);
+        Client { session: Some(session), rx, next_id: 100, user: String::new(), token: String::new() }
+    }
+
+    pub fn connect_tenant(svc: &Service, tenant: TenantId) -> Client {
+        let (session, rx) = svc.open_session(tenant, Transport::WebSocket, None);
+        Client { session: Some(session), rx, next_id: 100, user: String::new(), token: String::new() }
+    }
+
+    pub fn id(&mut self) -> String {
+        self.next_id += 1;
+        self.next_id.to_string()
+    }
+
+    /// Sends raw bytes and returns every frame queued for this client.
+    pub async fn raw(&mut self, bytes: &[u8]) -> Vec<Value> {
+        self.session.as_mut().expect("open").handle_frame(bytes).await;
+        self.drain()
+    }
+
+    /// Sends a message and returns every frame queued for this client.
+    pub async fn send(&mut self, msg: Value) -> Vec<Value> {
+        self.raw(msg.to_string().as_bytes()).await
+    }
+
+    /// Every frame queued so far.
+    pub fn drain(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Ok(o) = self.rx.try_recv() {
+            if let Outbound::Frame(f) = o {
+                out.push(serde_json::from_slice(&f).expect("server frames are JSON"));
+            }
+        }
+        out
+    }
+
+    /// Sends a request with a fresh id and returns the ctrl answering it, plus everything else received.
+    pub async fn req(&mut self, kind: &str, mut body: Value) -> (Value, Vec<Value>) {
+        let id = self.id();
+        body["id"] = json!(id);
+        let frames = self.send(json!({ kind: body })).await;
+        // A ctrl answers most requests; a `{get}` of desc or sub is answered by meta alone.
+        let answer = frames
+            .iter()
+            .find_map(|f| (f["ctrl"]["id"] == json!(id)).then(|| f["ctrl"].clone()))
+            .or_else(|| frames.iter().find_map(|f| (f["meta"]["id"] == json!(id)).then(|| f["meta"].clone())))
+            .unwrap_or_else(|| panic!("no answer for {kind} {id}: {frames:?}"));
+        (answer, frames)
+    }
+
+    pub async fn hi(&mut self) -> Value {
+        self.req("hi", json!({ "ver": "0.25.3", "ua": "test/1.0" })).await.0
+    }
+
+    /// Signs up (and logs in) a new user.
+    pub async fn signup(&mut self, login: &str, pass: &str) -> Value {
+        self.hi().await;
+        let (ctrl, _) = self
+            .req("acc", json!({ "user": "new", "scheme": "basic", "secret": basic(login, pass), "login": true,
+                                "desc": { "public": { "fn": login } }, "tags": [format!("tag-{login}")] }))
+            .await;
+        assert_eq!(ctrl["code"], 200, "signup {login}: {ctrl}");
+        self.user = ctrl["params"]["user"].as_str().unwrap().to_owned();
+        self.token = ctrl["params"]["token"].as_str().unwrap().to_owned();
+        ctrl
+    }
+
+    pub async fn login(&mut self, login: &str, pass: &str) -> Value {
+        self.hi().await;
+        let (ctrl, _) = self.req("login", json!({ "scheme": "basic", "secret": basic(login, pass) })).await;
+        if ctrl["code"] == 200 {
+            self.user = ctrl["params"]["user"].as_str().unwrap().to_owned();
+            self.token = ctrl["params"]["token"].as_str().unwrap().to_owned();
+        }
+        ctrl
+    }
+
+    pub async fn sub(&mut self, topic: &str) -> Value {
+        self.req("sub", json!({ "topic": topic })).await.0
+    }
+
+    /// Creates a group and returns its name.
+    pub async fn new_group(&mut self, title: &str) -> String {
+        let (ctrl, _) = self
+            .req("sub", json!({ "topic": "new1", "set": { "desc": { "public": { "fn": title } }, "tags": ["grouptag"] } }))
+            .await;
+        assert_eq!(ctrl["code"], 200, "{ctrl}");
+        ctrl["topic"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn publish(&mut self, topic: &str, content: Value) -> Value {
+        self.req("pub", json!({ "topic": topic, "content": content })).await.0
+    }
+
+    pub async fn close(&mut self) {
+        if let Some(s) = self.session.take() {
+            s.close().await;
+        }
+    }
+}
+
+/// The `{data}` frames among `frames`.
+pub fn data(frames: &[Value]) -> Vec<Value> {
+    frames.iter().filter_map(|f| f.get("data").cloned()).collect()
+}
+
+/// The frames of one kind (`pres`, `info`, `meta`, `ctrl`).
+pub fn of(frames: &[Value], kind: &str) -> Vec<Value> {
+    frames.iter().filter_map(|f| f.get(kind).cloned()).collect()
+}

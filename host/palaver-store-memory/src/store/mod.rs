@@ -1,0 +1,80 @@
+//! The in-memory storage adapter: users, topics, subscriptions and messages in tenant-scoped maps.
+//!
+//! All four storage ports share one lock over one map of tenants. That makes every port call atomic with
+//! respect to the others (a topic delete and an append never interleave), which is what the SQL adapters get
+//! from transactions.
+
+mod messages;
+mod subs;
+mod topics;
+mod users;
+
+use palaver_core::{
+    AuthRecord, Message, Seq, SeqRange, Subscription, TenantId, Topic, UnixMillis, User, UserId,
+};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Users, topics, subscriptions and messages kept in memory. Cloning is cheap and clones share the data.
+#[derive(Clone, Default)]
+pub struct MemoryStore {
+    inner: Arc<Mutex<HashMap<TenantId, TenantData>>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `f` on the tenant's data under the lock. The closure is synchronous, so the lock can never be held
+    /// across an await.
+    fn with_tenant<R>(&self, tenant: TenantId, f: impl FnOnce(&mut TenantData) -> R) -> R {
+        let mut guard = self.inner.lock();
+        f(guard.entry(tenant).or_default())
+    }
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
+/// Everything one tenant owns. Nothing in here refers to another tenant, which is what isolates them.
+#[derive(Default)]
+struct TenantData {
+    users: BTreeMap<UserId, User>,
+    /// Credentials keyed by lower-cased login.
+    auth: HashMap<String, AuthRecord>,
+    /// The login of each user that has a basic credential, to find it from the user id.
+    login_of: HashMap<UserId, String>,
+    topics: BTreeMap<String, Topic>,
+    /// Subscriptions keyed by (topic, user), so a topic's members are one contiguous range.
+    subs: BTreeMap<(String, UserId), Subscription>,
+    history: HashMap<String, History>,
+}
+
+/// One topic's stored messages and deletion log.
+#[derive(Default)]
+struct History {
+    messages: BTreeMap<Seq, StoredMessage>,
+    /// The seq stored under each (sender, client_mid) key.
+    by_client_mid: HashMap<(UserId, String), Seq>,
+    dellog: Vec<DelLogEntry>,
+}
+
+/// A message with its hard-delete marker; a hard-deleted message keeps its slot but loses its content.
+struct StoredMessage {
+    message: Message,
+    deleted_at: Option<UnixMillis>,
+}
+
+/// One range of one deletion transaction. `deleted_for` is `None` for a deletion for everyone.
+#[derive(Clone, Copy)]
+struct DelLogEntry {
+    del_id: i64,
+    deleted_for: Option<UserId>,
+    range: SeqRange,
+}

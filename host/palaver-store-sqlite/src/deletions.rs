@@ -1,0 +1,107 @@
+//! Message deletion over SQLite: the `dellog` table, hard-delete stubs, and the per-reader view of the log.
+
+use crate::SqliteStore;
+use crate::codec::{tenant, user_col};
+use crate::error::db_error;
+use crate::messages::Table;
+use crate::ranges;
+use palaver_core::{
+    DeleteMessages, Deletions, SeqRange, StoreError, StoreResult, TenantId, UserId,
+};
+
+/// `deleted_for` of a dellog row that applies to every reader. User id 0 is never a valid user.
+const EVERYONE: i64 = 0;
+
+/// Allocates the topic's next deletion id and records the ranges under it, in one transaction. A hard delete
+/// also drops the messages' content; a soft delete also moves the requester's subscription to the new id.
+pub(crate) async fn delete(
+    store: &SqliteStore,
+    tenant_id: TenantId,
+    topic: &str,
+    request: &DeleteMessages,
+) -> StoreResult<i64> {
+    let t = tenant(tenant_id);
+    let mut tx = store.begin_write().await?;
+    let del_id: Option<i64> = sqlx::query_scalar(
+        "UPDATE topics SET del_id = del_id + 1 WHERE tenant_id = ? AND name = ? RETURNING del_id",
+    )
+    .bind(t)
+    .bind(topic)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    let del_id = del_id.ok_or(StoreError::NotFound)?;
+    let deleted_for = if request.hard {
+        EVERYONE
+    } else {
+        user_col(request.for_user)
+    };
+    for range in request.ranges.iter().copied().map(ranges::normalize) {
+        sqlx::query(
+            "INSERT INTO dellog (tenant_id, topic, del_id, deleted_for, low, hi, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(t)
+        .bind(topic)
+        .bind(del_id)
+        .bind(deleted_for)
+        .bind(range.low)
+        .bind(range.hi)
+        .bind(request.when)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if request.hard {
+            sqlx::query(Table::of(topic).hard_delete_sql())
+                .bind(request.when)
+                .bind(t)
+                .bind(topic)
+                .bind(range.low)
+                .bind(range.hi)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+    }
+    if !request.hard {
+        sqlx::query(
+            "UPDATE subscriptions SET del_id = ? WHERE tenant_id = ? AND topic = ? AND user_id = ?",
+        )
+        .bind(del_id)
+        .bind(t)
+        .bind(topic)
+        .bind(user_col(request.for_user))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    }
+    tx.commit().await.map_err(db_error)?;
+    Ok(del_id)
+}
+
+/// The ranges deleted for everyone plus those `reader` deleted, merged, under the highest of their ids.
+pub(crate) async fn list(
+    store: &SqliteStore,
+    tenant_id: TenantId,
+    topic: &str,
+    reader: UserId,
+) -> StoreResult<Deletions> {
+    let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT del_id, low, hi FROM dellog WHERE tenant_id = ? AND topic = ? AND deleted_for IN (?, ?)",
+    )
+    .bind(tenant(tenant_id))
+    .bind(topic)
+    .bind(EVERYONE)
+    .bind(user_col(reader))
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db_error)?;
+    Ok(Deletions {
+        clear: rows.iter().map(|(id, _, _)| *id).max().unwrap_or(0),
+        ranges: ranges::merge(
+            rows.into_iter()
+                .map(|(_, low, hi)| SeqRange { low, hi })
+                .collect(),
+        ),
+    })
+}

@@ -1,0 +1,152 @@
+//! SQLite-specific checks beyond the shared contract: pragmas, reopening, table routing and delete stubs.
+
+use palaver_contract::Fixture;
+use palaver_core::ports::{MessageStore, TopicStore, UserStore};
+use palaver_core::{
+    AccessMode, DefaultAccess, DeleteMessages, Message, RecordState, SeqRange, TenantId, Topic,
+    TopicKind, User, UserId, p2p_name,
+};
+use palaver_store_sqlite::SqliteStore;
+use serde_json::json;
+
+const T: TenantId = TenantId::DEFAULT;
+
+fn topic(name: &str, kind: TopicKind) -> Topic {
+    Topic {
+        name: name.to_owned(),
+        kind,
+        created: 1,
+        updated: 1,
+        touched: 1,
+        state: RecordState::Active,
+        owner: None,
+        defacs: DefaultAccess::GROUP,
+        public: None,
+        trusted: None,
+        tags: Vec::new(),
+        seq: 0,
+        del_id: 0,
+    }
+}
+
+fn message(topic: &str, seq: i64) -> Message {
+    Message {
+        topic: topic.to_owned(),
+        seq,
+        created: 10 + seq,
+        from: UserId(u64::MAX),
+        head: None,
+        content: json!({ "txt": format!("m{seq}") }),
+        client_mid: Some(format!("mid{seq}")),
+    }
+}
+
+#[tokio::test]
+async fn file_database_uses_wal_and_foreign_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("p.db")).await.unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(fk, 1);
+    let sync: i64 = sqlx::query_scalar("PRAGMA synchronous")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(sync, 1, "NORMAL");
+}
+
+#[tokio::test]
+async fn reopening_keeps_data_and_skips_applied_migrations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested.db");
+    let user = User {
+        id: UserId(u64::MAX - 3),
+        created: 5,
+        updated: 5,
+        state: RecordState::Active,
+        auth_version: 0,
+        defacs: DefaultAccess {
+            auth: AccessMode::USER_AUTH,
+            anon: AccessMode::NONE,
+        },
+        public: Some(json!({ "fn": "Zoë" })),
+        trusted: None,
+        tags: vec!["x".into()],
+        last_seen: None,
+        user_agent: None,
+    };
+    let store = SqliteStore::open(&path).await.unwrap();
+    store.create_user(T, &user, None).await.unwrap();
+    store.close().await;
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.get_user(T, user.id).await.unwrap(), Some(user));
+}
+
+#[tokio::test]
+async fn messages_go_to_their_kind_of_table_and_hard_deletes_leave_stubs() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let p2p = p2p_name(UserId(1), UserId(2));
+    store
+        .create_topic(T, &topic("grpRouting", TopicKind::Group))
+        .await
+        .unwrap();
+    store
+        .create_topic(T, &topic(&p2p, TopicKind::P2p))
+        .await
+        .unwrap();
+    for seq in 1..=3 {
+        store.append(T, &message("grpRouting", seq)).await.unwrap();
+    }
+    store.append(T, &message(&p2p, 1)).await.unwrap();
+    let count = |sql: &'static str| {
+        let pool = store.pool().clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(count("SELECT COUNT(*) FROM im_group_messages").await, 3);
+    assert_eq!(count("SELECT COUNT(*) FROM im_messages").await, 1);
+
+    let request = DeleteMessages {
+        ranges: vec![SeqRange { low: 2, hi: 3 }],
+        hard: true,
+        for_user: UserId(1),
+        when: 99,
+    };
+    store
+        .delete_messages(T, "grpRouting", &request)
+        .await
+        .unwrap();
+    let stubs = "SELECT COUNT(*) FROM im_group_messages WHERE content IS NULL AND head IS NULL \
+                 AND deleted_at = 99 AND status = 'deleted'";
+    assert_eq!(count(stubs).await, 1);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM dellog WHERE deleted_for = 0").await,
+        1
+    );
+    assert_eq!(
+        store
+            .find_by_client_mid(T, "grpRouting", UserId(u64::MAX), "mid2")
+            .await
+            .unwrap(),
+        Some(2)
+    );
+}
+
+#[tokio::test]
+async fn in_memory_store_passes_contract_cases() {
+    let make = || async { Fixture::new(SqliteStore::open_in_memory().await.unwrap()) };
+    palaver_contract::cases::list_deletions_merges_ranges(make().await).await;
+    palaver_contract::cases::concurrent_appends_all_stored(make().await).await;
+    palaver_contract::cases::tenants_are_isolated(make().await).await;
+}
