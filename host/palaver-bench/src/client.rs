@@ -30,28 +30,21 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// tungstenite allocates its 128 KiB default read buffer eagerly, which would make the generator, not the
 /// server, the memory hog (perf-reliability.md §2 measured 137 KB per connection with the default).
 pub(crate) fn ws_config(read_buffer: usize) -> WebSocketConfig {
-    WebSocketConfig::default()
-        .read_buffer_size(read_buffer)
-        .write_buffer_size(0)
+    WebSocketConfig::default().read_buffer_size(read_buffer).write_buffer_size(0)
 }
 
 /// Opens a WebSocket to the Tinode channel endpoint with the API key in the query.
 pub(crate) async fn connect(target: &Target, read_buffer: usize) -> Result<Ws> {
     let attempt = async {
-        let tcp = TcpStream::connect(target.addr)
-            .await
-            .context("TCP connect")?;
+        let tcp = TcpStream::connect(target.addr).await.context("TCP connect")?;
         // Small request/reply frames would otherwise wait for Nagle's algorithm and distort latency.
         tcp.set_nodelay(true)?;
-        let (ws, _response) =
-            client_async_with_config(target.ws_url(), tcp, Some(ws_config(read_buffer)))
-                .await
-                .context("WebSocket upgrade")?;
+        let (ws, _response) = client_async_with_config(target.ws_url(), tcp, Some(ws_config(read_buffer)))
+            .await
+            .context("WebSocket upgrade")?;
         Ok(ws)
     };
-    timeout(CONNECT_TIMEOUT, attempt)
-        .await
-        .map_err(|_| anyhow!("connect timed out after {CONNECT_TIMEOUT:?}"))?
+    timeout(CONNECT_TIMEOUT, attempt).await.map_err(|_| anyhow!("connect timed out after {CONNECT_TIMEOUT:?}"))?
 }
 
 /// The `{ctrl}` that answered a request.
@@ -74,11 +67,7 @@ pub(crate) struct Conn {
 impl Conn {
     /// Wraps an open WebSocket.
     pub(crate) fn new(ws: Ws) -> Conn {
-        Conn {
-            ws,
-            next_id: 1,
-            user: String::new(),
-        }
+        Conn { ws, next_id: 1, user: String::new() }
     }
 
     /// Sends one text frame.
@@ -104,12 +93,9 @@ impl Conn {
         self.send_text(envelope.to_string()).await?;
         let deadline = Instant::now() + REPLY_TIMEOUT;
         loop {
-            let text = self
-                .next_text(deadline)
-                .await
-                .with_context(|| format!("waiting for the reply to {{{kind}}}"))?;
-            let value: Value =
-                serde_json::from_str(&text).with_context(|| format!("unparsable frame: {text}"))?;
+            let text =
+                self.next_text(deadline).await.with_context(|| format!("waiting for the reply to {{{kind}}}"))?;
+            let value: Value = serde_json::from_str(&text).with_context(|| format!("unparsable frame: {text}"))?;
             let Some(ctrl) = value.get("ctrl") else {
                 continue;
             };
@@ -136,11 +122,7 @@ impl Conn {
 
     /// `{hi}`, which must be the first message of a session.
     pub(crate) async fn hi(&mut self) -> Result<Reply> {
-        self.request_ok(
-            "hi",
-            json!({"ver": "0.25.3", "ua": "palaver-bench/0.0", "lang": "en"}),
-        )
-        .await
+        self.request_ok("hi", json!({"ver": "0.25.3", "ua": "palaver-bench/0.0", "lang": "en"})).await
     }
 
     /// `{acc user:"new"}` with basic credentials and `login:true`; remembers the new `usr…` id.
@@ -175,9 +157,7 @@ impl Conn {
     /// Takes `params.user` from a sign-up or login reply.
     fn remember_user(&mut self, reply: &Reply) -> Result<()> {
         let user = reply.params.get("user").and_then(Value::as_str);
-        self.user = user
-            .ok_or_else(|| anyhow!("no params.user in {}", reply.raw))?
-            .to_owned();
+        self.user = user.ok_or_else(|| anyhow!("no params.user in {}", reply.raw))?.to_owned();
         Ok(())
     }
 }
@@ -210,29 +190,17 @@ fn basic_secret(login: &str, password: &str) -> String {
 pub(crate) const PASSWORD: &str = "bench-pass-123";
 
 /// Connects, says hi and signs up a fresh user.
-pub(crate) async fn new_user(
-    target: &Target,
-    read_buffer: usize,
-    login: &str,
-    name: &str,
-) -> Result<Conn> {
+pub(crate) async fn new_user(target: &Target, read_buffer: usize, login: &str, name: &str) -> Result<Conn> {
     let mut conn = Conn::new(connect(target, read_buffer).await?);
     conn.hi().await?;
-    conn.sign_up(login, PASSWORD, name)
-        .await
-        .with_context(|| format!("signing up {login}"))?;
+    conn.sign_up(login, PASSWORD, name).await.with_context(|| format!("signing up {login}"))?;
     Ok(conn)
 }
 
 /// Runs `make(i)` for `i in 0..n` with at most `concurrency` in flight, printing progress every tenth.
 ///
 /// Results come back in completion order, each with its index, so a failure can be reported precisely.
-pub(crate) async fn bounded<T, F, Fut>(
-    what: &str,
-    n: usize,
-    concurrency: usize,
-    make: F,
-) -> Vec<(usize, Result<T>)>
+pub(crate) async fn bounded<T, F, Fut>(what: &str, n: usize, concurrency: usize, make: F) -> Vec<(usize, Result<T>)>
 where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<T>>,
@@ -249,11 +217,7 @@ where
     while let Some(item) = stream.next().await {
         done.push(item);
         if done.len() % step == 0 && done.len() < n {
-            println!(
-                "  {what}: {}/{n} after {:.1} s",
-                done.len(),
-                start.elapsed().as_secs_f64()
-            );
+            println!("  {what}: {}/{n} after {:.1} s", done.len(), start.elapsed().as_secs_f64());
         }
     }
     done

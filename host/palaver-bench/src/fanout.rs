@@ -75,24 +75,16 @@ pub(crate) async fn run(args: FanoutArgs) -> Result<()> {
         bail!("no member joined the group");
     }
     let mut sets = MemberSet::split(sockets, args.readers);
-    let ctx = RunCtx {
-        args: &args,
-        topic: &topic,
-        setup_secs,
-    };
+    let ctx = RunCtx { args: &args, topic: &topic, setup_secs };
 
     if args.find_max {
-        let max = ctx
-            .run_once(&target, &mut publisher, &mut sets, 1, 0.0)
-            .await?;
+        let max = ctx.run_once(&target, &mut publisher, &mut sets, 1, 0.0).await?;
         let half_rate = (max.msg_per_s / 2.0).max(1.0);
         println!(
             "find-max: maximum {:.0} deliveries/s; running again at half: {half_rate:.1} msg/s",
             max.deliveries_per_s
         );
-        let half = ctx
-            .run_once(&target, &mut publisher, &mut sets, 2, half_rate)
-            .await?;
+        let half = ctx.run_once(&target, &mut publisher, &mut sets, 2, half_rate).await?;
         let throughput_ok = max.deliveries_per_s >= TARGET_DELIVERIES_PER_S;
         let latency_ok = half.p99_ms <= TARGET_P99_MS;
         println!(
@@ -104,8 +96,7 @@ pub(crate) async fn run(args: FanoutArgs) -> Result<()> {
             if latency_ok { "meets" } else { "MISSES" }
         );
     } else {
-        ctx.run_once(&target, &mut publisher, &mut sets, 1, args.rate)
-            .await?;
+        ctx.run_once(&target, &mut publisher, &mut sets, 1, args.rate).await?;
     }
     drop(sets);
     target.finish();
@@ -121,20 +112,12 @@ async fn setup(target: &Target, args: &FanoutArgs) -> Result<(Conn, String, Vec<
     println!("publisher {} created {topic}", publisher.user);
     let parking = Parking::new();
     let parked_publisher = parking.park(publisher);
-    let results =
-        client::bounded(
-            "members joined",
-            args.members,
-            args.setup_concurrency,
-            |i| {
-                let (parking, topic) = (&parking, topic.as_str());
-                let login = format!("b{tag}m{i}");
-                async move {
-                    Ok(parking.park(join_member(target, args.read_buffer, login, topic).await?))
-                }
-            },
-        )
-        .await;
+    let results = client::bounded("members joined", args.members, args.setup_concurrency, |i| {
+        let (parking, topic) = (&parking, topic.as_str());
+        let login = format!("b{tag}m{i}");
+        async move { Ok(parking.park(join_member(target, args.read_buffer, login, topic).await?)) }
+    })
+    .await;
     let mut parked = Vec::with_capacity(args.members);
     let mut failures = Anomalies::default();
     for (i, result) in results {
@@ -151,11 +134,7 @@ async fn setup(target: &Target, args: &FanoutArgs) -> Result<(Conn, String, Vec<
     };
     let (members, dropped) = parking.release(parked, "member").await;
     dropped.print("members closed by the server while waiting for setup to finish");
-    Ok((
-        publisher,
-        topic,
-        members.into_iter().map(|conn| conn.ws).collect(),
-    ))
+    Ok((publisher, topic, members.into_iter().map(|conn| conn.ws).collect()))
 }
 
 /// Signs the publisher up, logs in again on a fresh connection and creates the group.
@@ -168,35 +147,19 @@ async fn setup_publisher(target: &Target, tag: &str) -> Result<(Conn, String)> {
     drop(signed_up);
     let mut publisher = Conn::new(client::connect(target, 64 * 1024).await?);
     publisher.hi().await?;
-    publisher
-        .login(&login, PASSWORD)
-        .await
-        .context("logging the publisher in")?;
+    publisher.login(&login, PASSWORD).await.context("logging the publisher in")?;
     if publisher.user != user {
-        println!(
-            "PROBLEM: login returned {} but sign-up returned {user} for the same login",
-            publisher.user
-        );
+        println!("PROBLEM: login returned {} but sign-up returned {user} for the same login", publisher.user);
     }
-    let reply = publisher
-        .sub("new", Some(json!({"desc": {"public": {"fn": "bench"}}})))
-        .await?;
+    let reply = publisher.sub("new", Some(json!({"desc": {"public": {"fn": "bench"}}}))).await?;
     match reply.topic {
         Some(topic) if topic.starts_with("grp") => Ok((publisher, topic)),
-        _ => bail!(
-            "the ctrl for {{sub topic:\"new\"}} named no grp topic: {}",
-            reply.raw
-        ),
+        _ => bail!("the ctrl for {{sub topic:\"new\"}} named no grp topic: {}", reply.raw),
     }
 }
 
 /// Signs a member up and subscribes it to the group.
-async fn join_member(
-    target: &Target,
-    read_buffer: usize,
-    login: String,
-    topic: &str,
-) -> Result<Conn> {
+async fn join_member(target: &Target, read_buffer: usize, login: String, topic: &str) -> Result<Conn> {
     let mut conn = client::new_user(target, read_buffer, &login, "bench member").await?;
     conn.sub(topic, None).await?;
     Ok(conn)

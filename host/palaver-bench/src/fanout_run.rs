@@ -44,26 +44,12 @@ impl RunCtx<'_> {
         let (stop, stop_rx) = watch::channel(false);
         let readers: Vec<_> = sets
             .drain(..)
-            .map(|set| {
-                tokio::spawn(members::read_run(
-                    set,
-                    run,
-                    args.messages,
-                    progress.clone(),
-                    stop_rx.clone(),
-                ))
-            })
+            .map(|set| tokio::spawn(members::read_run(set, run, args.messages, progress.clone(), stop_rx.clone())))
             .collect();
         let server_cpu = target.cpu_secs();
         let client_cpu = own_cpu_secs();
 
-        let plan = Plan {
-            topic: self.topic,
-            run,
-            messages: args.messages,
-            rate,
-            window: args.window,
-        };
+        let plan = Plan { topic: self.topic, run, messages: args.messages, rate, window: args.window };
         let mut outcome = publish::publish(publisher, &plan).await;
         let expected_sent = members as u64 * outcome.sent;
         let deadline = Instant::now() + Duration::from_secs(args.drain_secs);
@@ -81,20 +67,9 @@ impl RunCtx<'_> {
             sets.push(set);
             tally.merge(part);
         }
-        let server_cpu = target
-            .cpu_secs()
-            .zip(server_cpu)
-            .map(|(after, before)| after - before);
+        let server_cpu = target.cpu_secs().zip(server_cpu).map(|(after, before)| after - before);
         let client_cpu = own_cpu_secs() - client_cpu;
-        Ok(self.report(
-            run,
-            rate,
-            members,
-            &mut outcome,
-            &mut tally,
-            server_cpu,
-            client_cpu,
-        ))
+        Ok(self.report(run, rate, members, &mut outcome, &mut tally, server_cpu, client_cpu))
     }
 
     /// Prints the human-readable lines and the JSON line of one run.
@@ -117,21 +92,13 @@ impl RunCtx<'_> {
             (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
             _ => 0.0,
         };
-        let deliveries_per_s = if wall > 0.0 {
-            unique as f64 / wall
-        } else {
-            0.0
-        };
+        let deliveries_per_s = if wall > 0.0 { unique as f64 / wall } else { 0.0 };
         let msg_per_s = deliveries_per_s / members.max(1) as f64;
         let pub_secs = match (outcome.first_send, outcome.last_send) {
             (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
             _ => 0.0,
         };
-        let mode = if rate > 0.0 {
-            format!("{rate:.1} msg/s")
-        } else {
-            format!("max, window {}", args.window)
-        };
+        let mode = if rate > 0.0 { format!("{rate:.1} msg/s") } else { format!("max, window {}", args.window) };
         // n messages span n - 1 send intervals, which makes the rate of a fixed-rate run come out exact.
         let pub_rate = outcome.sent.saturating_sub(1) as f64 / pub_secs.max(1e-9);
         println!("run {run} ({mode}), {members} members:");
@@ -155,33 +122,20 @@ impl RunCtx<'_> {
         let ack = outcome.ack_latency.summary();
         println!("  publish→ctrl 202 latency: {}", ack.line());
         let server = server_cpu.map_or(String::from("unknown (no pid)"), |s| format!("{s:.2} s"));
-        println!(
-            "  CPU: server {server}, client {client_cpu:.2} s, over {wall:.2} s on 2 shared cores"
-        );
+        println!("  CPU: server {server}, client {client_cpu:.2} s, over {wall:.2} s on 2 shared cores");
         if let Some(why) = &outcome.aborted {
             println!("PROBLEM: the publisher stopped early: {why}");
         }
         if outcome.rate_limited > 0 {
-            println!(
-                "PROBLEM: {} publishes refused: {RATE_LIMIT_HINT}",
-                outcome.rate_limited
-            );
+            println!("PROBLEM: {} publishes refused: {RATE_LIMIT_HINT}", outcome.rate_limited);
         }
         if outcome.echoes > 0 {
-            println!(
-                "PROBLEM: {} {{data}} echoed to the publisher despite noecho:true",
-                outcome.echoes
-            );
+            println!("PROBLEM: {} {{data}} echoed to the publisher despite noecho:true", outcome.echoes);
         }
         if tally.closed > 0 {
-            println!(
-                "PROBLEM: {} member sockets closed during the run",
-                tally.closed
-            );
+            println!("PROBLEM: {} member sockets closed during the run", tally.closed);
         }
-        outcome
-            .anomalies
-            .print("unexpected frames on the publisher");
+        outcome.anomalies.print("unexpected frames on the publisher");
         tally.anomalies.print("unexpected frames on members");
 
         let mut out = JsonLine::new("fanout");
@@ -210,10 +164,6 @@ impl RunCtx<'_> {
             out.set("server_cpu_s", round3(s));
         }
         println!("{out}");
-        RunResult {
-            deliveries_per_s,
-            msg_per_s,
-            p99_ms: latency.p99_ms,
-        }
+        RunResult { deliveries_per_s, msg_per_s, p99_ms: latency.p99_ms }
     }
 }

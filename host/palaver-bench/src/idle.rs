@@ -76,16 +76,9 @@ pub(crate) async fn run(args: IdleArgs) -> Result<()> {
     let rss_after = target.rss_kib();
     let (still_open, dropped) = parking.release(held, "connection").await;
     let alive = still_open.len();
-    println!(
-        "held {alive}/{opened} connections after {} s idle",
-        args.hold_secs
-    );
+    println!("held {alive}/{opened} connections after {} s idle", args.hold_secs);
     if alive < opened {
-        println!(
-            "PROBLEM: the server dropped {} idle connections within {} s",
-            opened - alive,
-            args.hold_secs
-        );
+        println!("PROBLEM: the server dropped {} idle connections within {} s", opened - alive, args.hold_secs);
         dropped.print("idle connections closed by the server");
     }
     let client_rss = rss_kib(std::process::id());
@@ -100,11 +93,7 @@ pub(crate) async fn run(args: IdleArgs) -> Result<()> {
     match (rss_before, rss_after) {
         (Some(before), Some(after)) => {
             let per_conn = after.saturating_sub(before) as f64 / alive.max(1) as f64;
-            let verdict = if per_conn <= TARGET_KIB_PER_CONN {
-                "meets"
-            } else {
-                "MISSES"
-            };
+            let verdict = if per_conn <= TARGET_KIB_PER_CONN { "meets" } else { "MISSES" };
             println!(
                 "server RSS {before} KiB before, {after} KiB with {alive} idle: {per_conn:.2} KiB per connection \
                  (target ≤ {TARGET_KIB_PER_CONN} KiB at 10k: {verdict}; kernel socket memory is not in RSS)"

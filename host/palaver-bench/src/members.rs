@@ -30,9 +30,7 @@ impl Stream for Member {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let index = self.index;
         // WebSocketStream over a TcpStream is Unpin, so it can be polled through a plain re-pin.
-        Pin::new(&mut self.ws)
-            .poll_next(cx)
-            .map(|item| item.map(|result| (index, result)))
+        Pin::new(&mut self.ws).poll_next(cx).map(|item| item.map(|result| (index, result)))
     }
 }
 
@@ -50,18 +48,11 @@ impl MemberSet {
     pub(crate) fn split(sockets: Vec<Ws>, readers: usize) -> Vec<MemberSet> {
         let readers = readers.max(1);
         let mut sets: Vec<MemberSet> = (0..readers)
-            .map(|_| MemberSet {
-                sockets: SelectAll::new(),
-                last_seq: Vec::new(),
-                seen: Vec::new(),
-            })
+            .map(|_| MemberSet { sockets: SelectAll::new(), last_seq: Vec::new(), seen: Vec::new() })
             .collect();
         for (i, ws) in sockets.into_iter().enumerate() {
             let set = &mut sets[i % readers];
-            set.sockets.push(Member {
-                index: set.last_seq.len(),
-                ws,
-            });
+            set.sockets.push(Member { index: set.last_seq.len(), ws });
             set.last_seq.push(0);
             set.seen.push(Vec::new());
         }
@@ -141,13 +132,9 @@ pub(crate) async fn read_run(
             Ok(Message::Text(text)) => on_text(&text, index, run, &mut set, &progress, &mut tally),
             Ok(Message::Close(frame)) => {
                 tally.closed += 1;
-                tally
-                    .anomalies
-                    .note(format!("member socket closed by the server: {frame:?}"));
+                tally.anomalies.note(format!("member socket closed by the server: {frame:?}"));
             }
-            Ok(Message::Binary(bytes)) => tally
-                .anomalies
-                .note(format!("binary frame of {} bytes", bytes.len())),
+            Ok(Message::Binary(bytes)) => tally.anomalies.note(format!("binary frame of {} bytes", bytes.len())),
             Ok(_) => {}
             Err(err) => {
                 tally.closed += 1;
@@ -159,14 +146,7 @@ pub(crate) async fn read_run(
 }
 
 /// Accounts for one text frame received by a member.
-fn on_text(
-    text: &str,
-    index: usize,
-    run: u32,
-    set: &mut MemberSet,
-    progress: &AtomicU64,
-    tally: &mut Tally,
-) {
+fn on_text(text: &str, index: usize, run: u32, set: &mut MemberSet, progress: &AtomicU64, tally: &mut Tally) {
     let Some(frame) = frames::parse(text) else {
         tally.anomalies.note(format!("unparsable frame: {text}"));
         return;
@@ -174,16 +154,12 @@ fn on_text(
     let Some(data) = frame.data else {
         // A member only sends {sub}, so a ctrl here is unexpected; pres/meta/info are normal side traffic.
         if frame.ctrl.is_some() {
-            tally
-                .anomalies
-                .note(format!("unexpected ctrl on a member: {text}"));
+            tally.anomalies.note(format!("unexpected ctrl on a member: {text}"));
         }
         return;
     };
     let Some(stamp) = data.content else {
-        tally
-            .anomalies
-            .note(format!("data without a bench stamp: {text}"));
+        tally.anomalies.note(format!("data without a bench stamp: {text}"));
         return;
     };
     if stamp.r != run {
@@ -193,9 +169,7 @@ fn on_text(
     tally.received += 1;
     let bits = &mut set.seen[index];
     let Some(word) = bits.get_mut((stamp.i / 64) as usize) else {
-        tally
-            .anomalies
-            .note(format!("message index beyond the run: {text}"));
+        tally.anomalies.note(format!("message index beyond the run: {text}"));
         return;
     };
     let mask = 1u64 << (stamp.i % 64);
@@ -212,10 +186,7 @@ fn on_text(
     if data.seq <= *last {
         tally.out_of_order += 1;
         if tally.out_of_order <= 3 {
-            tally.anomalies.note(format!(
-                "seq {} after seq {} on one member: {text}",
-                data.seq, *last
-            ));
+            tally.anomalies.note(format!("seq {} after seq {} on one member: {text}", data.seq, *last));
         }
     } else {
         *last = data.seq;

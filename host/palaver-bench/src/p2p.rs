@@ -77,11 +77,7 @@ pub(crate) async fn run(args: P2pArgs) -> Result<()> {
         }
     }
     let setup_secs = setup_start.elapsed().as_secs_f64();
-    println!(
-        "setup: {}/{} pairs signed up and subscribed in {setup_secs:.1} s",
-        pairs.len(),
-        args.pairs
-    );
+    println!("setup: {}/{} pairs signed up and subscribed in {setup_secs:.1} s", pairs.len(), args.pairs);
     failures.print("pairs failed to set up");
     if pairs.is_empty() {
         bail!("no pair could be set up");
@@ -108,23 +104,14 @@ pub(crate) async fn run(args: P2pArgs) -> Result<()> {
         }
     }
     let wall = start.elapsed().as_secs_f64();
-    let server_cpu = target
-        .cpu_secs()
-        .zip(server_cpu)
-        .map(|(after, before)| after - before);
+    let server_cpu = target.cpu_secs().zip(server_cpu).map(|(after, before)| after - before);
     let client_cpu = own_cpu_secs() - client_cpu;
 
     let expected = pair_count as u64 * args.messages;
     let per_s = total.completed as f64 / wall.max(1e-9);
     let rtt = total.rtt.summary();
-    println!(
-        "completed {}/{expected} round trips in {wall:.2} s: {per_s:.0} round trips/s",
-        total.completed
-    );
-    println!(
-        "  round trip (pub → peer's {{data}} → echo pub → {{data}}): {}",
-        rtt.line()
-    );
+    println!("completed {}/{expected} round trips in {wall:.2} s: {per_s:.0} round trips/s", total.completed);
+    println!("  round trip (pub → peer's {{data}} → echo pub → {{data}}): {}", rtt.line());
     let server = server_cpu.map_or(String::from("unknown (no pid)"), |s| format!("{s:.2} s"));
     println!("  CPU: server {server}, client {client_cpu:.2} s");
     total.anomalies.print("problems during the ping-pong");
@@ -149,44 +136,25 @@ pub(crate) async fn run(args: P2pArgs) -> Result<()> {
 
 /// Signs up two users and subscribes each to the other's `usr…`, which opens their P2P topic.
 async fn make_pair(target: &Target, tag: &str, i: usize) -> Result<(Conn, Conn)> {
-    let mut pinger =
-        client::new_user(target, 8 * 1024, &format!("b{tag}a{i}"), "bench pinger").await?;
-    let mut echoer =
-        client::new_user(target, 8 * 1024, &format!("b{tag}e{i}"), "bench echoer").await?;
+    let mut pinger = client::new_user(target, 8 * 1024, &format!("b{tag}a{i}"), "bench pinger").await?;
+    let mut echoer = client::new_user(target, 8 * 1024, &format!("b{tag}e{i}"), "bench echoer").await?;
     // A P2P topic is addressed by the peer's user id, so each side subscribes to the other's `usr…`.
     let to_echoer = echoer.user.clone();
     let to_pinger = pinger.user.clone();
-    pinger
-        .sub(&to_echoer, None)
-        .await
-        .context("pinger subscribing to the echoer")?;
-    echoer
-        .sub(&to_pinger, None)
-        .await
-        .context("echoer subscribing to the pinger")?;
+    pinger.sub(&to_echoer, None).await.context("pinger subscribing to the echoer")?;
+    echoer.sub(&to_pinger, None).await.context("echoer subscribing to the pinger")?;
     Ok((pinger, echoer))
 }
 
 /// Runs both sides of one pair on one task and collects the round trips.
-async fn ping_pong(
-    mut pinger: Conn,
-    mut echoer: Conn,
-    messages: u64,
-    timeout: Duration,
-) -> PairResult {
+async fn ping_pong(mut pinger: Conn, mut echoer: Conn, messages: u64, timeout: Duration) -> PairResult {
     let mut result = PairResult::default();
     let mut echo_anomalies = Anomalies::default();
     let pinger_user = pinger.user.clone();
     let echoer_user = echoer.user.clone();
     let (pinged, echoed) = tokio::join!(
         ping(&mut pinger, &echoer_user, messages, timeout, &mut result),
-        echo(
-            &mut echoer,
-            &pinger_user,
-            messages,
-            timeout,
-            &mut echo_anomalies
-        ),
+        echo(&mut echoer, &pinger_user, messages, timeout, &mut echo_anomalies),
     );
     result.anomalies.merge(echo_anomalies);
     if let Err(err) = pinged.and(echoed) {
@@ -196,32 +164,16 @@ async fn ping_pong(
 }
 
 /// Sends `messages` pings to `peer`, each after the previous one's echo arrived.
-async fn ping(
-    conn: &mut Conn,
-    peer: &str,
-    messages: u64,
-    timeout: Duration,
-    result: &mut PairResult,
-) -> Result<()> {
+async fn ping(conn: &mut Conn, peer: &str, messages: u64, timeout: Duration, result: &mut PairResult) -> Result<()> {
     let me = conn.user.clone();
     for i in 0..messages {
         let t = unix_micros();
-        conn.send_text(frames::pub_text(
-            &format!("q{i}"),
-            peer,
-            Stamp { t, i, r: 1 },
-        ))
-        .await?;
+        conn.send_text(frames::pub_text(&format!("q{i}"), peer, Stamp { t, i, r: 1 })).await?;
         let deadline = Instant::now() + timeout;
         loop {
-            let text = conn
-                .next_text(deadline)
-                .await
-                .with_context(|| format!("waiting for the echo of ping {i}"))?;
+            let text = conn.next_text(deadline).await.with_context(|| format!("waiting for the echo of ping {i}"))?;
             let Some(frame) = frames::parse(&text) else {
-                result
-                    .anomalies
-                    .note(format!("unparsable frame to the pinger: {text}"));
+                result.anomalies.note(format!("unparsable frame to the pinger: {text}"));
                 continue;
             };
             if let Some(ctrl) = frame.ctrl {
@@ -235,9 +187,7 @@ async fn ping(
             }
             let Some(data) = frame.data else { continue };
             if data.from.as_deref() == Some(me.as_str()) {
-                result
-                    .anomalies
-                    .note(format!("own ping echoed despite noecho:true: {text}"));
+                result.anomalies.note(format!("own ping echoed despite noecho:true: {text}"));
                 continue;
             }
             match data.content {
@@ -246,9 +196,7 @@ async fn ping(
                     result.completed += 1;
                     break;
                 }
-                _ => result.anomalies.note(format!(
-                    "unexpected data while waiting for echo {i}: {text}"
-                )),
+                _ => result.anomalies.note(format!("unexpected data while waiting for echo {i}: {text}")),
             }
         }
     }
@@ -256,20 +204,11 @@ async fn ping(
 }
 
 /// Echoes every ping from `peer` back with the same stamp, until `messages` were echoed.
-async fn echo(
-    conn: &mut Conn,
-    peer: &str,
-    messages: u64,
-    timeout: Duration,
-    anomalies: &mut Anomalies,
-) -> Result<()> {
+async fn echo(conn: &mut Conn, peer: &str, messages: u64, timeout: Duration, anomalies: &mut Anomalies) -> Result<()> {
     let me = conn.user.clone();
     let mut echoed = 0;
     while echoed < messages {
-        let text = conn
-            .next_text(Instant::now() + timeout)
-            .await
-            .context("waiting for a ping")?;
+        let text = conn.next_text(Instant::now() + timeout).await.context("waiting for a ping")?;
         let Some(frame) = frames::parse(&text) else {
             anomalies.note(format!("unparsable frame to the echoer: {text}"));
             continue;
@@ -282,12 +221,9 @@ async fn echo(
         }
         let Some(data) = frame.data else { continue };
         match (data.from.as_deref(), data.content) {
-            (Some(from), _) if from == me => {
-                anomalies.note(format!("own echo delivered despite noecho:true: {text}"))
-            }
+            (Some(from), _) if from == me => anomalies.note(format!("own echo delivered despite noecho:true: {text}")),
             (_, Some(stamp)) => {
-                conn.send_text(frames::pub_text(&format!("e{}", stamp.i), peer, stamp))
-                    .await?;
+                conn.send_text(frames::pub_text(&format!("e{}", stamp.i), peer, stamp)).await?;
                 echoed += 1;
             }
             (_, None) => anomalies.note(format!("data without a bench stamp: {text}")),

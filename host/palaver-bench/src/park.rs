@@ -30,9 +30,7 @@ pub(crate) struct Parking {
 impl Parking {
     /// A parking with nobody in it yet.
     pub(crate) fn new() -> Parking {
-        Parking {
-            stop: watch::channel(false).0,
-        }
+        Parking { stop: watch::channel(false).0 }
     }
 
     /// Hands `conn` to a task that reads and discards its frames until released.
@@ -72,9 +70,7 @@ impl Parking {
         for (i, one) in parked.into_iter().enumerate() {
             match tokio::time::timeout(RELEASE_TIMEOUT, one.task).await {
                 Ok(Ok((conn, None))) => conns.push(conn),
-                Ok(Ok((conn, Some(problem)))) => {
-                    problems.note(format!("{what} {i} ({}): {problem}", conn.user))
-                }
+                Ok(Ok((conn, Some(problem)))) => problems.note(format!("{what} {i} ({}): {problem}", conn.user)),
                 Ok(Err(err)) => problems.note(format!("{what} {i}: parked task failed: {err}")),
                 Err(_) => problems.note(format!("{what} {i}: parked task did not stop")),
             }

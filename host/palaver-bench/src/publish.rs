@@ -69,29 +69,19 @@ pub(crate) async fn publish(conn: &mut Conn, plan: &Plan<'_>) -> Outcome {
         let result = async {
             let start = Instant::now();
             for (i, slot) in sent_at.iter().enumerate() {
-                let permit = timeout(ACK_TIMEOUT, window.acquire()).await.map_err(|_| {
-                    anyhow!(
-                        "no ctrl 202 for {} s with the window full",
-                        ACK_TIMEOUT.as_secs()
-                    )
-                })??;
+                let permit = timeout(ACK_TIMEOUT, window.acquire())
+                    .await
+                    .map_err(|_| anyhow!("no ctrl 202 for {} s with the window full", ACK_TIMEOUT.as_secs()))??;
                 permit.forget();
                 if plan.rate > 0.0 {
-                    tokio::time::sleep_until(
-                        (start + Duration::from_secs_f64(i as f64 / plan.rate)).into(),
-                    )
-                    .await;
+                    tokio::time::sleep_until((start + Duration::from_secs_f64(i as f64 / plan.rate)).into()).await;
                 }
                 if first_send.get().is_none() {
                     first_send.set(Some(Instant::now()));
                 }
                 let t = unix_micros();
                 slot.store(t, Ordering::Relaxed);
-                let stamp = Stamp {
-                    t,
-                    i: i as u64,
-                    r: plan.run,
-                };
+                let stamp = Stamp { t, i: i as u64, r: plan.run };
                 let text = frames::pub_text(&format!("{ack_prefix}{i}"), plan.topic, stamp);
                 timeout(ACK_TIMEOUT, sink.send(Message::text(text)))
                     .await
@@ -136,9 +126,7 @@ pub(crate) async fn publish(conn: &mut Conn, plan: &Plan<'_>) -> Outcome {
                 };
                 let now = unix_micros();
                 let Some(parsed) = frames::parse(&frame) else {
-                    outcome
-                        .anomalies
-                        .note(format!("unparsable frame to the publisher: {frame}"));
+                    outcome.anomalies.note(format!("unparsable frame to the publisher: {frame}"));
                     continue;
                 };
                 if parsed.data.is_some() {
@@ -152,22 +140,16 @@ pub(crate) async fn publish(conn: &mut Conn, plan: &Plan<'_>) -> Outcome {
                     .and_then(|id| id.strip_prefix(ack_prefix.as_str()))
                     .and_then(|i| i.parse::<usize>().ok());
                 let Some(index) = index.filter(|&i| i < total) else {
-                    outcome
-                        .anomalies
-                        .note(format!("ctrl the publisher did not ask for: {frame}"));
+                    outcome.anomalies.note(format!("ctrl the publisher did not ask for: {frame}"));
                     continue;
                 };
-                outcome
-                    .ack_latency
-                    .push(now as i64 - sent_at[index].load(Ordering::Relaxed) as i64);
+                outcome.ack_latency.push(now as i64 - sent_at[index].load(Ordering::Relaxed) as i64);
                 if ctrl.code == 202 {
                     outcome.acked += 1;
                 } else {
                     outcome.rejected += 1;
                     outcome.rate_limited += u64::from(ctrl.code == 429);
-                    outcome
-                        .anomalies
-                        .note(format!("publish not accepted: {frame}"));
+                    outcome.anomalies.note(format!("publish not accepted: {frame}"));
                 }
                 window.add_permits(1);
             }

@@ -9,10 +9,7 @@ use serde_json::Value;
 /// Publisher and receivers run in the same process on the same machine, so a wall-clock stamp carried in the
 /// message is comparable on arrival and needs no clock synchronisation.
 pub(crate) fn unix_micros() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
 /// A bag of latency samples in microseconds.
@@ -42,11 +39,7 @@ impl Samples {
         let sum: u64 = self.micros.iter().map(|&v| v as u64).sum();
         Summary {
             count: n as u64,
-            mean_ms: if n == 0 {
-                0.0
-            } else {
-                sum as f64 / n as f64 / 1000.0
-            },
+            mean_ms: if n == 0 { 0.0 } else { sum as f64 / n as f64 / 1000.0 },
             p50_ms: self.quantile_ms(0.50),
             p90_ms: self.quantile_ms(0.90),
             p99_ms: self.quantile_ms(0.99),
@@ -83,13 +76,7 @@ impl Summary {
     pub(crate) fn line(&self) -> String {
         format!(
             "n={} mean={:.3} p50={:.3} p90={:.3} p99={:.3} p99.9={:.3} max={:.3} (ms)",
-            self.count,
-            self.mean_ms,
-            self.p50_ms,
-            self.p90_ms,
-            self.p99_ms,
-            self.p999_ms,
-            self.max_ms
+            self.count, self.mean_ms, self.p50_ms, self.p90_ms, self.p99_ms, self.p999_ms, self.max_ms
         )
     }
 

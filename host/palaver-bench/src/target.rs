@@ -75,18 +75,10 @@ impl Target {
                 "--addr {} is not a loopback address; this tool only loads servers on this machine",
                 args.addr
             );
-            return Ok(Target {
-                addr: args.addr,
-                apikey: args.apikey.clone(),
-                pid: args.pid,
-                spawned: None,
-            });
+            return Ok(Target { addr: args.addr, apikey: args.apikey.clone(), pid: args.pid, spawned: None });
         };
         let addr = free_loopback_port()?;
-        let dir = tempfile::Builder::new()
-            .prefix("palaver-bench-")
-            .tempdir()
-            .context("creating a temp data dir")?;
+        let dir = tempfile::Builder::new().prefix("palaver-bench-").tempdir().context("creating a temp data dir")?;
         let log = dir.path().join("server.log");
         let out = File::create(&log).context("creating the server log")?;
         let err = out.try_clone()?;
@@ -108,20 +100,10 @@ impl Target {
             addr,
             apikey: args.apikey.clone(),
             pid: Some(pid),
-            spawned: Some(Spawned {
-                child,
-                log,
-                _dir: dir,
-            }),
+            spawned: Some(Spawned { child, log, _dir: dir }),
         };
-        println!(
-            "spawned {} serve {} (pid {pid}) on {addr}",
-            path.display(),
-            args.server_args.join(" ")
-        );
-        target
-            .wait_ready(Duration::from_secs(args.ready_secs))
-            .await?;
+        println!("spawned {} serve {} (pid {pid}) on {addr}", path.display(), args.server_args.join(" "));
+        target.wait_ready(Duration::from_secs(args.ready_secs)).await?;
         Ok(target)
     }
 
@@ -130,10 +112,7 @@ impl Target {
         let start = Instant::now();
         while start.elapsed() < limit {
             if let Some(status) = self.exited() {
-                bail!(
-                    "the server exited before it was ready ({status}); log tail:\n{}",
-                    self.log_tail(20)
-                );
+                bail!("the server exited before it was ready ({status}); log tail:\n{}", self.log_tail(20));
             }
             if readyz(self.addr).await.unwrap_or(false) {
                 println!("server ready after {:.2} s", start.elapsed().as_secs_f64());
@@ -141,11 +120,7 @@ impl Target {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        bail!(
-            "GET /readyz did not answer 200 within {} s; log tail:\n{}",
-            limit.as_secs(),
-            self.log_tail(20)
-        )
+        bail!("GET /readyz did not answer 200 within {} s; log tail:\n{}", limit.as_secs(), self.log_tail(20))
     }
 
     /// The exit status of a spawned server that is no longer running.
@@ -182,10 +157,7 @@ impl Target {
     /// Reports a server that died during the run, then kills a spawned server.
     pub(crate) fn finish(mut self) {
         if let Some(status) = self.exited() {
-            println!(
-                "PROBLEM: the server exited during the run ({status}); log tail:\n{}",
-                self.log_tail(30)
-            );
+            println!("PROBLEM: the server exited during the run ({status}); log tail:\n{}", self.log_tail(30));
         }
         self.spawned = None;
     }
@@ -223,9 +195,7 @@ async fn readyz(addr: SocketAddr) -> Result<bool> {
         let mut buf = [0u8; 256];
         let n = stream.read(&mut buf).await?;
         let head = String::from_utf8_lossy(&buf[..n]);
-        Ok::<bool, std::io::Error>(
-            head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"),
-        )
+        Ok::<bool, std::io::Error>(head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"))
     };
     Ok(tokio::time::timeout(Duration::from_secs(1), attempt).await??)
 }

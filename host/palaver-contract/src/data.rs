@@ -1,8 +1,8 @@
 //! Builders for the records the cases store, so each case states only what it is about.
 
 use palaver_core::{
-    AccessMode, AuthRecord, DefaultAccess, Message, RecordState, Seq, Subscription, Topic,
-    TopicKind, UnixMillis, User, UserId, p2p_name,
+    AccessMode, AuthRecord, DefaultAccess, Message, RecordState, Seq, Subscription, Topic, TopicKind, UnixMillis, User,
+    UserId, p2p_name,
 };
 use serde_json::json;
 
@@ -28,19 +28,12 @@ pub(crate) fn user(id: u64) -> User {
 
 /// A user with the given tags.
 pub(crate) fn tagged_user(id: u64, tags: &[&str]) -> User {
-    User {
-        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
-        ..user(id)
-    }
+    User { tags: tags.iter().map(|t| (*t).to_owned()).collect(), ..user(id) }
 }
 
 /// A basic credential for `id`.
 pub(crate) fn auth(id: u64, login: &str, hash: &str) -> AuthRecord {
-    AuthRecord {
-        user: UserId(id),
-        login: login.to_owned(),
-        secret_hash: hash.to_owned(),
-    }
+    AuthRecord { user: UserId(id), login: login.to_owned(), secret_hash: hash.to_owned() }
 }
 
 /// An active group topic owned by user 1.
@@ -64,10 +57,7 @@ pub(crate) fn group(name: &str) -> Topic {
 
 /// A group topic with the given tags.
 pub(crate) fn tagged_group(name: &str, tags: &[&str]) -> Topic {
-    Topic {
-        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
-        ..group(name)
-    }
+    Topic { tags: tags.iter().map(|t| (*t).to_owned()).collect(), ..group(name) }
 }
 
 /// The P2P topic between users `a` and `b`.
@@ -75,10 +65,7 @@ pub(crate) fn p2p(a: u64, b: u64) -> Topic {
     Topic {
         kind: TopicKind::P2p,
         owner: None,
-        defacs: DefaultAccess {
-            auth: AccessMode::P2P,
-            anon: AccessMode::NONE,
-        },
+        defacs: DefaultAccess { auth: AccessMode::P2P, anon: AccessMode::NONE },
         public: None,
         ..group(&p2p_name(UserId(a), UserId(b)))
     }
@@ -118,10 +105,7 @@ pub(crate) fn msg(topic: &str, seq: Seq, from: u64) -> Message {
 
 /// A message carrying the idempotency key `mid`.
 pub(crate) fn msg_mid(topic: &str, seq: Seq, from: u64, mid: &str) -> Message {
-    Message {
-        client_mid: Some(mid.to_owned()),
-        ..msg(topic, seq, from)
-    }
+    Message { client_mid: Some(mid.to_owned()), ..msg(topic, seq, from) }
 }
 
 /// Tags as owned strings, the way the search calls take them.

@@ -6,15 +6,9 @@ use palaver_core::ports::{MessageStore, SubscriptionStore, TopicStore, UserStore
 use std::any::Any;
 
 /// Every storage port at once, as one adapter value that can be cloned into spawned tasks.
-pub trait Storage:
-    UserStore + TopicStore + SubscriptionStore + MessageStore + Clone + Send + Sync + 'static
-{
-}
+pub trait Storage: UserStore + TopicStore + SubscriptionStore + MessageStore + Clone + Send + Sync + 'static {}
 
-impl<S> Storage for S where
-    S: UserStore + TopicStore + SubscriptionStore + MessageStore + Clone + Send + Sync + 'static
-{
-}
+impl<S> Storage for S where S: UserStore + TopicStore + SubscriptionStore + MessageStore + Clone + Send + Sync + 'static {}
 
 /// A fresh store for one case, with the two tenants the case may write to.
 pub struct Fixture<S> {
@@ -30,29 +24,17 @@ pub struct Fixture<S> {
 impl<S> Fixture<S> {
     /// A fixture over `store` using tenants 1 and 2.
     pub fn new(store: S) -> Self {
-        Self {
-            store,
-            tenant: TenantId::DEFAULT,
-            other_tenant: TenantId(2),
-            _guard: None,
-        }
+        Self { store, tenant: TenantId::DEFAULT, other_tenant: TenantId(2), _guard: None }
     }
 
     /// A fixture that also keeps `guard` (a temporary directory, say) alive until the case ends.
     pub fn with_guard(store: S, guard: impl Any + Send + Sync) -> Self {
-        Self {
-            _guard: Some(Box::new(guard)),
-            ..Self::new(store)
-        }
+        Self { _guard: Some(Box::new(guard)), ..Self::new(store) }
     }
 
     /// Uses other tenant ids, for adapters whose cases share one database and must not see each other's rows.
     pub fn with_tenants(self, tenant: TenantId, other_tenant: TenantId) -> Self {
-        Self {
-            tenant,
-            other_tenant,
-            ..self
-        }
+        Self { tenant, other_tenant, ..self }
     }
 }
 

@@ -179,8 +179,14 @@ pub struct PresenceMeta {
 pub enum Presence {
     /// The presence store could not be asked; callers must not claim either way.
     Unknown,
-    Offline { last_seen: Option<UnixMillis> },
-    Online { sessions: u32, node_id: String, last_active: UnixMillis },
+    Offline {
+        last_seen: Option<UnixMillis>,
+    },
+    Online {
+        sessions: u32,
+        node_id: String,
+        last_active: UnixMillis,
+    },
 }
 
 /// The state of an idempotency key for `(topic, sender, client_mid)`.

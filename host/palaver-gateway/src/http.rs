@@ -29,6 +29,13 @@ pub(crate) async fn route(
                 text(StatusCode::SERVICE_UNAVAILABLE, "draining")
             }
         }
+        (&Method::GET, "/metrics") => {
+            let mut resp = text(StatusCode::OK, "");
+            *resp.body_mut() = Full::new(Bytes::from(shared.service.render_metrics()));
+            resp.headers_mut()
+                .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; version=0.0.4"));
+            resp
+        }
         (_, "/v0/channels") => crate::ws::upgrade(shared, req, remote),
         (_, "/v0/channels/lp") => crate::longpoll::handle(shared, req, remote).await,
         _ => text(StatusCode::NOT_FOUND, "not found"),
@@ -107,17 +114,19 @@ fn percent_decode(s: &str) -> String {
 }
 
 /// Resolves the tenant from the API key in the `X-Tinode-APIKey` header or the `apikey` parameter.
-pub(crate) fn tenant_of(shared: &Shared, req: &Request<Incoming>) -> Result<TenantId, Response<Body>> {
+pub(crate) fn tenant_of(shared: &Shared, req: &Request<Incoming>) -> Option<TenantId> {
     let key = req
         .headers()
         .get("x-tinode-apikey")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
         .or_else(|| query_param(req, "apikey"));
-    match key.as_deref().and_then(|k| shared.tenants.resolve(k)) {
-        Some(t) => Ok(t),
-        None => Err(json(StatusCode::FORBIDDEN, ctrl_body(palaver_proto::Code::ApiKeyRequired, None))),
-    }
+    key.as_deref().and_then(|k| shared.tenants.resolve(k))
+}
+
+/// The answer to a missing or invalid API key: HTTP 403 and no session.
+pub(crate) fn bad_key() -> Response<Body> {
+    json(StatusCode::FORBIDDEN, ctrl_body(palaver_proto::Code::ApiKeyRequired, None))
 }
 
 #[cfg(test)]

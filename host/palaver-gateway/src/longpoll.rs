@@ -3,7 +3,7 @@
 //! without a body waits for one server message, or answers empty after the poll timeout.
 
 use crate::Shared;
-use crate::http::{Body, ctrl_body, json, query_param, tenant_of};
+use crate::http::{Body, bad_key, ctrl_body, json, query_param, tenant_of};
 use crate::limits::RateLimiter;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -67,10 +67,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>, remote: 
     if req.method() != Method::GET && req.method() != Method::POST {
         return json(StatusCode::METHOD_NOT_ALLOWED, ctrl_body(Code::OperationNotAllowed, None));
     }
-    let tenant = match tenant_of(&shared, &req) {
-        Ok(t) => t,
-        Err(resp) => return resp,
-    };
+    let Some(tenant) = tenant_of(&shared, &req) else { return bad_key() };
     let Some(sid) = query_param(&req, "sid").filter(|s| !s.is_empty()) else {
         if shared.service.is_draining() {
             return json(StatusCode::SERVICE_UNAVAILABLE, ctrl_body(Code::ServiceUnavailable, None));
@@ -141,10 +138,10 @@ async fn poll(shared: &Shared, sid: &str, lp: &LpSession) -> Response<Body> {
 }
 
 async fn close(shared: &Shared, sid: &str) {
-    if let Some(lp) = shared.lp.remove(sid) {
-        if let Some(session) = lp.session.lock().await.take() {
-            session.close().await;
-        }
+    let Some(lp) = shared.lp.remove(sid) else { return };
+    let session = lp.session.lock().await.take();
+    if let Some(session) = session {
+        session.close().await;
     }
 }
 

@@ -2,7 +2,7 @@
 //! one writer task that drains the session's queue, batching frames per flush.
 
 use crate::Shared;
-use crate::http::{Body, tenant_of, text};
+use crate::http::{Body, bad_key, tenant_of, text};
 use crate::limits::RateLimiter;
 use futures_util::{SinkExt, StreamExt};
 use http::{Request, Response, StatusCode, header};
@@ -20,18 +20,13 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 /// Answers the upgrade request and spawns the connection.
 pub(crate) fn upgrade(shared: Arc<Shared>, mut req: Request<Incoming>, remote: SocketAddr) -> Response<Body> {
-    let tenant = match tenant_of(&shared, &req) {
-        Ok(t) => t,
-        Err(resp) => return resp,
-    };
+    let Some(tenant) = tenant_of(&shared, &req) else { return bad_key() };
     if shared.service.is_draining() {
         return text(StatusCode::SERVICE_UNAVAILABLE, "draining");
     }
     let headers = req.headers();
-    let is_upgrade = headers
-        .get(header::UPGRADE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let is_upgrade =
+        headers.get(header::UPGRADE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
     let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY).filter(|_| is_upgrade) else {
         return text(StatusCode::BAD_REQUEST, "websocket upgrade required");
     };
@@ -54,7 +49,12 @@ pub(crate) fn upgrade(shared: Arc<Shared>, mut req: Request<Incoming>, remote: S
     resp
 }
 
-async fn run(shared: Arc<Shared>, io: TokioIo<hyper::upgrade::Upgraded>, tenant: palaver_core::TenantId, remote: SocketAddr) {
+async fn run(
+    shared: Arc<Shared>,
+    io: TokioIo<hyper::upgrade::Upgraded>,
+    tenant: palaver_core::TenantId,
+    remote: SocketAddr,
+) {
     let cfg = &shared.cfg;
     let ws_cfg = WebSocketConfig::default()
         .read_buffer_size(cfg.ws_read_buffer)
@@ -113,8 +113,12 @@ async fn run(shared: Arc<Shared>, io: TokioIo<hyper::upgrade::Upgraded>, tenant:
     let _ = writer.await;
 }
 
-async fn write_loop<S>(mut sink: S, mut rx: mpsc::Receiver<Outbound>, mut control: mpsc::Receiver<Message>, ping: std::time::Duration)
-where
+async fn write_loop<S>(
+    mut sink: S,
+    mut rx: mpsc::Receiver<Outbound>,
+    mut control: mpsc::Receiver<Message>,
+    ping: std::time::Duration,
+) where
     S: futures_util::Sink<Message> + Unpin,
 {
     let mut ticker = tokio::time::interval(ping);

@@ -7,6 +7,10 @@ use serde_json::{Map, Value};
 
 /// One decoded client message.
 #[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one message lives at a time per session; boxing would add an allocation per frame"
+)]
 pub enum ClientMsg {
     Hi(MsgHi),
     Acc(MsgAcc),

@@ -121,8 +121,7 @@ mod tests {
     #[test]
     fn flattened_get_query_is_read() {
         let ClientMsg::Get(g) =
-            decode_client(br#"{"get":{"id":"7","topic":"grpX","what":"data","data":{"since":3,"limit":2}}}"#)
-                .unwrap()
+            decode_client(br#"{"get":{"id":"7","topic":"grpX","what":"data","data":{"since":3,"limit":2}}}"#).unwrap()
         else {
             panic!("not a get")
         };

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 /// One server message; serialises as `{"ctrl":{…}}`, `{"data":{…}}` and so on.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[allow(clippy::large_enum_variant, reason = "server messages are built, serialised once and dropped")]
 pub enum ServerMsg {
     Ctrl(MsgCtrl),
     Data(MsgData),

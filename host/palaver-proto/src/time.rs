@@ -32,13 +32,7 @@ impl fmt::Display for Timestamp {
         let days = secs.div_euclid(86_400);
         let sod = secs.rem_euclid(86_400);
         let (y, m, d) = civil_from_days(days);
-        write!(
-            f,
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-            sod / 3600,
-            (sod / 60) % 60,
-            sod % 60
-        )
+        write!(f, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z", sod / 3600, (sod / 60) % 60, sod % 60)
     }
 }
 
@@ -139,10 +133,7 @@ mod tests {
             let t = Timestamp(ms);
             assert_eq!(Timestamp::parse(&t.to_string()).unwrap(), t);
         }
-        assert_eq!(
-            Timestamp::parse("2015-10-06T20:07:29.8+02:00").unwrap(),
-            Timestamp(1_444_154_849_800)
-        );
+        assert_eq!(Timestamp::parse("2015-10-06T20:07:29.8+02:00").unwrap(), Timestamp(1_444_154_849_800));
         assert!(Timestamp::parse("2015-13-06T20:07:29Z").is_err());
         assert!(Timestamp::parse("yesterday").is_err());
     }

@@ -184,10 +184,8 @@ impl Config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-                text.parse::<toml::Table>().map_err(|e| ConfigError::Parse {
-                    path: path.display().to_string(),
-                    source: Box::new(e),
-                })?
+                text.parse::<toml::Table>()
+                    .map_err(|e| ConfigError::Parse { path: path.display().to_string(), source: Box::new(e) })?
             }
             None => toml::Table::new(),
         };
@@ -204,9 +202,7 @@ impl Config {
                 .ok()
                 .and_then(|mut t| t.remove("v"))
                 .unwrap_or(toml::Value::String(value));
-            let section = table
-                .entry(path[0].clone())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            let section = table.entry(path[0].clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
             match section {
                 toml::Value::Table(t) => {
                     t.insert(path[1].clone(), parsed);
@@ -302,7 +298,8 @@ mod tests {
     fn layers_apply_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("p.toml");
-        std::fs::write(&file, "[server]\nlisten = \"127.0.0.1:7000\"\nnode_id = \"a\"\n[limits]\nrate_burst = 5\n").unwrap();
+        std::fs::write(&file, "[server]\nlisten = \"127.0.0.1:7000\"\nnode_id = \"a\"\n[limits]\nrate_burst = 5\n")
+            .unwrap();
         let cfg = Config::load(
             Some(&file),
             env(&[("PALAVER_SERVER__NODE_ID", "b"), ("PALAVER_LIMITS__MAX_MESSAGE_SIZE", "4096"), ("HOME", "/x")]),

@@ -57,7 +57,11 @@ struct CommonArgs {
 
 impl CommonArgs {
     fn load(&self) -> anyhow::Result<Config> {
-        let cli = CliOverrides { listen: self.listen.clone(), data_dir: self.data_dir.clone(), node_id: self.node_id.clone() };
+        let cli = CliOverrides {
+            listen: self.listen.clone(),
+            data_dir: self.data_dir.clone(),
+            node_id: self.node_id.clone(),
+        };
         Config::load(self.config.as_deref(), std::env::vars(), &cli).context("loading the configuration")
     }
 }

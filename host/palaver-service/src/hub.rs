@@ -5,6 +5,7 @@
 //! **Invariant:** the hub holds only this node's connection state. Cross-node state (presence, seq) lives
 //! behind ports.
 
+use crate::Metrics;
 use palaver_core::{AccessMode, SessionId, TenantId, UserId};
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -34,10 +35,11 @@ pub struct SessionHandle {
     tx: mpsc::Sender<Outbound>,
     me_attached: AtomicBool,
     dropped: AtomicU64,
+    metrics: Arc<Metrics>,
 }
 
 impl SessionHandle {
-    pub(crate) fn new(sid: SessionId, tenant: TenantId, tx: mpsc::Sender<Outbound>) -> Self {
+    pub(crate) fn new(sid: SessionId, tenant: TenantId, tx: mpsc::Sender<Outbound>, metrics: Arc<Metrics>) -> Self {
         SessionHandle {
             sid,
             tenant,
@@ -45,6 +47,7 @@ impl SessionHandle {
             tx,
             me_attached: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
+            metrics,
         }
     }
 
@@ -55,13 +58,12 @@ impl SessionHandle {
 
     /// Queues a frame without waiting. Returns false (and counts a drop) if the queue is full or closed.
     pub fn push(&self, frame: Frame) -> bool {
-        match self.tx.try_send(Outbound::Frame(frame)) {
-            Ok(()) => true,
-            Err(_) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                false
-            }
+        let ok = self.tx.try_send(Outbound::Frame(frame)).is_ok();
+        if !ok {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
         }
+        self.metrics.fanout(ok);
+        ok
     }
 
     /// Queues a frame, waiting for room. Used for replies to the session's own requests, which must not be
@@ -103,12 +105,13 @@ pub struct Attached {
 }
 
 type TopicKey = (TenantId, String);
+type UserKey = (TenantId, UserId);
 
 /// The registry of this node's sessions.
 #[derive(Debug, Default)]
 pub struct Hub {
     sessions: RwLock<HashMap<SessionId, Arc<SessionHandle>>>,
-    users: RwLock<HashMap<(TenantId, UserId), Vec<Arc<SessionHandle>>>>,
+    users: RwLock<HashMap<UserKey, Vec<Arc<SessionHandle>>>>,
     topics: RwLock<HashMap<TopicKey, HashMap<SessionId, Attached>>>,
 }
 

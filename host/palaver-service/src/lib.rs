@@ -8,12 +8,14 @@ pub mod auth;
 mod error;
 mod handlers;
 mod hub;
+mod metrics;
 mod render;
 mod session;
 mod topics;
 
 pub use error::{ServiceError, ServiceResult};
 pub use hub::{Attached, Frame, Hub, Outbound, SessionHandle};
+pub use metrics::Metrics;
 pub use session::{Session, Transport};
 
 use auth::{HashCost, TokenSigner};
@@ -75,6 +77,7 @@ pub(crate) struct Inner {
     pub(crate) cfg: ServiceConfig,
     pub(crate) signer: TokenSigner,
     pub(crate) topics: TopicLocks,
+    pub(crate) metrics: Arc<Metrics>,
     next_sid: AtomicU64,
     draining: AtomicBool,
 }
@@ -96,6 +99,7 @@ impl Service {
                 cfg,
                 signer,
                 topics: TopicLocks::default(),
+                metrics: Arc::new(Metrics::default()),
                 next_sid: AtomicU64::new(seed << 24),
                 draining: AtomicBool::new(false),
             }),
@@ -111,7 +115,8 @@ impl Service {
     ) -> (Session, mpsc::Receiver<Outbound>) {
         let sid = SessionId(self.inner.next_sid.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = mpsc::channel(self.inner.cfg.session_queue.max(8));
-        let handle = Arc::new(SessionHandle::new(sid, tenant, tx));
+        let handle = Arc::new(SessionHandle::new(sid, tenant, tx, self.inner.metrics.clone()));
+        self.inner.metrics.session_opened();
         self.inner.hub.register(handle.clone());
         (Session::new(self.inner.clone(), handle, transport, remote), rx)
     }
@@ -119,6 +124,16 @@ impl Service {
     /// This node's hub.
     pub fn hub(&self) -> &Hub {
         &self.inner.hub
+    }
+
+    /// The node's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// The Prometheus text exposition of the node's metrics.
+    pub fn render_metrics(&self) -> String {
+        self.inner.metrics.render(self.inner.hub.session_count())
     }
 
     /// The service's settings.
@@ -145,9 +160,5 @@ impl Service {
 
 /// The wall clock in Unix milliseconds.
 pub(crate) fn now_millis() -> UnixMillis {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }
-

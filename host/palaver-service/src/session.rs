@@ -82,6 +82,7 @@ impl Session {
         let msg = match decode_client(frame) {
             Ok(msg) => msg,
             Err(e) => {
+                self.svc.metrics.malformed();
                 let why = match e.kind {
                     DecodeErrorKind::NotJson => "not a JSON object".to_owned(),
                     DecodeErrorKind::WrongShape(s) => s,
@@ -93,9 +94,11 @@ impl Session {
             }
         };
         self.touch_presence().await;
+        self.svc.metrics.request(msg.kind());
         let id = msg.id().map(str::to_owned);
         let topic = msg.topic().map(str::to_owned);
         if let Err(e) = self.dispatch(msg).await {
+            self.svc.metrics.error(e.code().code());
             if e.code() == Code::InternalError {
                 tracing::error!(error = %e, sid = %self.handle.sid, "request failed");
             }

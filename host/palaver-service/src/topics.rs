@@ -18,14 +18,17 @@ pub(crate) struct TopicWrite {
     pub(crate) members: Option<Vec<UserId>>,
 }
 
+/// A topic's write lock, shared by every publisher of it on this node.
+pub(crate) type TopicLock = Arc<tokio::sync::Mutex<TopicWrite>>;
+
 /// Write locks, one per topic that has been written to on this node.
 #[derive(Debug, Default)]
 pub(crate) struct TopicLocks {
-    map: Mutex<HashMap<(TenantId, String), Arc<tokio::sync::Mutex<TopicWrite>>>>,
+    map: Mutex<HashMap<(TenantId, String), TopicLock>>,
 }
 
 impl TopicLocks {
-    pub(crate) fn get(&self, tenant: TenantId, topic: &str) -> Arc<tokio::sync::Mutex<TopicWrite>> {
+    pub(crate) fn get(&self, tenant: TenantId, topic: &str) -> TopicLock {
         self.map.lock().entry((tenant, topic.to_owned())).or_default().clone()
     }
 
@@ -42,9 +45,15 @@ pub(crate) enum Resolved {
     /// A group: wire name and stored name are the same.
     Group(String),
     /// A P2P topic: the client calls it by the peer's `usr…`; `stored` is the `p2p…` name.
-    P2p { peer: UserId, stored: String },
+    P2p {
+        peer: UserId,
+        stored: String,
+    },
     /// `new…` or `nch…`: a group to create.
-    NewGroup { tmp: String, channel: bool },
+    NewGroup {
+        tmp: String,
+        channel: bool,
+    },
 }
 
 /// Resolves a wire topic name for `me`. `None` if the name is not one we serve.
@@ -76,10 +85,10 @@ pub(crate) fn resolve(name: &str, me: UserId) -> Option<Resolved> {
 
 /// The name a user sees for a stored topic: the peer's `usr…` for P2P, the stored name otherwise.
 pub(crate) fn wire_name(stored: &str, viewer: UserId) -> String {
-    if stored.starts_with("p2p") {
-        if let Some(peer) = palaver_core::p2p_peer(stored, viewer) {
-            return peer.to_string();
-        }
+    if stored.starts_with("p2p")
+        && let Some(peer) = palaver_core::p2p_peer(stored, viewer)
+    {
+        return peer.to_string();
     }
     stored.to_owned()
 }

@@ -270,7 +270,8 @@ async fn set_and_del() {
     // Only the owner changes the description.
     let (ctrl, _) = b.req("set", json!({ "topic": grp, "desc": { "public": { "fn": "hijack" } } })).await;
     assert_eq!(ctrl["code"], 403);
-    let (ctrl, _) = a.req("set", json!({ "topic": grp, "desc": { "public": { "fn": "Renamed" } }, "tags": ["news"] })).await;
+    let (ctrl, _) =
+        a.req("set", json!({ "topic": grp, "desc": { "public": { "fn": "Renamed" } }, "tags": ["news"] })).await;
     assert_eq!(ctrl["code"], 200);
     let (ctrl, _) = a.req("set", json!({ "topic": grp, "tags": ["x"] })).await;
     assert_eq!(ctrl["code"], 400, "a tag below the minimum length");
@@ -378,4 +379,57 @@ async fn drain_sends_205() {
     assert_eq!(frames[0]["ctrl"]["code"], 205);
     assert_eq!(frames[0]["ctrl"]["text"], "server shutdown");
     assert!(svc.is_draining());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_publishers_get_contiguous_seqs() {
+    let svc = service();
+    let mut owner = Client::connect(&svc);
+    owner.signup("owner8", "pass123").await;
+    let grp = owner.new_group("Busy").await;
+    let mut tasks = Vec::new();
+    for p in 0..8 {
+        let mut c = Client::connect(&svc);
+        c.signup(&format!("pub{p}"), "pass123").await;
+        assert_eq!(c.sub(&grp).await["code"], 200);
+        let grp = grp.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut seqs = Vec::new();
+            for i in 0..25 {
+                let ctrl = c.publish(&grp, json!({ "p": p, "i": i })).await;
+                assert_eq!(ctrl["code"], 202, "{ctrl}");
+                seqs.push(ctrl["params"]["seq"].as_i64().unwrap());
+            }
+            seqs
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=200).collect::<Vec<i64>>(), "no gap and no duplicate");
+}
+
+#[tokio::test]
+async fn profile_and_group_updates_are_announced() {
+    let svc = service();
+    let mut a = Client::connect(&svc);
+    a.signup("quin", "pass123").await;
+    a.sub("me").await;
+    let mut b = Client::connect(&svc);
+    b.signup("rosa", "pass123").await;
+    b.sub("me").await;
+    let b_user = b.user.clone();
+    a.sub(&b_user).await;
+    let grp = a.new_group("Announced").await;
+    b.sub(&grp).await;
+    b.req("leave", json!({ "topic": grp })).await;
+    b.drain();
+    a.req("set", json!({ "topic": "me", "desc": { "public": { "fn": "Quinn" } } })).await;
+    let pres = of(&b.drain(), "pres");
+    assert!(pres.iter().any(|p| p["what"] == "upd" && p["src"] == json!(a.user)), "{pres:?}");
+    a.req("set", json!({ "topic": grp, "desc": { "public": { "fn": "Renamed" } } })).await;
+    let pres = of(&b.drain(), "pres");
+    assert!(pres.iter().any(|p| p["what"] == "upd" && p["src"] == json!(grp)), "{pres:?}");
 }

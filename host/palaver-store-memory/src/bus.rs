@@ -30,10 +30,7 @@ impl MemoryHub {
 
     /// A handle for the node `node_id`, sharing this hub with every other handle connected to it.
     pub fn connect(&self, node_id: impl Into<String>) -> MemoryBus {
-        MemoryBus {
-            hub: self.clone(),
-            node_id: node_id.into(),
-        }
+        MemoryBus { hub: self.clone(), node_id: node_id.into() }
     }
 
     /// How many sinks are subscribed across all nodes.
@@ -67,18 +64,13 @@ impl Default for MemoryBus {
 
 impl std::fmt::Debug for MemoryHub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryHub")
-            .field("sinks", &self.sink_count())
-            .finish()
+        f.debug_struct("MemoryHub").field("sinks", &self.sink_count()).finish()
     }
 }
 
 impl std::fmt::Debug for MemoryBus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryBus")
-            .field("node_id", &self.node_id)
-            .field("hub", &self.hub)
-            .finish()
+        f.debug_struct("MemoryBus").field("node_id", &self.node_id).field("hub", &self.hub).finish()
     }
 }
 
@@ -141,12 +133,7 @@ mod tests {
         assert_eq!(hub.sink_count(), 2);
         a.publish(envelope("e1", "a")).await.unwrap();
         b.publish(envelope("e2", "b")).await.unwrap();
-        let ids = |r: &Recorder| {
-            r.0.lock()
-                .iter()
-                .map(|e| e.event_id.clone())
-                .collect::<Vec<_>>()
-        };
+        let ids = |r: &Recorder| r.0.lock().iter().map(|e| e.event_id.clone()).collect::<Vec<_>>();
         assert_eq!(ids(&ra), ["e1", "e2"]);
         assert_eq!(ids(&rb), ["e1", "e2"]);
         assert_eq!(a.node_id(), "a");

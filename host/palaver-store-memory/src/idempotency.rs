@@ -56,11 +56,7 @@ enum Status {
 impl Default for MemoryIdempotency {
     /// The seed's TTLs: 120 s pending, 24 h done, 10 min failed.
     fn default() -> Self {
-        Self::new(
-            Duration::from_secs(120),
-            Duration::from_secs(86_400),
-            Duration::from_secs(600),
-        )
+        Self::new(Duration::from_secs(120), Duration::from_secs(86_400), Duration::from_secs(600))
     }
 }
 
@@ -72,11 +68,7 @@ impl MemoryIdempotency {
     /// A store whose keys live `pending`, `done` or `failed` long in the respective state.
     pub fn new(pending: Duration, done: Duration, failed: Duration) -> Self {
         Self {
-            ttls: Ttls {
-                pending,
-                done,
-                failed,
-            },
+            ttls: Ttls { pending, done, failed },
             capacity: Self::DEFAULT_CAPACITY,
             state: Arc::new(Mutex::new(State::default())),
         }
@@ -105,25 +97,11 @@ fn key(tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> Key {
 
 impl State {
     /// Stores `key` as a new entry at the back of the eviction queue, then enforces expiry and the cap.
-    fn insert(
-        &mut self,
-        key: Key,
-        status: Status,
-        expires: Instant,
-        capacity: usize,
-        now: Instant,
-    ) {
+    fn insert(&mut self, key: Key, status: Status, expires: Instant, capacity: usize, now: Instant) {
         let generation = self.next_generation;
         self.next_generation += 1;
         self.order.push_back((generation, key.clone()));
-        self.keys.insert(
-            key,
-            Entry {
-                status,
-                expires,
-                generation,
-            },
-        );
+        self.keys.insert(key, Entry { status, expires, generation });
         self.prune(capacity, now);
     }
 
@@ -146,21 +124,14 @@ impl State {
         // Stale queue entries behind a live front can pile up when keys churn; compact once they dominate.
         if self.order.len() > 2 * capacity.max(self.keys.len()) {
             let keys = &self.keys;
-            self.order
-                .retain(|(g, k)| keys.get(k).is_some_and(|e| e.generation == *g));
+            self.order.retain(|(g, k)| keys.get(k).is_some_and(|e| e.generation == *g));
         }
     }
 }
 
 #[async_trait]
 impl IdempotencyStore for MemoryIdempotency {
-    async fn claim(
-        &self,
-        tenant: TenantId,
-        topic: &str,
-        from: UserId,
-        client_mid: &str,
-    ) -> StoreResult<Claim> {
+    async fn claim(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> StoreResult<Claim> {
         let now = Instant::now();
         let key = key(tenant, topic, from, client_mid);
         let mut state = self.state.lock();
@@ -172,13 +143,7 @@ impl IdempotencyStore for MemoryIdempotency {
             },
             _ => {}
         }
-        state.insert(
-            key,
-            Status::Pending,
-            now + self.ttls.pending,
-            self.capacity,
-            now,
-        );
+        state.insert(key, Status::Pending, now + self.ttls.pending, self.capacity, now);
         Ok(Claim::Acquired)
     }
 
@@ -206,13 +171,7 @@ impl IdempotencyStore for MemoryIdempotency {
         Ok(())
     }
 
-    async fn fail(
-        &self,
-        tenant: TenantId,
-        topic: &str,
-        from: UserId,
-        client_mid: &str,
-    ) -> StoreResult<()> {
+    async fn fail(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> StoreResult<()> {
         let now = Instant::now();
         let key = key(tenant, topic, from, client_mid);
         let mut state = self.state.lock();
@@ -236,27 +195,12 @@ mod tests {
         let s = MemoryIdempotency::default();
         assert_eq!(s.claim(T, "grpA", U, "m1").await.unwrap(), Claim::Acquired);
         assert_eq!(s.claim(T, "grpA", U, "m1").await.unwrap(), Claim::Pending);
-        assert_eq!(
-            s.claim(TenantId(2), "grpA", U, "m1").await.unwrap(),
-            Claim::Acquired,
-            "tenants apart"
-        );
+        assert_eq!(s.claim(TenantId(2), "grpA", U, "m1").await.unwrap(), Claim::Acquired, "tenants apart");
         s.fail(T, "grpA", U, "m1").await.unwrap();
-        assert_eq!(
-            s.claim(T, "grpA", U, "m1").await.unwrap(),
-            Claim::Acquired,
-            "failed keys are free"
-        );
+        assert_eq!(s.claim(T, "grpA", U, "m1").await.unwrap(), Claim::Acquired, "failed keys are free");
         s.complete(T, "grpA", U, "m1", 42).await.unwrap();
-        assert_eq!(
-            s.claim(T, "grpA", U, "m1").await.unwrap(),
-            Claim::Done { seq: 42 }
-        );
-        assert_eq!(
-            s.claim(T, "grpA", UserId(10), "m1").await.unwrap(),
-            Claim::Acquired,
-            "senders apart"
-        );
+        assert_eq!(s.claim(T, "grpA", U, "m1").await.unwrap(), Claim::Done { seq: 42 });
+        assert_eq!(s.claim(T, "grpA", UserId(10), "m1").await.unwrap(), Claim::Acquired, "senders apart");
     }
 
     #[tokio::test]
@@ -266,34 +210,16 @@ mod tests {
         let short = Duration::from_millis(50);
         let long = Duration::from_secs(3600);
         let pending_expires = MemoryIdempotency::new(short, long, long);
-        assert_eq!(
-            pending_expires.claim(T, "grpA", U, "m1").await.unwrap(),
-            Claim::Acquired
-        );
+        assert_eq!(pending_expires.claim(T, "grpA", U, "m1").await.unwrap(), Claim::Acquired);
         tokio::time::sleep(short * 3).await;
-        assert_eq!(
-            pending_expires.claim(T, "grpA", U, "m1").await.unwrap(),
-            Claim::Acquired,
-            "expired pending"
-        );
+        assert_eq!(pending_expires.claim(T, "grpA", U, "m1").await.unwrap(), Claim::Acquired, "expired pending");
 
         let done_expires = MemoryIdempotency::new(long, short, long);
         done_expires.complete(T, "grpA", U, "m1", 5).await.unwrap();
         tokio::time::sleep(short * 3).await;
-        assert_eq!(
-            done_expires.claim(T, "grpA", U, "m2").await.unwrap(),
-            Claim::Acquired
-        );
-        assert_eq!(
-            done_expires.len(),
-            1,
-            "the expired key was pruned when a new one arrived"
-        );
-        assert_eq!(
-            done_expires.claim(T, "grpA", U, "m1").await.unwrap(),
-            Claim::Acquired,
-            "expired done"
-        );
+        assert_eq!(done_expires.claim(T, "grpA", U, "m2").await.unwrap(), Claim::Acquired);
+        assert_eq!(done_expires.len(), 1, "the expired key was pruned when a new one arrived");
+        assert_eq!(done_expires.claim(T, "grpA", U, "m1").await.unwrap(), Claim::Acquired, "expired done");
     }
 
     #[tokio::test]
@@ -304,19 +230,11 @@ mod tests {
         }
         assert_eq!(s.len(), 3);
         assert_eq!(s.claim(T, "grpA", U, "d").await.unwrap(), Claim::Pending);
-        assert_eq!(
-            s.claim(T, "grpA", U, "a").await.unwrap(),
-            Claim::Acquired,
-            "the oldest was evicted"
-        );
+        assert_eq!(s.claim(T, "grpA", U, "a").await.unwrap(), Claim::Acquired, "the oldest was evicted");
         assert_eq!(s.len(), 3);
         for round in 0..100 {
             s.fail(T, "grpA", U, "a").await.unwrap();
-            assert_eq!(
-                s.claim(T, "grpA", U, "a").await.unwrap(),
-                Claim::Acquired,
-                "round {round}"
-            );
+            assert_eq!(s.claim(T, "grpA", U, "a").await.unwrap(), Claim::Acquired, "round {round}");
         }
         assert!(s.len() <= 3);
     }

@@ -50,42 +50,21 @@ impl PresenceStore for MemoryPresence {
     ) -> StoreResult<u32> {
         let mut users = self.users.lock();
         let entry = users.entry((tenant, user)).or_default();
-        entry.sessions.insert(
-            session.to_owned(),
-            SessionState {
-                meta: meta.clone(),
-                last_active: meta.now,
-            },
-        );
+        entry.sessions.insert(session.to_owned(), SessionState { meta: meta.clone(), last_active: meta.now });
         Ok(count(&entry.sessions))
     }
 
-    async fn refresh(
-        &self,
-        tenant: TenantId,
-        user: UserId,
-        session: &str,
-        now: UnixMillis,
-    ) -> StoreResult<()> {
+    async fn refresh(&self, tenant: TenantId, user: UserId, session: &str, now: UnixMillis) -> StoreResult<()> {
         // Nothing here expires, so refreshing only records activity; an unknown session is left alone rather
         // than resurrected without its metadata.
         let mut users = self.users.lock();
-        if let Some(state) = users
-            .get_mut(&(tenant, user))
-            .and_then(|u| u.sessions.get_mut(session))
-        {
+        if let Some(state) = users.get_mut(&(tenant, user)).and_then(|u| u.sessions.get_mut(session)) {
             state.last_active = state.last_active.max(now);
         }
         Ok(())
     }
 
-    async fn mark_offline(
-        &self,
-        tenant: TenantId,
-        user: UserId,
-        session: &str,
-        now: UnixMillis,
-    ) -> StoreResult<u32> {
+    async fn mark_offline(&self, tenant: TenantId, user: UserId, session: &str, now: UnixMillis) -> StoreResult<u32> {
         let mut users = self.users.lock();
         let Some(entry) = users.get_mut(&(tenant, user)) else {
             return Ok(0);
@@ -107,9 +86,7 @@ impl PresenceStore for MemoryPresence {
                 node_id: latest.meta.node_id.clone(),
                 last_active: latest.last_active,
             },
-            None => Presence::Offline {
-                last_seen: entry.last_seen,
-            },
+            None => Presence::Offline { last_seen: entry.last_seen },
         }
     }
 }
@@ -121,64 +98,28 @@ mod tests {
     const T: TenantId = TenantId(1);
 
     fn meta(now: UnixMillis) -> PresenceMeta {
-        PresenceMeta {
-            node_id: "n1".into(),
-            device: None,
-            user_agent: Some("test".into()),
-            now,
-        }
+        PresenceMeta { node_id: "n1".into(), device: None, user_agent: Some("test".into()), now }
     }
 
     #[tokio::test]
     async fn counts_sessions_and_records_last_seen() {
         let p = MemoryPresence::new();
         let u = UserId(7);
-        assert_eq!(
-            p.get_presence(T, u).await,
-            Presence::Offline { last_seen: None }
-        );
+        assert_eq!(p.get_presence(T, u).await, Presence::Offline { last_seen: None });
         assert_eq!(p.mark_online(T, u, "s1", &meta(100)).await.unwrap(), 1);
         assert_eq!(p.mark_online(T, u, "s2", &meta(110)).await.unwrap(), 2);
-        assert_eq!(
-            p.mark_online(T, u, "s2", &meta(115)).await.unwrap(),
-            2,
-            "same session counts once"
-        );
+        assert_eq!(p.mark_online(T, u, "s2", &meta(115)).await.unwrap(), 2, "same session counts once");
         p.refresh(T, u, "s1", 150).await.unwrap();
         assert_eq!(
             p.get_presence(T, u).await,
-            Presence::Online {
-                sessions: 2,
-                node_id: "n1".into(),
-                last_active: 150
-            }
+            Presence::Online { sessions: 2, node_id: "n1".into(), last_active: 150 }
         );
-        assert_eq!(
-            p.get_presence(TenantId(2), u).await,
-            Presence::Offline { last_seen: None }
-        );
+        assert_eq!(p.get_presence(TenantId(2), u).await, Presence::Offline { last_seen: None });
         assert_eq!(p.mark_offline(T, u, "s1", 200).await.unwrap(), 1);
-        assert!(matches!(
-            p.get_presence(T, u).await,
-            Presence::Online { sessions: 1, .. }
-        ));
+        assert!(matches!(p.get_presence(T, u).await, Presence::Online { sessions: 1, .. }));
         assert_eq!(p.mark_offline(T, u, "s2", 300).await.unwrap(), 0);
-        assert_eq!(
-            p.get_presence(T, u).await,
-            Presence::Offline {
-                last_seen: Some(300)
-            }
-        );
-        assert_eq!(
-            p.mark_offline(T, u, "s2", 400).await.unwrap(),
-            0,
-            "leaving twice is harmless"
-        );
-        assert_eq!(
-            p.get_presence(T, u).await,
-            Presence::Offline {
-                last_seen: Some(300)
-            }
-        );
+        assert_eq!(p.get_presence(T, u).await, Presence::Offline { last_seen: Some(300) });
+        assert_eq!(p.mark_offline(T, u, "s2", 400).await.unwrap(), 0, "leaving twice is harmless");
+        assert_eq!(p.get_presence(T, u).await, Presence::Offline { last_seen: Some(300) });
     }
 }

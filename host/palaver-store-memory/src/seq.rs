@@ -56,18 +56,10 @@ mod tests {
         assert_eq!(seq.next_seq(T, "grpA", 0).await.unwrap(), 2);
         assert_eq!(seq.next_seq(T, "grpA", 10).await.unwrap(), 11);
         seq.rebaseline(T, "grpA", 5).await.unwrap();
-        assert_eq!(
-            seq.next_seq(T, "grpA", 0).await.unwrap(),
-            12,
-            "rebaseline never lowers"
-        );
+        assert_eq!(seq.next_seq(T, "grpA", 0).await.unwrap(), 12, "rebaseline never lowers");
         seq.rebaseline(T, "grpA", 20).await.unwrap();
         assert_eq!(seq.next_seq(T, "grpA", 0).await.unwrap(), 21);
-        assert_eq!(
-            seq.next_seq(TenantId(2), "grpA", 0).await.unwrap(),
-            1,
-            "tenants count apart"
-        );
+        assert_eq!(seq.next_seq(TenantId(2), "grpA", 0).await.unwrap(), 1, "tenants count apart");
         seq.forget(T, "grpA").await.unwrap();
         assert_eq!(seq.next_seq(T, "grpA", 3).await.unwrap(), 4);
     }
@@ -89,10 +81,7 @@ mod tests {
         let mut all = HashSet::new();
         for task in tasks {
             let got = task.await.unwrap();
-            assert!(
-                got.windows(2).all(|w| w[0] < w[1]),
-                "each task sees increasing seqs"
-            );
+            assert!(got.windows(2).all(|w| w[0] < w[1]), "each task sees increasing seqs");
             for s in got {
                 assert!(all.insert(s), "seq {s} handed out twice");
             }

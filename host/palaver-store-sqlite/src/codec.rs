@@ -26,20 +26,12 @@ pub(crate) fn mode_col(m: AccessMode) -> i64 {
 
 /// The access mode a column holds; anything outside a byte is corrupt.
 pub(crate) fn mode_of(column: &'static str, v: i64) -> Result<AccessMode, CorruptRow> {
-    u8::try_from(v)
-        .map(AccessMode)
-        .map_err(|_| CorruptRow::Value {
-            column,
-            value: v.to_string(),
-        })
+    u8::try_from(v).map(AccessMode).map_err(|_| CorruptRow::Value { column, value: v.to_string() })
 }
 
 /// Default access from its two columns.
 pub(crate) fn defacs_of(auth: i64, anon: i64) -> Result<DefaultAccess, CorruptRow> {
-    Ok(DefaultAccess {
-        auth: mode_of("defacs_auth", auth)?,
-        anon: mode_of("defacs_anon", anon)?,
-    })
+    Ok(DefaultAccess { auth: mode_of("defacs_auth", auth)?, anon: mode_of("defacs_anon", anon)? })
 }
 
 pub(crate) fn state_col(s: RecordState) -> &'static str {
@@ -53,10 +45,7 @@ pub(crate) fn state_of(v: &str) -> Result<RecordState, CorruptRow> {
     match v {
         "active" => Ok(RecordState::Active),
         "suspended" => Ok(RecordState::Suspended),
-        other => Err(CorruptRow::Value {
-            column: "state",
-            value: other.to_owned(),
-        }),
+        other => Err(CorruptRow::Value { column: "state", value: other.to_owned() }),
     }
 }
 
@@ -77,10 +66,7 @@ pub(crate) fn kind_of(v: &str) -> Result<TopicKind, CorruptRow> {
         "me" => Ok(TopicKind::Me),
         "fnd" => Ok(TopicKind::Fnd),
         "sys" => Ok(TopicKind::Sys),
-        other => Err(CorruptRow::Value {
-            column: "kind",
-            value: other.to_owned(),
-        }),
+        other => Err(CorruptRow::Value { column: "kind", value: other.to_owned() }),
     }
 }
 
@@ -99,12 +85,8 @@ pub(crate) fn json_change(v: Option<&Value>) -> (bool, Option<String>) {
 }
 
 /// The JSON value a nullable column holds.
-pub(crate) fn json_of(
-    column: &'static str,
-    v: Option<String>,
-) -> Result<Option<Value>, CorruptRow> {
-    v.map(|text| serde_json::from_str(&text).map_err(|source| CorruptRow::Json { column, source }))
-        .transpose()
+pub(crate) fn json_of(column: &'static str, v: Option<String>) -> Result<Option<Value>, CorruptRow> {
+    v.map(|text| serde_json::from_str(&text).map_err(|source| CorruptRow::Json { column, source })).transpose()
 }
 
 /// A tag list as a JSON array, the form the tags columns hold and `json_each` reads.
@@ -114,10 +96,7 @@ pub(crate) fn tags_col(tags: &[String]) -> String {
 
 /// The tag list a tags column holds.
 pub(crate) fn tags_of(text: &str) -> Result<Vec<String>, CorruptRow> {
-    serde_json::from_str(text).map_err(|source| CorruptRow::Json {
-        column: "tags",
-        source,
-    })
+    serde_json::from_str(text).map_err(|source| CorruptRow::Json { column: "tags", source })
 }
 
 /// A query limit as SQLite takes it; anything beyond `i64::MAX` is as good as unlimited.
@@ -138,23 +117,14 @@ mod tests {
 
     #[test]
     fn values_round_trip() {
-        assert_eq!(
-            mode_of("m", mode_col(AccessMode::OWNER_FULL)).unwrap(),
-            AccessMode::OWNER_FULL
-        );
+        assert_eq!(mode_of("m", mode_col(AccessMode::OWNER_FULL)).unwrap(), AccessMode::OWNER_FULL);
         assert!(mode_of("m", 256).is_err());
-        assert_eq!(
-            state_of(state_col(RecordState::Suspended)).unwrap(),
-            RecordState::Suspended
-        );
+        assert_eq!(state_of(state_col(RecordState::Suspended)).unwrap(), RecordState::Suspended);
         assert_eq!(kind_of(kind_col(TopicKind::P2p)).unwrap(), TopicKind::P2p);
         let tags = vec!["a".to_owned(), "b\"c".to_owned()];
         assert_eq!(tags_of(&tags_col(&tags)).unwrap(), tags);
         assert_eq!(json_change(Some(&Value::Null)), (true, None));
-        assert_eq!(
-            json_of("c", Some("{\"a\":1}".into())).unwrap(),
-            Some(serde_json::json!({ "a": 1 }))
-        );
+        assert_eq!(json_of("c", Some("{\"a\":1}".into())).unwrap(), Some(serde_json::json!({ "a": 1 })));
         assert!(json_of("c", Some("{".into())).is_err());
     }
 }

@@ -5,9 +5,7 @@ use crate::codec::{tenant, user_col};
 use crate::error::db_error;
 use crate::messages::Table;
 use crate::ranges;
-use palaver_core::{
-    DeleteMessages, Deletions, SeqRange, StoreError, StoreResult, TenantId, UserId,
-};
+use palaver_core::{DeleteMessages, Deletions, SeqRange, StoreError, StoreResult, TenantId, UserId};
 
 /// `deleted_for` of a dellog row that applies to every reader. User id 0 is never a valid user.
 const EVERYONE: i64 = 0;
@@ -22,20 +20,15 @@ pub(crate) async fn delete(
 ) -> StoreResult<i64> {
     let t = tenant(tenant_id);
     let mut tx = store.begin_write().await?;
-    let del_id: Option<i64> = sqlx::query_scalar(
-        "UPDATE topics SET del_id = del_id + 1 WHERE tenant_id = ? AND name = ? RETURNING del_id",
-    )
-    .bind(t)
-    .bind(topic)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db_error)?;
+    let del_id: Option<i64> =
+        sqlx::query_scalar("UPDATE topics SET del_id = del_id + 1 WHERE tenant_id = ? AND name = ? RETURNING del_id")
+            .bind(t)
+            .bind(topic)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
     let del_id = del_id.ok_or(StoreError::NotFound)?;
-    let deleted_for = if request.hard {
-        EVERYONE
-    } else {
-        user_col(request.for_user)
-    };
+    let deleted_for = if request.hard { EVERYONE } else { user_col(request.for_user) };
     for range in request.ranges.iter().copied().map(ranges::normalize) {
         sqlx::query(
             "INSERT INTO dellog (tenant_id, topic, del_id, deleted_for, low, hi, created_at) \
@@ -64,16 +57,14 @@ pub(crate) async fn delete(
         }
     }
     if !request.hard {
-        sqlx::query(
-            "UPDATE subscriptions SET del_id = ? WHERE tenant_id = ? AND topic = ? AND user_id = ?",
-        )
-        .bind(del_id)
-        .bind(t)
-        .bind(topic)
-        .bind(user_col(request.for_user))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        sqlx::query("UPDATE subscriptions SET del_id = ? WHERE tenant_id = ? AND topic = ? AND user_id = ?")
+            .bind(del_id)
+            .bind(t)
+            .bind(topic)
+            .bind(user_col(request.for_user))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
     }
     tx.commit().await.map_err(db_error)?;
     Ok(del_id)
@@ -98,10 +89,6 @@ pub(crate) async fn list(
     .map_err(db_error)?;
     Ok(Deletions {
         clear: rows.iter().map(|(id, _, _)| *id).max().unwrap_or(0),
-        ranges: ranges::merge(
-            rows.into_iter()
-                .map(|(_, low, hi)| SeqRange { low, hi })
-                .collect(),
-        ),
+        ranges: ranges::merge(rows.into_iter().map(|(_, low, hi)| SeqRange { low, hi }).collect()),
     })
 }

@@ -12,10 +12,7 @@ const SQLITE_LOCKED: i32 = 6;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CorruptRow {
     #[error("column {column} holds invalid JSON: {source}")]
-    Json {
-        column: &'static str,
-        source: serde_json::Error,
-    },
+    Json { column: &'static str, source: serde_json::Error },
     #[error("column {column} holds unknown value {value:?}")]
     Value { column: &'static str, value: String },
 }
@@ -33,21 +30,17 @@ pub(crate) fn db_error(err: sqlx::Error) -> StoreError {
         sqlx::Error::Database(db) if db.kind() == ErrorKind::UniqueViolation => {
             StoreError::Conflict(db.message().to_owned())
         }
-        sqlx::Error::Database(db) if is_busy(db.code().as_deref()) => {
-            StoreError::Unavailable(db.message().to_owned())
+        sqlx::Error::Database(db) if is_busy(db.code().as_deref()) => StoreError::Unavailable(db.message().to_owned()),
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::WorkerCrashed => {
+            StoreError::Unavailable(err.to_string())
         }
-        sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::Io(_)
-        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(err.to_string()),
         _ => StoreError::Internal(err.to_string()),
     }
 }
 
 /// True if an extended SQLite result code, as sqlx renders it, means the database was locked.
 fn is_busy(code: Option<&str>) -> bool {
-    code.and_then(|c| c.parse::<i32>().ok())
-        .is_some_and(|c| matches!(c & 0xff, SQLITE_BUSY | SQLITE_LOCKED))
+    code.and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| matches!(c & 0xff, SQLITE_BUSY | SQLITE_LOCKED))
 }
 
 /// Turns a migration failure into an `Internal` error: a schema that cannot be brought up to date is not
@@ -67,13 +60,7 @@ mod tests {
         assert!(is_busy(Some("6")));
         assert!(!is_busy(Some("2067")), "SQLITE_CONSTRAINT_UNIQUE");
         assert!(!is_busy(None));
-        assert!(matches!(
-            db_error(sqlx::Error::PoolTimedOut),
-            StoreError::Unavailable(_)
-        ));
-        assert!(matches!(
-            db_error(sqlx::Error::RowNotFound),
-            StoreError::Internal(_)
-        ));
+        assert!(matches!(db_error(sqlx::Error::PoolTimedOut), StoreError::Unavailable(_)));
+        assert!(matches!(db_error(sqlx::Error::RowNotFound), StoreError::Internal(_)));
     }
 }

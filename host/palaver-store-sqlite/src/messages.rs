@@ -5,8 +5,7 @@ use crate::codec::{json_of, limit_col, tenant, user_col, user_of};
 use crate::error::{CorruptRow, db_error};
 use palaver_core::ports::MessageStore;
 use palaver_core::{
-    AppendOutcome, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
-    TenantId, UserId,
+    AppendOutcome, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult, TenantId, UserId,
 };
 use serde_json::{Map, Value};
 
@@ -33,11 +32,7 @@ macro_rules! per_table {
 impl Table {
     /// The table of the stored topic `name`.
     pub(crate) fn of(name: &str) -> Table {
-        if name.starts_with("p2p") {
-            Table::P2p
-        } else {
-            Table::Group
-        }
+        if name.starts_with("p2p") { Table::P2p } else { Table::Group }
     }
 
     pub(crate) fn delete_topic_sql(self) -> &'static str {
@@ -71,11 +66,7 @@ impl Table {
     }
 
     fn max_seq_sql(self) -> &'static str {
-        per_table!(
-            self,
-            "SELECT MAX(seqid) FROM ",
-            " WHERE tenant_id = ? AND topic = ?"
-        )
+        per_table!(self, "SELECT MAX(seqid) FROM ", " WHERE tenant_id = ? AND topic = ?")
     }
 
     fn list_sql(self) -> &'static str {
@@ -107,10 +98,7 @@ impl MessageRow {
             .head
             .map(|text| serde_json::from_str::<Map<String, Value>>(&text))
             .transpose()
-            .map_err(|source| CorruptRow::Json {
-                column: "head",
-                source,
-            })?;
+            .map_err(|source| CorruptRow::Json { column: "head", source })?;
         Ok(Message {
             topic: topic.to_owned(),
             seq: self.seqid,
@@ -166,19 +154,14 @@ impl MessageStore for SqliteStore {
             .bind(user_col(msg.from))
             .bind(msg.client_mid.as_deref())
             .bind(msg.content.to_string())
-            .bind(
-                msg.head
-                    .as_ref()
-                    .map(|h| Value::Object(h.clone()).to_string()),
-            )
+            .bind(msg.head.as_ref().map(|h| Value::Object(h.clone()).to_string()))
             .bind(msg.created)
             .execute(&mut *tx)
             .await
             .map_err(|err| match db_error(err) {
-                StoreError::Conflict(detail) => StoreError::Conflict(format!(
-                    "seq {} of {} is already stored: {detail}",
-                    msg.seq, msg.topic
-                )),
+                StoreError::Conflict(detail) => {
+                    StoreError::Conflict(format!("seq {} of {} is already stored: {detail}", msg.seq, msg.topic))
+                }
                 other => other,
             })?;
         tx.commit().await.map_err(db_error)?;
@@ -233,29 +216,16 @@ impl MessageStore for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|r| r.into_message(topic))
-            .collect::<Result<_, _>>()?)
+        Ok(rows.into_iter().map(|r| r.into_message(topic)).collect::<Result<_, _>>()?)
     }
 
     #[tracing::instrument(name = "palaver.store.delete_messages", skip_all, fields(tenant = %tenant_id))]
-    async fn delete_messages(
-        &self,
-        tenant_id: TenantId,
-        topic: &str,
-        request: &DeleteMessages,
-    ) -> StoreResult<i64> {
+    async fn delete_messages(&self, tenant_id: TenantId, topic: &str, request: &DeleteMessages) -> StoreResult<i64> {
         crate::deletions::delete(self, tenant_id, topic, request).await
     }
 
     #[tracing::instrument(name = "palaver.store.list_deletions", skip_all, fields(tenant = %tenant_id))]
-    async fn list_deletions(
-        &self,
-        tenant_id: TenantId,
-        topic: &str,
-        reader: UserId,
-    ) -> StoreResult<Deletions> {
+    async fn list_deletions(&self, tenant_id: TenantId, topic: &str, reader: UserId) -> StoreResult<Deletions> {
         crate::deletions::list(self, tenant_id, topic, reader).await
     }
 }

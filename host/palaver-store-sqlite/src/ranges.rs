@@ -5,14 +5,7 @@ use palaver_core::SeqRange;
 /// Turns a range whose `hi` is not above `low` into the single seq `low`, the way Tinode reads a range without
 /// an upper bound; every other range is returned unchanged.
 pub(crate) fn normalize(range: SeqRange) -> SeqRange {
-    if range.hi <= range.low {
-        SeqRange {
-            low: range.low,
-            hi: range.low + 1,
-        }
-    } else {
-        range
-    }
+    if range.hi <= range.low { SeqRange { low: range.low, hi: range.low + 1 } } else { range }
 }
 
 /// Sorts ranges and merges the ones that overlap or touch, so readers get the shortest equivalent list.
@@ -38,10 +31,7 @@ mod tests {
 
     #[test]
     fn merges_overlapping_and_adjacent_ranges() {
-        assert_eq!(
-            merge(vec![r(5, 7), r(1, 3), r(3, 4), r(6, 9)]),
-            vec![r(1, 4), r(5, 9)]
-        );
+        assert_eq!(merge(vec![r(5, 7), r(1, 3), r(3, 4), r(6, 9)]), vec![r(1, 4), r(5, 9)]);
         assert_eq!(merge(vec![]), vec![]);
     }
 

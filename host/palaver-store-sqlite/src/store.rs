@@ -2,9 +2,7 @@
 
 use crate::error::{db_error, migrate_error};
 use palaver_core::StoreResult;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, Transaction};
 use std::path::Path;
 use std::time::Duration;
@@ -47,10 +45,7 @@ impl SqliteStore {
     /// A private in-memory database, for tests. It lives on exactly one connection that is never closed, because
     /// every new connection to `:memory:` would see an empty database of its own.
     pub async fn open_in_memory() -> StoreResult<Self> {
-        let options = SqliteConnectOptions::new()
-            .in_memory(true)
-            .foreign_keys(true)
-            .busy_timeout(BUSY_TIMEOUT);
+        let options = SqliteConnectOptions::new().in_memory(true).foreign_keys(true).busy_timeout(BUSY_TIMEOUT);
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
@@ -65,10 +60,7 @@ impl SqliteStore {
 
     /// Applies the migrations embedded from `migrations/sqlite` at compile time.
     async fn migrated(pool: SqlitePool) -> StoreResult<Self> {
-        sqlx::migrate!("../../migrations/sqlite")
-            .run(&pool)
-            .await
-            .map_err(migrate_error)?;
+        sqlx::migrate!("../../migrations/sqlite").run(&pool).await.map_err(migrate_error)?;
         Ok(Self { pool })
     }
 
@@ -86,9 +78,6 @@ impl SqliteStore {
     /// that reads before writing can fail with `SQLITE_BUSY_SNAPSHOT` when another writer commits in between,
     /// which the busy timeout does not retry; taking the lock up front makes concurrent writers queue instead.
     pub(crate) async fn begin_write(&self) -> StoreResult<Transaction<'static, Sqlite>> {
-        self.pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db_error)
+        self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)
     }
 }

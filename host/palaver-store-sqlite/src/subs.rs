@@ -4,9 +4,7 @@ use crate::SqliteStore;
 use crate::codec::{json_col, json_of, mode_col, mode_of, tenant, user_col, user_of};
 use crate::error::{CorruptRow, db_error};
 use palaver_core::ports::SubscriptionStore;
-use palaver_core::{
-    AccessMode, Seq, StoreError, StoreResult, Subscription, TenantId, UnixMillis, UserId,
-};
+use palaver_core::{AccessMode, Seq, StoreError, StoreResult, Subscription, TenantId, UnixMillis, UserId};
 
 /// The columns of a [`SubRow`], as a literal so that `concat!` can splice it into static SQL.
 macro_rules! sub_columns {
@@ -53,19 +51,12 @@ impl TryFrom<SubRow> for Subscription {
 
 /// `NotFound` when an update matched no active subscription.
 fn found(rows_affected: u64) -> StoreResult<()> {
-    if rows_affected == 0 {
-        Err(StoreError::NotFound)
-    } else {
-        Ok(())
-    }
+    if rows_affected == 0 { Err(StoreError::NotFound) } else { Ok(()) }
 }
 
 /// Decodes a list of rows, failing on the first corrupt one.
 fn decode(rows: Vec<SubRow>) -> StoreResult<Vec<Subscription>> {
-    Ok(rows
-        .into_iter()
-        .map(Subscription::try_from)
-        .collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(Subscription::try_from).collect::<Result<_, _>>()?)
 }
 
 #[async_trait::async_trait]
@@ -99,12 +90,7 @@ impl SubscriptionStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.get_sub", skip_all, fields(tenant = %tenant_id))]
-    async fn get_sub(
-        &self,
-        tenant_id: TenantId,
-        topic: &str,
-        user: UserId,
-    ) -> StoreResult<Option<Subscription>> {
+    async fn get_sub(&self, tenant_id: TenantId, topic: &str, user: UserId) -> StoreResult<Option<Subscription>> {
         let sql = concat!(
             "SELECT ",
             sub_columns!(),
@@ -121,11 +107,7 @@ impl SubscriptionStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.list_user_subs", skip_all, fields(tenant = %tenant_id))]
-    async fn list_user_subs(
-        &self,
-        tenant_id: TenantId,
-        user: UserId,
-    ) -> StoreResult<Vec<Subscription>> {
+    async fn list_user_subs(&self, tenant_id: TenantId, user: UserId) -> StoreResult<Vec<Subscription>> {
         let sql = concat!(
             "SELECT ",
             sub_columns!(),
@@ -141,22 +123,14 @@ impl SubscriptionStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.list_topic_subs", skip_all, fields(tenant = %tenant_id))]
-    async fn list_topic_subs(
-        &self,
-        tenant_id: TenantId,
-        topic: &str,
-    ) -> StoreResult<Vec<Subscription>> {
+    async fn list_topic_subs(&self, tenant_id: TenantId, topic: &str) -> StoreResult<Vec<Subscription>> {
         let sql = concat!(
             "SELECT ",
             sub_columns!(),
             " FROM subscriptions WHERE tenant_id = ? AND topic = ? AND deleted_at IS NULL ORDER BY user_id"
         );
-        let rows = sqlx::query_as(sql)
-            .bind(tenant(tenant_id))
-            .bind(topic)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let rows =
+            sqlx::query_as(sql).bind(tenant(tenant_id)).bind(topic).fetch_all(&self.pool).await.map_err(db_error)?;
         decode(rows)
     }
 
@@ -214,13 +188,7 @@ impl SubscriptionStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.delete_sub", skip_all, fields(tenant = %tenant_id))]
-    async fn delete_sub(
-        &self,
-        tenant_id: TenantId,
-        topic: &str,
-        user: UserId,
-        when: UnixMillis,
-    ) -> StoreResult<()> {
+    async fn delete_sub(&self, tenant_id: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
         let done = sqlx::query(
             "UPDATE subscriptions SET deleted_at = ?1, updated_at = ?1 \
              WHERE tenant_id = ?2 AND topic = ?3 AND user_id = ?4 AND deleted_at IS NULL",

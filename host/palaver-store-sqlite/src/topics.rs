@@ -2,8 +2,8 @@
 
 use crate::SqliteStore;
 use crate::codec::{
-    defacs_of, json_change, json_col, json_of, kind_col, kind_of, limit_col, mode_col, state_col,
-    state_of, tags_col, tags_of, tenant, user_col, user_of,
+    defacs_of, json_change, json_col, json_of, kind_col, kind_of, limit_col, mode_col, state_col, state_of, tags_col,
+    tags_of, tenant, user_col, user_of,
 };
 use crate::error::{CorruptRow, db_error};
 use crate::messages::Table;
@@ -61,12 +61,7 @@ impl TryFrom<TopicRow> for Topic {
 }
 
 /// Replaces the search rows of a topic's tags.
-async fn write_tags(
-    tx: &mut Transaction<'static, Sqlite>,
-    t: i64,
-    topic: &str,
-    tags: &[String],
-) -> StoreResult<()> {
+async fn write_tags(tx: &mut Transaction<'static, Sqlite>, t: i64, topic: &str, tags: &[String]) -> StoreResult<()> {
     sqlx::query("DELETE FROM topic_tags WHERE tenant_id = ? AND topic = ?")
         .bind(t)
         .bind(topic)
@@ -117,11 +112,7 @@ impl TopicStore for SqliteStore {
 
     #[tracing::instrument(name = "palaver.store.get_topic", skip_all, fields(tenant = %tenant_id))]
     async fn get_topic(&self, tenant_id: TenantId, name: &str) -> StoreResult<Option<Topic>> {
-        let sql = concat!(
-            "SELECT ",
-            topic_columns!(),
-            " FROM topics WHERE tenant_id = ? AND name = ?"
-        );
+        let sql = concat!("SELECT ", topic_columns!(), " FROM topics WHERE tenant_id = ? AND name = ?");
         let row: Option<TopicRow> = sqlx::query_as(sql)
             .bind(tenant(tenant_id))
             .bind(name)
@@ -132,12 +123,7 @@ impl TopicStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.update_topic", skip_all, fields(tenant = %tenant_id))]
-    async fn update_topic(
-        &self,
-        tenant_id: TenantId,
-        name: &str,
-        update: &TopicUpdate,
-    ) -> StoreResult<()> {
+    async fn update_topic(&self, tenant_id: TenantId, name: &str, update: &TopicUpdate) -> StoreResult<()> {
         let t = tenant(tenant_id);
         let (set_public, public) = json_change(update.public.as_ref());
         let (set_trusted, trusted) = json_change(update.trusted.as_ref());
@@ -194,23 +180,13 @@ impl TopicStore for SqliteStore {
             Table::of(name).delete_topic_sql(),
         ];
         for sql in dependents {
-            sqlx::query(sql)
-                .bind(t)
-                .bind(name)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
+            sqlx::query(sql).bind(t).bind(name).execute(&mut *tx).await.map_err(db_error)?;
         }
         tx.commit().await.map_err(db_error)
     }
 
     #[tracing::instrument(name = "palaver.store.find_topics_by_tags", skip_all, fields(tenant = %tenant_id))]
-    async fn find_topics_by_tags(
-        &self,
-        tenant_id: TenantId,
-        tags: &[String],
-        limit: usize,
-    ) -> StoreResult<Vec<Topic>> {
+    async fn find_topics_by_tags(&self, tenant_id: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<Topic>> {
         let sql = concat!(
             "SELECT ",
             topic_columns!(),
@@ -226,9 +202,6 @@ impl TopicStore for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        Ok(rows
-            .into_iter()
-            .map(Topic::try_from)
-            .collect::<Result<_, _>>()?)
+        Ok(rows.into_iter().map(Topic::try_from).collect::<Result<_, _>>()?)
     }
 }

@@ -2,14 +2,12 @@
 
 use crate::SqliteStore;
 use crate::codec::{
-    defacs_of, json_change, json_col, json_of, limit_col, mode_col, state_col, state_of, tags_col,
-    tags_of, tenant, user_col, user_of,
+    defacs_of, json_change, json_col, json_of, limit_col, mode_col, state_col, state_of, tags_col, tags_of, tenant,
+    user_col, user_of,
 };
 use crate::error::{CorruptRow, db_error};
 use palaver_core::ports::UserStore;
-use palaver_core::{
-    AuthRecord, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate,
-};
+use palaver_core::{AuthRecord, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
 use sqlx::{Sqlite, Transaction};
 
 /// The columns of a [`UserRow`], as a literal so that `concat!` can splice it into static SQL.
@@ -58,12 +56,7 @@ impl TryFrom<UserRow> for User {
 }
 
 /// Replaces the search rows of a user's tags.
-async fn write_tags(
-    tx: &mut Transaction<'static, Sqlite>,
-    t: i64,
-    user: i64,
-    tags: &[String],
-) -> StoreResult<()> {
+async fn write_tags(tx: &mut Transaction<'static, Sqlite>, t: i64, user: i64, tags: &[String]) -> StoreResult<()> {
     sqlx::query("DELETE FROM user_tags WHERE tenant_id = ? AND user_id = ?")
         .bind(t)
         .bind(user)
@@ -83,12 +76,7 @@ async fn write_tags(
 #[async_trait::async_trait]
 impl UserStore for SqliteStore {
     #[tracing::instrument(name = "palaver.store.create_user", skip_all, fields(tenant = %tenant_id))]
-    async fn create_user(
-        &self,
-        tenant_id: TenantId,
-        user: &User,
-        auth: Option<&AuthRecord>,
-    ) -> StoreResult<()> {
+    async fn create_user(&self, tenant_id: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()> {
         let t = tenant(tenant_id);
         let id = user_col(user.id);
         let mut tx = self.begin_write().await?;
@@ -114,16 +102,14 @@ impl UserStore for SqliteStore {
         .map_err(db_error)?;
         if let Some(auth) = auth {
             // The credential is always stored under the new user's id, so it cannot attach to another account.
-            sqlx::query(
-                "INSERT INTO auth (tenant_id, login, user_id, secret_hash) VALUES (?, ?, ?, ?)",
-            )
-            .bind(t)
-            .bind(auth.login.to_lowercase())
-            .bind(id)
-            .bind(&auth.secret_hash)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+            sqlx::query("INSERT INTO auth (tenant_id, login, user_id, secret_hash) VALUES (?, ?, ?, ?)")
+                .bind(t)
+                .bind(auth.login.to_lowercase())
+                .bind(id)
+                .bind(&auth.secret_hash)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
         }
         write_tags(&mut tx, t, id, &user.tags).await?;
         tx.commit().await.map_err(db_error)
@@ -131,11 +117,7 @@ impl UserStore for SqliteStore {
 
     #[tracing::instrument(name = "palaver.store.get_user", skip_all, fields(tenant = %tenant_id))]
     async fn get_user(&self, tenant_id: TenantId, id: UserId) -> StoreResult<Option<User>> {
-        let sql = concat!(
-            "SELECT ",
-            user_columns!(),
-            " FROM users WHERE tenant_id = ? AND id = ?"
-        );
+        let sql = concat!("SELECT ", user_columns!(), " FROM users WHERE tenant_id = ? AND id = ?");
         let row: Option<UserRow> = sqlx::query_as(sql)
             .bind(tenant(tenant_id))
             .bind(user_col(id))
@@ -146,12 +128,7 @@ impl UserStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.update_user", skip_all, fields(tenant = %tenant_id))]
-    async fn update_user(
-        &self,
-        tenant_id: TenantId,
-        id: UserId,
-        update: &UserUpdate,
-    ) -> StoreResult<()> {
+    async fn update_user(&self, tenant_id: TenantId, id: UserId, update: &UserUpdate) -> StoreResult<()> {
         let (t, uid) = (tenant(tenant_id), user_col(id));
         let (set_public, public) = json_change(update.public.as_ref());
         let (set_trusted, trusted) = json_change(update.trusted.as_ref());
@@ -187,13 +164,7 @@ impl UserStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.touch_user", skip_all, fields(tenant = %tenant_id))]
-    async fn touch_user(
-        &self,
-        tenant_id: TenantId,
-        id: UserId,
-        when: UnixMillis,
-        ua: Option<&str>,
-    ) -> StoreResult<()> {
+    async fn touch_user(&self, tenant_id: TenantId, id: UserId, when: UnixMillis, ua: Option<&str>) -> StoreResult<()> {
         let done = sqlx::query(
             "UPDATE users SET last_seen = ?, user_agent = COALESCE(?, user_agent) WHERE tenant_id = ? AND id = ?",
         )
@@ -204,47 +175,32 @@ impl UserStore for SqliteStore {
         .execute(&self.pool)
         .await
         .map_err(db_error)?;
-        if done.rows_affected() == 0 {
-            Err(StoreError::NotFound)
-        } else {
-            Ok(())
-        }
+        if done.rows_affected() == 0 { Err(StoreError::NotFound) } else { Ok(()) }
     }
 
     #[tracing::instrument(name = "palaver.store.find_auth", skip_all, fields(tenant = %tenant_id))]
     async fn find_auth(&self, tenant_id: TenantId, login: &str) -> StoreResult<Option<AuthRecord>> {
-        let row: Option<(String, i64, String)> = sqlx::query_as(
-            "SELECT login, user_id, secret_hash FROM auth WHERE tenant_id = ? AND login = ?",
-        )
-        .bind(tenant(tenant_id))
-        .bind(login.to_lowercase())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_error)?;
-        Ok(row.map(|(login, user, secret_hash)| AuthRecord {
-            user: user_of(user),
-            login,
-            secret_hash,
-        }))
+        let row: Option<(String, i64, String)> =
+            sqlx::query_as("SELECT login, user_id, secret_hash FROM auth WHERE tenant_id = ? AND login = ?")
+                .bind(tenant(tenant_id))
+                .bind(login.to_lowercase())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_error)?;
+        Ok(row.map(|(login, user, secret_hash)| AuthRecord { user: user_of(user), login, secret_hash }))
     }
 
     #[tracing::instrument(name = "palaver.store.set_secret", skip_all, fields(tenant = %tenant_id))]
-    async fn set_secret(
-        &self,
-        tenant_id: TenantId,
-        id: UserId,
-        secret_hash: &str,
-    ) -> StoreResult<i64> {
+    async fn set_secret(&self, tenant_id: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {
         let (t, uid) = (tenant(tenant_id), user_col(id));
         let mut tx = self.begin_write().await?;
-        let done =
-            sqlx::query("UPDATE auth SET secret_hash = ? WHERE tenant_id = ? AND user_id = ?")
-                .bind(secret_hash)
-                .bind(t)
-                .bind(uid)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
+        let done = sqlx::query("UPDATE auth SET secret_hash = ? WHERE tenant_id = ? AND user_id = ?")
+            .bind(secret_hash)
+            .bind(t)
+            .bind(uid)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
@@ -262,12 +218,7 @@ impl UserStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.find_users_by_tags", skip_all, fields(tenant = %tenant_id))]
-    async fn find_users_by_tags(
-        &self,
-        tenant_id: TenantId,
-        tags: &[String],
-        limit: usize,
-    ) -> StoreResult<Vec<User>> {
+    async fn find_users_by_tags(&self, tenant_id: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>> {
         let sql = concat!(
             "SELECT ",
             user_columns!(),
@@ -283,9 +234,6 @@ impl UserStore for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        Ok(rows
-            .into_iter()
-            .map(User::try_from)
-            .collect::<Result<_, _>>()?)
+        Ok(rows.into_iter().map(User::try_from).collect::<Result<_, _>>()?)
     }
 }

@@ -6,9 +6,7 @@ use palaver_store_sqlite::SqliteStore;
 /// A store on a new file in a temporary directory that lives as long as the case.
 async fn fresh() -> Fixture<SqliteStore> {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let store = SqliteStore::open(&dir.path().join("palaver.db"))
-        .await
-        .expect("open sqlite store");
+    let store = SqliteStore::open(&dir.path().join("palaver.db")).await.expect("open sqlite store");
     Fixture::with_guard(store, dir)
 }
 

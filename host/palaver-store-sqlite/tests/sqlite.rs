@@ -3,8 +3,8 @@
 use palaver_contract::Fixture;
 use palaver_core::ports::{MessageStore, TopicStore, UserStore};
 use palaver_core::{
-    AccessMode, DefaultAccess, DeleteMessages, Message, RecordState, SeqRange, TenantId, Topic,
-    TopicKind, User, UserId, p2p_name,
+    AccessMode, DefaultAccess, DeleteMessages, Message, RecordState, SeqRange, TenantId, Topic, TopicKind, User,
+    UserId, p2p_name,
 };
 use palaver_store_sqlite::SqliteStore;
 use serde_json::json;
@@ -45,20 +45,11 @@ fn message(topic: &str, seq: i64) -> Message {
 async fn file_database_uses_wal_and_foreign_keys() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("p.db")).await.unwrap();
-    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
-        .fetch_one(store.pool())
-        .await
-        .unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(store.pool()).await.unwrap();
     assert_eq!(mode, "wal");
-    let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
-        .fetch_one(store.pool())
-        .await
-        .unwrap();
+    let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys").fetch_one(store.pool()).await.unwrap();
     assert_eq!(fk, 1);
-    let sync: i64 = sqlx::query_scalar("PRAGMA synchronous")
-        .fetch_one(store.pool())
-        .await
-        .unwrap();
+    let sync: i64 = sqlx::query_scalar("PRAGMA synchronous").fetch_one(store.pool()).await.unwrap();
     assert_eq!(sync, 1, "NORMAL");
 }
 
@@ -72,10 +63,7 @@ async fn reopening_keeps_data_and_skips_applied_migrations() {
         updated: 5,
         state: RecordState::Active,
         auth_version: 0,
-        defacs: DefaultAccess {
-            auth: AccessMode::USER_AUTH,
-            anon: AccessMode::NONE,
-        },
+        defacs: DefaultAccess { auth: AccessMode::USER_AUTH, anon: AccessMode::NONE },
         public: Some(json!({ "fn": "Zoë" })),
         trusted: None,
         tags: vec!["x".into()],
@@ -93,54 +81,27 @@ async fn reopening_keeps_data_and_skips_applied_migrations() {
 async fn messages_go_to_their_kind_of_table_and_hard_deletes_leave_stubs() {
     let store = SqliteStore::open_in_memory().await.unwrap();
     let p2p = p2p_name(UserId(1), UserId(2));
-    store
-        .create_topic(T, &topic("grpRouting", TopicKind::Group))
-        .await
-        .unwrap();
-    store
-        .create_topic(T, &topic(&p2p, TopicKind::P2p))
-        .await
-        .unwrap();
+    store.create_topic(T, &topic("grpRouting", TopicKind::Group)).await.unwrap();
+    store.create_topic(T, &topic(&p2p, TopicKind::P2p)).await.unwrap();
     for seq in 1..=3 {
         store.append(T, &message("grpRouting", seq)).await.unwrap();
     }
     store.append(T, &message(&p2p, 1)).await.unwrap();
     let count = |sql: &'static str| {
         let pool = store.pool().clone();
-        async move {
-            sqlx::query_scalar::<_, i64>(sql)
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
+        async move { sqlx::query_scalar::<_, i64>(sql).fetch_one(&pool).await.unwrap() }
     };
     assert_eq!(count("SELECT COUNT(*) FROM im_group_messages").await, 3);
     assert_eq!(count("SELECT COUNT(*) FROM im_messages").await, 1);
 
-    let request = DeleteMessages {
-        ranges: vec![SeqRange { low: 2, hi: 3 }],
-        hard: true,
-        for_user: UserId(1),
-        when: 99,
-    };
-    store
-        .delete_messages(T, "grpRouting", &request)
-        .await
-        .unwrap();
+    let request =
+        DeleteMessages { ranges: vec![SeqRange { low: 2, hi: 3 }], hard: true, for_user: UserId(1), when: 99 };
+    store.delete_messages(T, "grpRouting", &request).await.unwrap();
     let stubs = "SELECT COUNT(*) FROM im_group_messages WHERE content IS NULL AND head IS NULL \
                  AND deleted_at = 99 AND status = 'deleted'";
     assert_eq!(count(stubs).await, 1);
-    assert_eq!(
-        count("SELECT COUNT(*) FROM dellog WHERE deleted_for = 0").await,
-        1
-    );
-    assert_eq!(
-        store
-            .find_by_client_mid(T, "grpRouting", UserId(u64::MAX), "mid2")
-            .await
-            .unwrap(),
-        Some(2)
-    );
+    assert_eq!(count("SELECT COUNT(*) FROM dellog WHERE deleted_for = 0").await, 1);
+    assert_eq!(store.find_by_client_mid(T, "grpRouting", UserId(u64::MAX), "mid2").await.unwrap(), Some(2));
 }
 
 #[tokio::test]

@@ -99,7 +99,11 @@ class ServerProcess {
     const args = ['serve', '--listen', this.host, '--data-dir', this.dataDir, ...this.extraArgs];
     this.output = '';
     this.exited = null;
-    const proc = spawn(this.bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
+    // The server reads PALAVER_SECTION__KEY variables as configuration and rejects other PALAVER_* names, so the
+    // harness's own variables must not reach it.
+    const env = { ...process.env };
+    for (const k of ['PALAVER_BIN', 'PALAVER_URL', 'PALAVER_API_KEY']) delete env[k];
+    const proc = spawn(this.bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.proc = proc;
     proc.stdout.on('data', c => this._append(c));
     proc.stderr.on('data', c => this._append(c));

@@ -8,21 +8,11 @@ use palaver_core::{AppendOutcome, MessageQuery, Seq, TenantId, UserId};
 const TOPIC: &str = "grpContract1";
 
 fn query(since: Option<Seq>, before: Option<Seq>, limit: usize) -> MessageQuery {
-    MessageQuery {
-        since,
-        before,
-        limit,
-    }
+    MessageQuery { since, before, limit }
 }
 
 /// Seqs of the messages `reader` sees in `topic` through `q`, in the order returned.
-pub(crate) async fn seqs<S: Storage>(
-    s: &S,
-    t: TenantId,
-    topic: &str,
-    reader: u64,
-    q: MessageQuery,
-) -> Vec<Seq> {
+pub(crate) async fn seqs<S: Storage>(s: &S, t: TenantId, topic: &str, reader: u64, q: MessageQuery) -> Vec<Seq> {
     let listed = s.list_messages(t, topic, UserId(reader), &q).await.unwrap();
     listed.into_iter().map(|m| m.seq).collect()
 }
@@ -40,10 +30,7 @@ pub async fn append_stores_and_raises_topic_seq<S: Storage>(fx: Fixture<S>) {
     let topic = s.get_topic(t, TOPIC).await.unwrap().unwrap();
     assert_eq!((topic.seq, topic.touched), (2, m2.created));
     assert_eq!(s.max_seq(t, TOPIC).await.unwrap(), 2);
-    let listed = s
-        .list_messages(t, TOPIC, UserId(3), &query(None, None, 10))
-        .await
-        .unwrap();
+    let listed = s.list_messages(t, TOPIC, UserId(3), &query(None, None, 10)).await.unwrap();
     assert_eq!(listed, vec![m2, m1], "newest first, every field kept");
 }
 
@@ -51,62 +38,20 @@ pub async fn append_stores_and_raises_topic_seq<S: Storage>(fx: Fixture<S>) {
 pub async fn append_duplicate_client_mid<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);
     s.create_topic(t, &group(TOPIC)).await.unwrap();
-    assert_eq!(
-        s.append(t, &msg_mid(TOPIC, 1, 1, "m1")).await.unwrap(),
-        AppendOutcome::Stored
-    );
-    assert_eq!(
-        s.append(t, &msg_mid(TOPIC, 2, 1, "m1")).await.unwrap(),
-        AppendOutcome::Duplicate { seq: 1 }
-    );
-    assert_eq!(
-        s.append(t, &msg_mid(TOPIC, 1, 1, "m1")).await.unwrap(),
-        AppendOutcome::Duplicate { seq: 1 }
-    );
-    assert_eq!(
-        seqs(s, t, TOPIC, 1, query(None, None, 10)).await,
-        vec![1],
-        "nothing new stored"
-    );
+    assert_eq!(s.append(t, &msg_mid(TOPIC, 1, 1, "m1")).await.unwrap(), AppendOutcome::Stored);
+    assert_eq!(s.append(t, &msg_mid(TOPIC, 2, 1, "m1")).await.unwrap(), AppendOutcome::Duplicate { seq: 1 });
+    assert_eq!(s.append(t, &msg_mid(TOPIC, 1, 1, "m1")).await.unwrap(), AppendOutcome::Duplicate { seq: 1 });
+    assert_eq!(seqs(s, t, TOPIC, 1, query(None, None, 10)).await, vec![1], "nothing new stored");
     assert_eq!(s.max_seq(t, TOPIC).await.unwrap(), 1);
     assert_eq!(s.get_topic(t, TOPIC).await.unwrap().unwrap().seq, 1);
-    assert_eq!(
-        s.find_by_client_mid(t, TOPIC, UserId(1), "m1")
-            .await
-            .unwrap(),
-        Some(1)
-    );
-    assert_eq!(
-        s.find_by_client_mid(t, TOPIC, UserId(1), "m2")
-            .await
-            .unwrap(),
-        None
-    );
-    assert_eq!(
-        s.find_by_client_mid(t, TOPIC, UserId(2), "m1")
-            .await
-            .unwrap(),
-        None
-    );
+    assert_eq!(s.find_by_client_mid(t, TOPIC, UserId(1), "m1").await.unwrap(), Some(1));
+    assert_eq!(s.find_by_client_mid(t, TOPIC, UserId(1), "m2").await.unwrap(), None);
+    assert_eq!(s.find_by_client_mid(t, TOPIC, UserId(2), "m1").await.unwrap(), None);
 
-    assert_eq!(
-        s.append(t, &msg_mid(TOPIC, 2, 2, "m1")).await.unwrap(),
-        AppendOutcome::Stored,
-        "other sender"
-    );
-    assert_eq!(
-        s.append(t, &msg(TOPIC, 3, 1)).await.unwrap(),
-        AppendOutcome::Stored,
-        "no key, no check"
-    );
-    assert_eq!(
-        s.append(t, &msg(TOPIC, 4, 1)).await.unwrap(),
-        AppendOutcome::Stored
-    );
-    assert_eq!(
-        seqs(s, t, TOPIC, 1, query(None, None, 10)).await,
-        vec![4, 3, 2, 1]
-    );
+    assert_eq!(s.append(t, &msg_mid(TOPIC, 2, 2, "m1")).await.unwrap(), AppendOutcome::Stored, "other sender");
+    assert_eq!(s.append(t, &msg(TOPIC, 3, 1)).await.unwrap(), AppendOutcome::Stored, "no key, no check");
+    assert_eq!(s.append(t, &msg(TOPIC, 4, 1)).await.unwrap(), AppendOutcome::Stored);
+    assert_eq!(seqs(s, t, TOPIC, 1, query(None, None, 10)).await, vec![4, 3, 2, 1]);
 }
 
 /// Storing a seq twice is a conflict, whatever the rest of the message says.
@@ -115,31 +60,16 @@ pub async fn append_same_seq_conflicts<S: Storage>(fx: Fixture<S>) {
     s.create_topic(t, &group(TOPIC)).await.unwrap();
     s.append(t, &msg(TOPIC, 1, 1)).await.unwrap();
     assert_conflict(s.append(t, &msg(TOPIC, 1, 1)).await, "same seq");
-    assert_conflict(
-        s.append(t, &msg_mid(TOPIC, 1, 2, "fresh")).await,
-        "same seq, other sender and key",
-    );
-    assert_eq!(
-        s.find_by_client_mid(t, TOPIC, UserId(2), "fresh")
-            .await
-            .unwrap(),
-        None,
-        "refused append left no key"
-    );
+    assert_conflict(s.append(t, &msg_mid(TOPIC, 1, 2, "fresh")).await, "same seq, other sender and key");
+    assert_eq!(s.find_by_client_mid(t, TOPIC, UserId(2), "fresh").await.unwrap(), None, "refused append left no key");
     assert_eq!(seqs(s, t, TOPIC, 1, query(None, None, 10)).await, vec![1]);
-    assert_eq!(
-        s.append(t, &msg_mid(TOPIC, 2, 2, "fresh")).await.unwrap(),
-        AppendOutcome::Stored
-    );
+    assert_eq!(s.append(t, &msg_mid(TOPIC, 2, 2, "fresh")).await.unwrap(), AppendOutcome::Stored);
 }
 
 /// History needs a stored topic, the row whose seq it keeps current.
 pub async fn append_to_missing_topic_is_not_found<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);
-    assert_not_found(
-        s.append(t, &msg("grpMissing", 1, 1)).await,
-        "append to a missing topic",
-    );
+    assert_not_found(s.append(t, &msg("grpMissing", 1, 1)).await, "append to a missing topic");
     assert_eq!(s.max_seq(t, "grpMissing").await.unwrap(), 0);
 }
 
@@ -150,64 +80,22 @@ pub async fn group_and_p2p_histories_are_separate<S: Storage>(fx: Fixture<S>) {
     s.create_topic(t, &group(TOPIC)).await.unwrap();
     s.create_topic(t, &p).await.unwrap();
     for seq in 1..=3 {
-        assert_eq!(
-            s.append(t, &msg_mid(TOPIC, seq, 1, &format!("g{seq}")))
-                .await
-                .unwrap(),
-            AppendOutcome::Stored
-        );
+        assert_eq!(s.append(t, &msg_mid(TOPIC, seq, 1, &format!("g{seq}"))).await.unwrap(), AppendOutcome::Stored);
     }
     for seq in 1..=2 {
-        assert_eq!(
-            s.append(t, &msg_mid(&p.name, seq, 1, &format!("g{seq}")))
-                .await
-                .unwrap(),
-            AppendOutcome::Stored
-        );
+        assert_eq!(s.append(t, &msg_mid(&p.name, seq, 1, &format!("g{seq}"))).await.unwrap(), AppendOutcome::Stored);
     }
-    assert_eq!(
-        seqs(s, t, TOPIC, 2, query(None, None, 10)).await,
-        vec![3, 2, 1]
-    );
-    assert_eq!(
-        seqs(s, t, &p.name, 2, query(None, None, 10)).await,
-        vec![2, 1]
-    );
-    let listed = s
-        .list_messages(t, &p.name, UserId(2), &query(None, None, 10))
-        .await
-        .unwrap();
+    assert_eq!(seqs(s, t, TOPIC, 2, query(None, None, 10)).await, vec![3, 2, 1]);
+    assert_eq!(seqs(s, t, &p.name, 2, query(None, None, 10)).await, vec![2, 1]);
+    let listed = s.list_messages(t, &p.name, UserId(2), &query(None, None, 10)).await.unwrap();
     assert!(listed.iter().all(|m| m.topic == p.name));
-    assert_eq!(
-        (
-            s.max_seq(t, TOPIC).await.unwrap(),
-            s.max_seq(t, &p.name).await.unwrap()
-        ),
-        (3, 2)
-    );
+    assert_eq!((s.max_seq(t, TOPIC).await.unwrap(), s.max_seq(t, &p.name).await.unwrap()), (3, 2));
     assert_eq!(s.get_topic(t, &p.name).await.unwrap().unwrap().seq, 2);
-    assert_eq!(
-        s.find_by_client_mid(t, &p.name, UserId(1), "g2")
-            .await
-            .unwrap(),
-        Some(2)
-    );
-    assert_eq!(
-        s.find_by_client_mid(t, &p.name, UserId(1), "g3")
-            .await
-            .unwrap(),
-        None
-    );
-    assert_conflict(
-        s.append(t, &msg(&p.name, 2, 2)).await,
-        "P2P seqs are unique too",
-    );
+    assert_eq!(s.find_by_client_mid(t, &p.name, UserId(1), "g2").await.unwrap(), Some(2));
+    assert_eq!(s.find_by_client_mid(t, &p.name, UserId(1), "g3").await.unwrap(), None);
+    assert_conflict(s.append(t, &msg(&p.name, 2, 2)).await, "P2P seqs are unique too");
     let dup = s.append(t, &msg_mid(&p.name, 3, 1, "g1")).await.unwrap();
-    assert_eq!(
-        dup,
-        AppendOutcome::Duplicate { seq: 1 },
-        "P2P keys are unique too"
-    );
+    assert_eq!(dup, AppendOutcome::Duplicate { seq: 1 }, "P2P keys are unique too");
 }
 
 /// `since` is inclusive, `before` exclusive, newest first, at most `limit`.
@@ -215,55 +103,18 @@ pub async fn list_messages_window<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);
     s.create_topic(t, &group(TOPIC)).await.unwrap();
     for seq in 1..=10 {
-        s.append(t, &msg(TOPIC, seq, 1 + seq as u64 % 2))
-            .await
-            .unwrap();
+        s.append(t, &msg(TOPIC, seq, 1 + seq as u64 % 2)).await.unwrap();
     }
-    assert_eq!(
-        seqs(s, t, TOPIC, 1, query(None, None, 100)).await,
-        (1..=10).rev().collect::<Vec<_>>()
-    );
-    assert_eq!(
-        seqs(s, t, TOPIC, 1, query(Some(3), Some(7), 100)).await,
-        vec![6, 5, 4, 3]
-    );
-    assert_eq!(
-        seqs(s, t, TOPIC, 1, query(None, None, 2)).await,
-        vec![10, 9]
-    );
-    assert_eq!(
-        seqs(s, t, TOPIC, 1, query(Some(8), None, 10)).await,
-        vec![10, 9, 8]
-    );
-    assert_eq!(
-        seqs(s, t, TOPIC, 1, query(None, Some(4), 10)).await,
-        vec![3, 2, 1]
-    );
-    assert_eq!(
-        seqs(s, t, TOPIC, 1, query(Some(2), Some(9), 3)).await,
-        vec![8, 7, 6]
-    );
-    assert!(
-        seqs(s, t, TOPIC, 1, query(None, Some(1), 10))
-            .await
-            .is_empty()
-    );
-    assert!(
-        seqs(s, t, TOPIC, 1, query(Some(11), None, 10))
-            .await
-            .is_empty()
-    );
-    assert!(
-        seqs(s, t, TOPIC, 1, query(Some(5), Some(5), 10))
-            .await
-            .is_empty()
-    );
-    assert!(
-        seqs(s, t, "grpContract2", 1, query(None, None, 10))
-            .await
-            .is_empty(),
-        "unknown topic"
-    );
+    assert_eq!(seqs(s, t, TOPIC, 1, query(None, None, 100)).await, (1..=10).rev().collect::<Vec<_>>());
+    assert_eq!(seqs(s, t, TOPIC, 1, query(Some(3), Some(7), 100)).await, vec![6, 5, 4, 3]);
+    assert_eq!(seqs(s, t, TOPIC, 1, query(None, None, 2)).await, vec![10, 9]);
+    assert_eq!(seqs(s, t, TOPIC, 1, query(Some(8), None, 10)).await, vec![10, 9, 8]);
+    assert_eq!(seqs(s, t, TOPIC, 1, query(None, Some(4), 10)).await, vec![3, 2, 1]);
+    assert_eq!(seqs(s, t, TOPIC, 1, query(Some(2), Some(9), 3)).await, vec![8, 7, 6]);
+    assert!(seqs(s, t, TOPIC, 1, query(None, Some(1), 10)).await.is_empty());
+    assert!(seqs(s, t, TOPIC, 1, query(Some(11), None, 10)).await.is_empty());
+    assert!(seqs(s, t, TOPIC, 1, query(Some(5), Some(5), 10)).await.is_empty());
+    assert!(seqs(s, t, "grpContract2", 1, query(None, None, 10)).await.is_empty(), "unknown topic");
 }
 
 /// Appends of distinct seqs from eight concurrent tasks are all stored.
@@ -277,11 +128,7 @@ pub async fn concurrent_appends_all_stored<S: Storage>(fx: Fixture<S>) {
             for i in 0..10i64 {
                 let seq = 1 + i * 8 + task;
                 let m = msg_mid(TOPIC, seq, 1 + task as u64, &format!("t{task}-{i}"));
-                assert_eq!(
-                    s.append(t, &m).await.unwrap(),
-                    AppendOutcome::Stored,
-                    "seq {seq}"
-                );
+                assert_eq!(s.append(t, &m).await.unwrap(), AppendOutcome::Stored, "seq {seq}");
             }
         }));
     }
@@ -289,10 +136,7 @@ pub async fn concurrent_appends_all_stored<S: Storage>(fx: Fixture<S>) {
         task.await.unwrap();
     }
     let s = &fx.store;
-    assert_eq!(
-        seqs(s, t, TOPIC, 1, query(None, None, 1000)).await,
-        (1..=80).rev().collect::<Vec<_>>()
-    );
+    assert_eq!(seqs(s, t, TOPIC, 1, query(None, None, 1000)).await, (1..=80).rev().collect::<Vec<_>>());
     assert_eq!(s.max_seq(t, TOPIC).await.unwrap(), 80);
     assert_eq!(s.get_topic(t, TOPIC).await.unwrap().unwrap().seq, 80);
 }

@@ -20,17 +20,11 @@ use palaver_core::StoreError;
 /// Panics unless `result` is a `Conflict`, naming what was expected.
 #[track_caller]
 fn assert_conflict<T: std::fmt::Debug>(result: Result<T, StoreError>, what: &str) {
-    assert!(
-        matches!(result, Err(StoreError::Conflict(_))),
-        "{what}: expected Conflict, got {result:?}"
-    );
+    assert!(matches!(result, Err(StoreError::Conflict(_))), "{what}: expected Conflict, got {result:?}");
 }
 
 /// Panics unless `result` is `NotFound`, naming what was expected.
 #[track_caller]
 fn assert_not_found<T: std::fmt::Debug>(result: Result<T, StoreError>, what: &str) {
-    assert!(
-        matches!(result, Err(StoreError::NotFound)),
-        "{what}: expected NotFound, got {result:?}"
-    );
+    assert!(matches!(result, Err(StoreError::NotFound)), "{what}: expected NotFound, got {result:?}");
 }

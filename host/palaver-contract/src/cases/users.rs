@@ -15,10 +15,7 @@ pub async fn user_create_get_update<S: Storage>(fx: Fixture<S>) {
     assert_eq!(s.get_user(t, u.id).await.unwrap(), Some(u.clone()));
     assert_eq!(s.get_user(t, UserId(11)).await.unwrap(), None);
 
-    let defacs = DefaultAccess {
-        auth: AccessMode::GROUP_AUTH,
-        anon: AccessMode::READ,
-    };
+    let defacs = DefaultAccess { auth: AccessMode::GROUP_AUTH, anon: AccessMode::READ };
     let update = UserUpdate {
         updated: T0 + 5,
         public: Some(Value::Null),
@@ -28,46 +25,21 @@ pub async fn user_create_get_update<S: Storage>(fx: Fixture<S>) {
     };
     s.update_user(t, u.id, &update).await.unwrap();
     let got = s.get_user(t, u.id).await.unwrap().unwrap();
-    let expected = User {
-        updated: T0 + 5,
-        public: None,
-        tags: vec!["gamma".into()],
-        defacs,
-        ..u.clone()
-    };
-    assert_eq!(
-        got, expected,
-        "Null clears public, None leaves trusted alone"
-    );
+    let expected = User { updated: T0 + 5, public: None, tags: vec!["gamma".into()], defacs, ..u.clone() };
+    assert_eq!(got, expected, "Null clears public, None leaves trusted alone");
 
-    let update = UserUpdate {
-        updated: T0 + 6,
-        public: Some(json!({ "fn": "New" })),
-        ..UserUpdate::default()
-    };
+    let update = UserUpdate { updated: T0 + 6, public: Some(json!({ "fn": "New" })), ..UserUpdate::default() };
     s.update_user(t, u.id, &update).await.unwrap();
     let got = s.get_user(t, u.id).await.unwrap().unwrap();
     assert_eq!(got.public, Some(json!({ "fn": "New" })));
-    assert_eq!(
-        got.tags,
-        vec!["gamma".to_owned()],
-        "tags left alone when not named"
-    );
+    assert_eq!(got.tags, vec!["gamma".to_owned()], "tags left alone when not named");
     assert_eq!(got.trusted, u.trusted);
 
-    s.touch_user(t, u.id, T0 + 100, Some("tinode-js/1.0"))
-        .await
-        .unwrap();
+    s.touch_user(t, u.id, T0 + 100, Some("tinode-js/1.0")).await.unwrap();
     let got = s.get_user(t, u.id).await.unwrap().unwrap();
-    assert_eq!(
-        (got.last_seen, got.user_agent.as_deref()),
-        (Some(T0 + 100), Some("tinode-js/1.0"))
-    );
+    assert_eq!((got.last_seen, got.user_agent.as_deref()), (Some(T0 + 100), Some("tinode-js/1.0")));
 
-    assert_not_found(
-        s.update_user(t, UserId(11), &update).await,
-        "update of a missing user",
-    );
+    assert_not_found(s.update_user(t, UserId(11), &update).await, "update of a missing user");
 }
 
 /// Creating a user whose id exists is a conflict.
@@ -80,43 +52,20 @@ pub async fn user_duplicate_id_conflicts<S: Storage>(fx: Fixture<S>) {
 /// A taken login is a conflict, whatever its case, and the refused user is not created.
 pub async fn login_taken_conflicts<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);
-    s.create_user(t, &user(10), Some(&auth(10, "alice", "h1")))
-        .await
-        .unwrap();
-    assert_conflict(
-        s.create_user(t, &user(11), Some(&auth(11, "alice", "h2")))
-            .await,
-        "same login",
-    );
-    assert_eq!(
-        s.get_user(t, UserId(11)).await.unwrap(),
-        None,
-        "user and credential are created atomically"
-    );
-    assert_eq!(
-        s.find_auth(t, "alice").await.unwrap().unwrap().user,
-        UserId(10)
-    );
-    s.create_user(t, &user(11), Some(&auth(11, "bob", "h2")))
-        .await
-        .unwrap();
+    s.create_user(t, &user(10), Some(&auth(10, "alice", "h1"))).await.unwrap();
+    assert_conflict(s.create_user(t, &user(11), Some(&auth(11, "alice", "h2"))).await, "same login");
+    assert_eq!(s.get_user(t, UserId(11)).await.unwrap(), None, "user and credential are created atomically");
+    assert_eq!(s.find_auth(t, "alice").await.unwrap().unwrap().user, UserId(10));
+    s.create_user(t, &user(11), Some(&auth(11, "bob", "h2"))).await.unwrap();
 }
 
 /// Logins are matched lower-cased.
 pub async fn find_auth_ignores_case<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);
-    s.create_user(t, &user(10), Some(&auth(10, "alice", "$argon2id$h1")))
-        .await
-        .unwrap();
+    s.create_user(t, &user(10), Some(&auth(10, "alice", "$argon2id$h1"))).await.unwrap();
     let expected = auth(10, "alice", "$argon2id$h1");
-    assert_eq!(
-        s.find_auth(t, "alice").await.unwrap(),
-        Some(expected.clone())
-    );
-    assert_eq!(
-        s.find_auth(t, "ALICE").await.unwrap(),
-        Some(expected.clone())
-    );
+    assert_eq!(s.find_auth(t, "alice").await.unwrap(), Some(expected.clone()));
+    assert_eq!(s.find_auth(t, "ALICE").await.unwrap(), Some(expected.clone()));
     assert_eq!(s.find_auth(t, "AlIcE").await.unwrap(), Some(expected));
     assert_eq!(s.find_auth(t, "bob").await.unwrap(), None);
 }
@@ -124,109 +73,39 @@ pub async fn find_auth_ignores_case<S: Storage>(fx: Fixture<S>) {
 /// Changing the secret replaces the hash and bumps the auth version each time.
 pub async fn set_secret_bumps_auth_version<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);
-    s.create_user(t, &user(10), Some(&auth(10, "alice", "h1")))
-        .await
-        .unwrap();
+    s.create_user(t, &user(10), Some(&auth(10, "alice", "h1"))).await.unwrap();
     assert_eq!(s.set_secret(t, UserId(10), "h2").await.unwrap(), 1);
     assert_eq!(s.set_secret(t, UserId(10), "h3").await.unwrap(), 2);
-    assert_eq!(
-        s.get_user(t, UserId(10))
-            .await
-            .unwrap()
-            .unwrap()
-            .auth_version,
-        2
-    );
-    assert_eq!(
-        s.find_auth(t, "alice").await.unwrap().unwrap().secret_hash,
-        "h3"
-    );
+    assert_eq!(s.get_user(t, UserId(10)).await.unwrap().unwrap().auth_version, 2);
+    assert_eq!(s.find_auth(t, "alice").await.unwrap().unwrap().secret_hash, "h3");
 
     s.create_user(t, &user(11), None).await.unwrap();
-    assert_not_found(
-        s.set_secret(t, UserId(11), "h").await,
-        "user without a credential",
-    );
+    assert_not_found(s.set_secret(t, UserId(11), "h").await, "user without a credential");
     assert_not_found(s.set_secret(t, UserId(12), "h").await, "missing user");
 }
 
 /// Tag search finds active users having any of the tags, up to the limit, in a stable order.
 pub async fn user_tag_search<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);
-    s.create_user(t, &tagged_user(10, &["rust", "go"]), None)
-        .await
-        .unwrap();
-    s.create_user(t, &tagged_user(11, &["go"]), None)
-        .await
-        .unwrap();
-    s.create_user(t, &tagged_user(12, &["python"]), None)
-        .await
-        .unwrap();
-    let suspended = User {
-        state: RecordState::Suspended,
-        ..tagged_user(13, &["rust"])
-    };
+    s.create_user(t, &tagged_user(10, &["rust", "go"]), None).await.unwrap();
+    s.create_user(t, &tagged_user(11, &["go"]), None).await.unwrap();
+    s.create_user(t, &tagged_user(12, &["python"]), None).await.unwrap();
+    let suspended = User { state: RecordState::Suspended, ..tagged_user(13, &["rust"]) };
     s.create_user(t, &suspended, None).await.unwrap();
 
     let ids = |users: Vec<User>| users.into_iter().map(|u| u.id.0).collect::<Vec<_>>();
-    let mut found = ids(s
-        .find_users_by_tags(t, &tags(&["rust", "go"]), 10)
-        .await
-        .unwrap());
+    let mut found = ids(s.find_users_by_tags(t, &tags(&["rust", "go"]), 10).await.unwrap());
     let first = found.clone();
     found.sort();
-    assert_eq!(
-        found,
-        vec![10, 11],
-        "each match once, suspended users left out"
-    );
-    assert_eq!(
-        ids(s
-            .find_users_by_tags(t, &tags(&["rust", "go"]), 10)
-            .await
-            .unwrap()),
-        first,
-        "stable order"
-    );
-    assert_eq!(
-        s.find_users_by_tags(t, &tags(&["rust", "go"]), 1)
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
-    assert_eq!(
-        ids(s
-            .find_users_by_tags(t, &tags(&["python"]), 10)
-            .await
-            .unwrap()),
-        vec![12]
-    );
-    assert!(
-        s.find_users_by_tags(t, &tags(&["cobol"]), 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(found, vec![10, 11], "each match once, suspended users left out");
+    assert_eq!(ids(s.find_users_by_tags(t, &tags(&["rust", "go"]), 10).await.unwrap()), first, "stable order");
+    assert_eq!(s.find_users_by_tags(t, &tags(&["rust", "go"]), 1).await.unwrap().len(), 1);
+    assert_eq!(ids(s.find_users_by_tags(t, &tags(&["python"]), 10).await.unwrap()), vec![12]);
+    assert!(s.find_users_by_tags(t, &tags(&["cobol"]), 10).await.unwrap().is_empty());
 
     // Replacing tags must replace what the search sees, not only the stored list.
-    let update = UserUpdate {
-        updated: T0 + 1,
-        tags: Some(tags(&["cobol"])),
-        ..UserUpdate::default()
-    };
+    let update = UserUpdate { updated: T0 + 1, tags: Some(tags(&["cobol"])), ..UserUpdate::default() };
     s.update_user(t, UserId(12), &update).await.unwrap();
-    assert!(
-        s.find_users_by_tags(t, &tags(&["python"]), 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(
-        ids(s
-            .find_users_by_tags(t, &tags(&["cobol"]), 10)
-            .await
-            .unwrap()),
-        vec![12]
-    );
+    assert!(s.find_users_by_tags(t, &tags(&["python"]), 10).await.unwrap().is_empty());
+    assert_eq!(ids(s.find_users_by_tags(t, &tags(&["cobol"]), 10).await.unwrap()), vec![12]);
 }

@@ -9,8 +9,14 @@ pub trait IdempotencyStore: Send + Sync {
     async fn claim(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> StoreResult<Claim>;
 
     /// Marks the key done with the seq the message was stored under.
-    async fn complete(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str, seq: Seq)
-    -> StoreResult<()>;
+    async fn complete(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        from: UserId,
+        client_mid: &str,
+        seq: Seq,
+    ) -> StoreResult<()>;
 
     /// Marks the key failed, so that a retry may take it again.
     async fn fail(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> StoreResult<()>;

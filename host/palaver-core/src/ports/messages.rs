@@ -14,8 +14,13 @@ pub trait MessageStore: Send + Sync {
     async fn append(&self, tenant: TenantId, msg: &Message) -> StoreResult<AppendOutcome>;
 
     /// The seq of the message stored with this idempotency key, if any.
-    async fn find_by_client_mid(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str)
-    -> StoreResult<Option<Seq>>;
+    async fn find_by_client_mid(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        from: UserId,
+        client_mid: &str,
+    ) -> StoreResult<Option<Seq>>;
 
     /// The highest stored seq of the topic, 0 if none. For seq baselines at topic load, never per message.
     async fn max_seq(&self, tenant: TenantId, topic: &str) -> StoreResult<Seq>;

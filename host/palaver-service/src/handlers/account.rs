@@ -135,10 +135,10 @@ impl Session {
 
     async fn update_account(&mut self, m: MsgAcc) -> ServiceResult<()> {
         let me = self.me()?;
-        if let Some(target) = m.user.as_deref().filter(|u| !u.is_empty()) {
-            if UserId::parse(target).ok() != Some(me) {
-                return Err(ServiceError::PermissionDenied);
-            }
+        if let Some(target) = m.user.as_deref().filter(|u| !u.is_empty())
+            && UserId::parse(target).ok() != Some(me)
+        {
+            return Err(ServiceError::PermissionDenied);
         }
         let tenant = self.tenant();
         let mut changed = false;
@@ -259,9 +259,7 @@ impl Session {
 fn validate_login(login: &str, password: &str) -> ServiceResult<()> {
     let ok_chars = login.chars().all(|c| c.is_alphanumeric() || "_.@-+".contains(c));
     if login.chars().count() < MIN_LOGIN || login.chars().count() > MAX_LOGIN || !ok_chars {
-        return Err(ServiceError::Policy(format!(
-            "login must be {MIN_LOGIN}–{MAX_LOGIN} letters, digits or _.@-+"
-        )));
+        return Err(ServiceError::Policy(format!("login must be {MIN_LOGIN}–{MAX_LOGIN} letters, digits or _.@-+")));
     }
     if password.chars().count() < MIN_PASSWORD {
         return Err(ServiceError::Policy(format!("password must be at least {MIN_PASSWORD} characters")));

@@ -1,10 +1,10 @@
 //! `{del}`: message ranges (soft for oneself, hard for everyone), a member's subscription, or a whole topic.
 
 use crate::error::{ServiceError, ServiceResult};
+use crate::now_millis;
 use crate::render;
 use crate::session::Session;
 use crate::topics::{Resolved, resolve, wire_name};
-use crate::now_millis;
 use palaver_core::{AccessMode, DeleteMessages, SeqRange as DomainRange, StoreError, TopicKind, UserId};
 use palaver_proto::{Code, MsgDel, MsgPres, SeqRange, ServerMsg};
 use serde_json::json;

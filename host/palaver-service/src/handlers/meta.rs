@@ -4,10 +4,10 @@
 use crate::error::{ServiceError, ServiceResult};
 use crate::handlers::account::clear_marker;
 use crate::handlers::subscribe::parse_query;
+use crate::now_millis;
 use crate::render::{self, ts};
 use crate::session::Session;
 use crate::topics::{Resolved, resolve, wire_name};
-use crate::now_millis;
 use palaver_core::{
     AccessMode, DefaultAccess, MessageQuery, Presence, Subscription, Topic, TopicKind, TopicUpdate, UserId, UserUpdate,
 };
@@ -55,7 +55,10 @@ impl Session {
         // Owner rights cannot be handed out by default.
         let auth = parse(d.auth.as_ref(), base.auth)?;
         let anon = parse(d.anon.as_ref(), base.anon)?;
-        Ok(DefaultAccess { auth: AccessMode(auth.0 & !AccessMode::OWNER.0), anon: AccessMode(anon.0 & !AccessMode::OWNER.0) })
+        Ok(DefaultAccess {
+            auth: AccessMode(auth.0 & !AccessMode::OWNER.0),
+            anon: AccessMode(anon.0 & !AccessMode::OWNER.0),
+        })
     }
 
     pub(crate) async fn on_get(&mut self, m: MsgGet) -> ServiceResult<()> {
@@ -99,7 +102,8 @@ impl Session {
             }
             _ => (None, None),
         };
-        for w in what {
+        // Tinode answers the parts in a fixed order, whatever order the client listed them in.
+        for w in known.into_iter().filter(|k| what.contains(k)) {
             match w {
                 "desc" => self.get_desc(id, wire, kind, topic.as_ref(), sub.as_ref(), q).await?,
                 "sub" => self.get_subs(id, stored, wire, kind, topic.as_ref(), q).await?,
@@ -294,8 +298,14 @@ impl Session {
         Ok(())
     }
 
-    async fn get_data(&self, id: Option<&str>, stored: &str, wire: &str, sub: Option<&Subscription>, q: &GetQuery)
-    -> ServiceResult<()> {
+    async fn get_data(
+        &self,
+        id: Option<&str>,
+        stored: &str,
+        wire: &str,
+        sub: Option<&Subscription>,
+        q: &GetQuery,
+    ) -> ServiceResult<()> {
         let me = self.me()?;
         if stored == "me" || stored == "fnd" {
             return Err(ServiceError::Malformed("me and fnd have no messages".into()));
@@ -307,7 +317,8 @@ impl Session {
         let opts = q.data.clone().unwrap_or_default();
         let cfg = &self.svc.cfg;
         let limit = opts.limit.filter(|l| *l > 0).map_or(cfg.default_page, |l| (l as usize).min(cfg.max_page));
-        let query = MessageQuery { since: opts.since.filter(|s| *s > 0), before: opts.before.filter(|b| *b > 0), limit };
+        let query =
+            MessageQuery { since: opts.since.filter(|s| *s > 0), before: opts.before.filter(|b| *b > 0), limit };
         let msgs = self.svc.ports.messages.list_messages(self.tenant(), stored, me, &query).await?;
         let count = msgs.len();
         for m in msgs {
@@ -329,7 +340,13 @@ impl Session {
         Ok(())
     }
 
-    async fn get_del(&self, id: Option<&str>, stored: &str, wire: &str, sub: Option<&Subscription>) -> ServiceResult<()> {
+    async fn get_del(
+        &self,
+        id: Option<&str>,
+        stored: &str,
+        wire: &str,
+        sub: Option<&Subscription>,
+    ) -> ServiceResult<()> {
         let me = self.me()?;
         if sub.is_none() {
             return Err(ServiceError::PermissionDenied);
@@ -352,7 +369,13 @@ impl Session {
         Ok(())
     }
 
-    async fn get_tags(&self, id: Option<&str>, wire: &str, kind: TopicKind, topic: Option<&Topic>) -> ServiceResult<()> {
+    async fn get_tags(
+        &self,
+        id: Option<&str>,
+        wire: &str,
+        kind: TopicKind,
+        topic: Option<&Topic>,
+    ) -> ServiceResult<()> {
         let me = self.me()?;
         let tags = match (kind, topic) {
             (TopicKind::Me, _) => {
@@ -382,7 +405,8 @@ impl Session {
             Resolved::Me => {
                 let tags = q.tags.as_deref().map(|t| self.validate_tags(t)).transpose()?;
                 let desc = q.desc.unwrap_or_default();
-                let defacs = desc.defacs.as_ref().map(|d| self.parse_defacs(Some(d), DefaultAccess::USER)).transpose()?;
+                let defacs =
+                    desc.defacs.as_ref().map(|d| self.parse_defacs(Some(d), DefaultAccess::USER)).transpose()?;
                 if tags.is_some() || defacs.is_some() || desc.public.is_some() || desc.trusted.is_some() {
                     let update = UserUpdate {
                         updated: now_millis(),
@@ -391,7 +415,11 @@ impl Session {
                         tags,
                         defacs,
                     };
+                    let profile_changed = update.public.is_some();
                     self.svc.ports.users.update_user(tenant, me, &update).await?;
+                    if profile_changed {
+                        self.announce_profile(me).await;
+                    }
                     changed = true;
                 }
             }
@@ -433,6 +461,7 @@ impl Session {
                 owner: None,
             };
             self.svc.ports.topics.update_topic(tenant, stored, &update).await?;
+            self.announce_topic_update(stored).await;
             changed = true;
         }
         if let Some(private) = desc.private {
@@ -453,8 +482,14 @@ impl Session {
     }
 
     /// Changes a subscription's mode: one's own `want`, or (with A) another member's `given`.
-    async fn change_mode(&self, topic: &Topic, mine: &Subscription, target: UserId, mode: &str, wire: &str)
-    -> ServiceResult<bool> {
+    async fn change_mode(
+        &self,
+        topic: &Topic,
+        mine: &Subscription,
+        target: UserId,
+        mode: &str,
+        wire: &str,
+    ) -> ServiceResult<bool> {
         let tenant = self.tenant();
         let me = mine.user;
         let mut sub = if target == me {
@@ -477,7 +512,11 @@ impl Session {
             // A member may not grant itself owner rights by wanting them.
             new = AccessMode(new.0 & !AccessMode::OWNER.0);
         }
-        if target == me { sub.want = new } else { sub.given = new }
+        if target == me {
+            sub.want = new
+        } else {
+            sub.given = new
+        }
         if sub.want == base && target == me || sub.given == base && target != me {
             return Ok(false);
         }

@@ -40,6 +40,27 @@ impl Session {
         }
     }
 
+    /// Tells the user's P2P contacts that the user's profile changed.
+    pub(crate) async fn announce_profile(&self, user: UserId) {
+        let Ok(subs) = self.svc.ports.subs.list_user_subs(self.tenant(), user).await else { return };
+        for sub in subs.iter().filter(|s| s.topic.starts_with("p2p")) {
+            let Some(peer) = palaver_core::p2p_peer(&sub.topic, user) else { continue };
+            let pres =
+                MsgPres { topic: "me".into(), src: Some(user.to_string()), what: "upd".into(), ..MsgPres::default() };
+            self.push_me_pres(peer, pres, None);
+        }
+    }
+
+    /// Tells every member of a group that its description changed.
+    pub(crate) async fn announce_topic_update(&self, stored: &str) {
+        let Ok(subs) = self.svc.ports.subs.list_topic_subs(self.tenant(), stored).await else { return };
+        for sub in subs {
+            let pres =
+                MsgPres { topic: "me".into(), src: Some(stored.to_owned()), what: "upd".into(), ..MsgPres::default() };
+            self.push_me_pres(sub.user, pres, Some(self.handle.sid));
+        }
+    }
+
     /// Tells `user` that their access to `wire` changed.
     pub(crate) async fn notify_acs(&self, user: UserId, wire: &str, want: AccessMode, given: AccessMode) {
         let pres = MsgPres {
@@ -55,7 +76,8 @@ impl Session {
 
     /// Tells `user`'s sessions that a topic is gone for them.
     pub(crate) async fn notify_gone(&self, user: UserId, wire: &str, skip: Option<SessionId>) {
-        let pres = MsgPres { topic: "me".into(), src: Some(wire.to_owned()), what: "gone".into(), ..MsgPres::default() };
+        let pres =
+            MsgPres { topic: "me".into(), src: Some(wire.to_owned()), what: "gone".into(), ..MsgPres::default() };
         self.push_me_pres(user, pres, skip);
     }
 

@@ -6,10 +6,10 @@
 //! out. Nothing reaches another session before the store has acknowledged the message.
 
 use crate::error::{ServiceError, ServiceResult};
+use crate::now_millis;
 use crate::render;
 use crate::session::Session;
 use crate::topics::{Resolved, resolve, wire_name};
-use crate::now_millis;
 use palaver_core::{AccessMode, AppendOutcome, Claim, Message, Seq, StoreError, UserId};
 use palaver_proto::{Code, MsgData, MsgInfo, MsgNote, MsgPres, MsgPub, ServerMsg, Timestamp};
 use serde_json::json;
@@ -38,14 +38,14 @@ impl Session {
         if !mode.has(AccessMode::WRITE) {
             return Err(ServiceError::PermissionDenied);
         }
-        let content = m.content.filter(|c| !c.is_null()).ok_or_else(|| ServiceError::Malformed("pub.content is required".into()))?;
-        if let Some(mid) = m.client_mid.as_deref() {
-            if mid.is_empty() || mid.len() > self.svc.cfg.max_client_mid {
-                return Err(ServiceError::Malformed(format!(
-                    "client_mid must be 1–{} bytes",
-                    self.svc.cfg.max_client_mid
-                )));
-            }
+        let content = m
+            .content
+            .filter(|c| !c.is_null())
+            .ok_or_else(|| ServiceError::Malformed("pub.content is required".into()))?;
+        if let Some(mid) = m.client_mid.as_deref()
+            && (mid.is_empty() || mid.len() > self.svc.cfg.max_client_mid)
+        {
+            return Err(ServiceError::Malformed(format!("client_mid must be 1–{} bytes", self.svc.cfg.max_client_mid)));
         }
         let mut head = m.head;
         if let Some(h) = head.as_mut() {
@@ -82,7 +82,10 @@ impl Session {
         if let Some(mid) = mid.as_deref() {
             match ports.idempotency.claim(tenant, &msg.topic, msg.from, mid).await? {
                 Claim::Acquired => {}
-                Claim::Done { seq } => return Ok((seq, false)),
+                Claim::Done { seq } => {
+                    self.svc.metrics.message_retry();
+                    return Ok((seq, false));
+                }
                 Claim::Pending => {
                     return Err(ServiceError::Unavailable {
                         reason: "a message with this client_mid is being stored".into(),
@@ -117,8 +120,11 @@ impl Session {
         }
         .await;
         match &result {
-            Ok((seq, true)) => state.floor = Some(*seq),
-            Ok(_) => {}
+            Ok((seq, true)) => {
+                state.floor = Some(*seq);
+                self.svc.metrics.message_stored();
+            }
+            Ok(_) => self.svc.metrics.message_retry(),
             Err(_) => state.floor = None,
         }
         drop(state);
@@ -149,7 +155,10 @@ impl Session {
             }
             let frame = match &group_frame {
                 Some(f) => f.clone(),
-                None => frames.entry(a.user).or_insert_with(|| data_frame(msg, &wire_name(&msg.topic, a.user), &from)).clone(),
+                None => frames
+                    .entry(a.user)
+                    .or_insert_with(|| data_frame(msg, &wire_name(&msg.topic, a.user), &from))
+                    .clone(),
             };
             a.session.push(frame);
         });
@@ -188,8 +197,7 @@ impl Session {
             return Ok(m.clone());
         }
         let subs = self.svc.ports.subs.list_topic_subs(self.tenant(), stored).await?;
-        let members: Vec<UserId> =
-            subs.iter().filter(|s| s.mode().has(AccessMode::READ)).map(|s| s.user).collect();
+        let members: Vec<UserId> = subs.iter().filter(|s| s.mode().has(AccessMode::READ)).map(|s| s.user).collect();
         state.members = Some(members.clone());
         Ok(members)
     }
@@ -204,24 +212,30 @@ impl Session {
         };
         let (seq, what) = match m.what.as_str() {
             "kp" | "kpa" | "kpv" => {
-                let mode = self.svc.hub.attached_mode(tenant, &stored, self.handle.sid).ok_or(ServiceError::MustAttach)?;
+                let mode =
+                    self.svc.hub.attached_mode(tenant, &stored, self.handle.sid).ok_or(ServiceError::MustAttach)?;
                 if !mode.has(AccessMode::WRITE) {
                     return Err(ServiceError::PermissionDenied);
                 }
                 (None, m.what.clone())
             }
             "read" | "recv" => {
-                let seq = m.seq.filter(|s| *s > 0).ok_or_else(|| ServiceError::Malformed("note.seq must be positive".into()))?;
+                let seq = m
+                    .seq
+                    .filter(|s| *s > 0)
+                    .ok_or_else(|| ServiceError::Malformed("note.seq must be positive".into()))?;
                 let sub = self.svc.ports.subs.get_sub(tenant, &stored, me).await?.ok_or(ServiceError::NotFound)?;
                 if !sub.mode().has(AccessMode::READ) {
                     return Err(ServiceError::PermissionDenied);
                 }
-                let topic = self.svc.ports.topics.get_topic(tenant, &stored).await?.ok_or(ServiceError::TopicNotFound)?;
+                let topic =
+                    self.svc.ports.topics.get_topic(tenant, &stored).await?.ok_or(ServiceError::TopicNotFound)?;
                 if seq > topic.seq {
                     return Err(ServiceError::Malformed("note.seq is beyond the last message".into()));
                 }
                 let (read, recv) = if m.what == "read" { (Some(seq), None) } else { (None, Some(seq)) };
-                let (new_recv, new_read) = self.svc.ports.subs.update_sub_cursors(tenant, &stored, me, recv, read).await?;
+                let (new_recv, new_read) =
+                    self.svc.ports.subs.update_sub_cursors(tenant, &stored, me, recv, read).await?;
                 let unchanged = if m.what == "read" { new_read == sub.read } else { new_recv == sub.recv };
                 if unchanged {
                     return Ok(());

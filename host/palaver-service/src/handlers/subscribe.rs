@@ -9,9 +9,7 @@ use crate::topics::{Resolved, resolve};
 use crate::{now_millis, render};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use palaver_core::{
-    AccessMode, DefaultAccess, RecordState, StoreError, Subscription, Topic, TopicKind, UserId,
-};
+use palaver_core::{AccessMode, DefaultAccess, RecordState, StoreError, Subscription, Topic, TopicKind, UserId};
 use palaver_proto::{Code, MsgLeave, MsgSub, SetQuery};
 use serde_json::json;
 
@@ -285,11 +283,11 @@ impl Session {
     /// Removes the user's subscription; every session of the user is detached and told the topic is gone.
     async fn unsubscribe(&mut self, me: UserId, stored: &str, wire: &str) -> ServiceResult<()> {
         let tenant = self.tenant();
-        if let Some(topic) = self.svc.ports.topics.get_topic(tenant, stored).await? {
-            if topic.owner == Some(me) {
-                // The owner deletes the group instead of walking away from it.
-                return Err(ServiceError::PermissionDenied);
-            }
+        if let Some(topic) = self.svc.ports.topics.get_topic(tenant, stored).await?
+            && topic.owner == Some(me)
+        {
+            // The owner deletes the group instead of walking away from it.
+            return Err(ServiceError::PermissionDenied);
         }
         match self.svc.ports.subs.delete_sub(tenant, stored, me, now_millis()).await {
             Ok(()) => {}

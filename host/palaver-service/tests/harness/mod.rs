@@ -106,8 +106,11 @@ impl Client {
     pub async fn signup(&mut self, login: &str, pass: &str) -> Value {
         self.hi().await;
         let (ctrl, _) = self
-            .req("acc", json!({ "user": "new", "scheme": "basic", "secret": basic(login, pass), "login": true,
-                                "desc": { "public": { "fn": login } }, "tags": [format!("tag-{login}")] }))
+            .req(
+                "acc",
+                json!({ "user": "new", "scheme": "basic", "secret": basic(login, pass), "login": true,
+                                "desc": { "public": { "fn": login } }, "tags": [format!("tag-{login}")] }),
+            )
             .await;
         assert_eq!(ctrl["code"], 200, "signup {login}: {ctrl}");
         self.user = ctrl["params"]["user"].as_str().unwrap().to_owned();
@@ -132,7 +135,10 @@ impl Client {
     /// Creates a group and returns its name.
     pub async fn new_group(&mut self, title: &str) -> String {
         let (ctrl, _) = self
-            .req("sub", json!({ "topic": "new1", "set": { "desc": { "public": { "fn": title } }, "tags": ["grouptag"] } }))
+            .req(
+                "sub",
+                json!({ "topic": "new1", "set": { "desc": { "public": { "fn": title } }, "tags": ["grouptag"] } }),
+            )
             .await;
         assert_eq!(ctrl["code"], 200, "{ctrl}");
         ctrl["topic"].as_str().unwrap().to_owned()

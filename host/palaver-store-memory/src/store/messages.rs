@@ -4,16 +4,14 @@ use super::{DelLogEntry, History, MemoryStore, StoredMessage};
 use crate::ranges;
 use palaver_core::ports::MessageStore;
 use palaver_core::{
-    AppendOutcome, DeleteMessages, Deletions, Message, MessageQuery, Seq, SeqRange, StoreError,
-    StoreResult, TenantId, UserId,
+    AppendOutcome, DeleteMessages, Deletions, Message, MessageQuery, Seq, SeqRange, StoreError, StoreResult, TenantId,
+    UserId,
 };
 
 impl History {
     /// The ranges hidden from `reader`: those deleted for everyone and those the reader deleted for themself.
     fn ranges_for(&self, reader: UserId) -> impl Iterator<Item = &DelLogEntry> {
-        self.dellog
-            .iter()
-            .filter(move |e| e.deleted_for.is_none() || e.deleted_for == Some(reader))
+        self.dellog.iter().filter(move |e| e.deleted_for.is_none() || e.deleted_for == Some(reader))
     }
 }
 
@@ -33,23 +31,12 @@ impl MessageStore for MemoryStore {
                 return Ok(AppendOutcome::Duplicate { seq });
             }
             if history.messages.contains_key(&msg.seq) {
-                return Err(StoreError::Conflict(format!(
-                    "seq {} of {} is already stored",
-                    msg.seq, msg.topic
-                )));
+                return Err(StoreError::Conflict(format!("seq {} of {} is already stored", msg.seq, msg.topic)));
             }
             if let Some(mid) = &msg.client_mid {
-                history
-                    .by_client_mid
-                    .insert((msg.from, mid.clone()), msg.seq);
+                history.by_client_mid.insert((msg.from, mid.clone()), msg.seq);
             }
-            history.messages.insert(
-                msg.seq,
-                StoredMessage {
-                    message: msg.clone(),
-                    deleted_at: None,
-                },
-            );
+            history.messages.insert(msg.seq, StoredMessage { message: msg.clone(), deleted_at: None });
             topic.seq = topic.seq.max(msg.seq);
             topic.touched = topic.touched.max(msg.created);
             Ok(AppendOutcome::Stored)
@@ -64,19 +51,14 @@ impl MessageStore for MemoryStore {
         client_mid: &str,
     ) -> StoreResult<Option<Seq>> {
         Ok(self.with_tenant(tenant, |t| {
-            t.history
-                .get(topic)
-                .and_then(|h| h.by_client_mid.get(&(from, client_mid.to_owned())).copied())
+            t.history.get(topic).and_then(|h| h.by_client_mid.get(&(from, client_mid.to_owned())).copied())
         }))
     }
 
     async fn max_seq(&self, tenant: TenantId, topic: &str) -> StoreResult<Seq> {
         // Hard-deleted stubs count: their seqs are taken and must never be handed out again.
         Ok(self.with_tenant(tenant, |t| {
-            t.history
-                .get(topic)
-                .and_then(|h| h.messages.keys().next_back().copied())
-                .unwrap_or(0)
+            t.history.get(topic).and_then(|h| h.messages.keys().next_back().copied()).unwrap_or(0)
         }))
     }
 
@@ -108,12 +90,7 @@ impl MessageStore for MemoryStore {
         }))
     }
 
-    async fn delete_messages(
-        &self,
-        tenant: TenantId,
-        topic: &str,
-        request: &DeleteMessages,
-    ) -> StoreResult<i64> {
+    async fn delete_messages(&self, tenant: TenantId, topic: &str, request: &DeleteMessages) -> StoreResult<i64> {
         self.with_tenant(tenant, |t| {
             let stored = t.topics.get_mut(topic).ok_or(StoreError::NotFound)?;
             stored.del_id += 1;
@@ -121,11 +98,7 @@ impl MessageStore for MemoryStore {
             let history = t.history.entry(topic.to_owned()).or_default();
             let deleted_for = (!request.hard).then_some(request.for_user);
             for range in request.ranges.iter().copied().map(ranges::normalize) {
-                history.dellog.push(DelLogEntry {
-                    del_id,
-                    deleted_for,
-                    range,
-                });
+                history.dellog.push(DelLogEntry { del_id, deleted_for, range });
                 if request.hard {
                     for (_, m) in history.messages.range_mut(range.low..range.hi) {
                         m.deleted_at = Some(request.when);
@@ -143,12 +116,7 @@ impl MessageStore for MemoryStore {
         })
     }
 
-    async fn list_deletions(
-        &self,
-        tenant: TenantId,
-        topic: &str,
-        reader: UserId,
-    ) -> StoreResult<Deletions> {
+    async fn list_deletions(&self, tenant: TenantId, topic: &str, reader: UserId) -> StoreResult<Deletions> {
         Ok(self.with_tenant(tenant, |t| {
             let Some(history) = t.history.get(topic) else {
                 return Deletions::default();

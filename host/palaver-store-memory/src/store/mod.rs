@@ -9,9 +9,7 @@ mod subs;
 mod topics;
 mod users;
 
-use palaver_core::{
-    AuthRecord, Message, Seq, SeqRange, Subscription, TenantId, Topic, UnixMillis, User, UserId,
-};
+use palaver_core::{AuthRecord, Message, Seq, SeqRange, Subscription, TenantId, Topic, UnixMillis, User, UserId};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -2,9 +2,7 @@
 
 use super::MemoryStore;
 use palaver_core::ports::SubscriptionStore;
-use palaver_core::{
-    AccessMode, Seq, StoreError, StoreResult, Subscription, TenantId, UnixMillis, UserId,
-};
+use palaver_core::{AccessMode, Seq, StoreError, StoreResult, Subscription, TenantId, UnixMillis, UserId};
 
 impl MemoryStore {
     /// Runs `f` on the active subscription of `user` to `topic`, or answers `NotFound`.
@@ -15,11 +13,9 @@ impl MemoryStore {
         user: UserId,
         f: impl FnOnce(&mut Subscription) -> R,
     ) -> StoreResult<R> {
-        self.with_tenant(tenant, |t| {
-            match t.subs.get_mut(&(topic.to_owned(), user)) {
-                Some(sub) if sub.deleted.is_none() => Ok(f(sub)),
-                _ => Err(StoreError::NotFound),
-            }
+        self.with_tenant(tenant, |t| match t.subs.get_mut(&(topic.to_owned(), user)) {
+            Some(sub) if sub.deleted.is_none() => Ok(f(sub)),
+            _ => Err(StoreError::NotFound),
         })
     }
 }
@@ -33,40 +29,18 @@ impl SubscriptionStore for MemoryStore {
         Ok(())
     }
 
-    async fn get_sub(
-        &self,
-        tenant: TenantId,
-        topic: &str,
-        user: UserId,
-    ) -> StoreResult<Option<Subscription>> {
-        Ok(self.with_tenant(tenant, |t| {
-            t.subs
-                .get(&(topic.to_owned(), user))
-                .filter(|s| s.deleted.is_none())
-                .cloned()
-        }))
+    async fn get_sub(&self, tenant: TenantId, topic: &str, user: UserId) -> StoreResult<Option<Subscription>> {
+        Ok(self.with_tenant(tenant, |t| t.subs.get(&(topic.to_owned(), user)).filter(|s| s.deleted.is_none()).cloned()))
     }
 
-    async fn list_user_subs(
-        &self,
-        tenant: TenantId,
-        user: UserId,
-    ) -> StoreResult<Vec<Subscription>> {
+    async fn list_user_subs(&self, tenant: TenantId, user: UserId) -> StoreResult<Vec<Subscription>> {
         // The map is ordered by (topic, user), so filtering by user yields the subscriptions ordered by topic.
         Ok(self.with_tenant(tenant, |t| {
-            t.subs
-                .values()
-                .filter(|s| s.user == user && s.deleted.is_none())
-                .cloned()
-                .collect()
+            t.subs.values().filter(|s| s.user == user && s.deleted.is_none()).cloned().collect()
         }))
     }
 
-    async fn list_topic_subs(
-        &self,
-        tenant: TenantId,
-        topic: &str,
-    ) -> StoreResult<Vec<Subscription>> {
+    async fn list_topic_subs(&self, tenant: TenantId, topic: &str) -> StoreResult<Vec<Subscription>> {
         Ok(self.with_tenant(tenant, |t| {
             t.subs
                 .range((topic.to_owned(), UserId(0))..=(topic.to_owned(), UserId(u64::MAX)))
@@ -108,13 +82,7 @@ impl SubscriptionStore for MemoryStore {
         })
     }
 
-    async fn delete_sub(
-        &self,
-        tenant: TenantId,
-        topic: &str,
-        user: UserId,
-        when: UnixMillis,
-    ) -> StoreResult<()> {
+    async fn delete_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
         self.with_active_sub(tenant, topic, user, |sub| {
             sub.deleted = Some(when);
             sub.updated = when;

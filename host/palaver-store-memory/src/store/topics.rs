@@ -20,12 +20,7 @@ impl TopicStore for MemoryStore {
         Ok(self.with_tenant(tenant, |t| t.topics.get(name).cloned()))
     }
 
-    async fn update_topic(
-        &self,
-        tenant: TenantId,
-        name: &str,
-        update: &TopicUpdate,
-    ) -> StoreResult<()> {
+    async fn update_topic(&self, tenant: TenantId, name: &str, update: &TopicUpdate) -> StoreResult<()> {
         self.with_tenant(tenant, |t| {
             let topic = t.topics.get_mut(name).ok_or(StoreError::NotFound)?;
             topic.updated = update.updated;
@@ -57,12 +52,7 @@ impl TopicStore for MemoryStore {
         })
     }
 
-    async fn find_topics_by_tags(
-        &self,
-        tenant: TenantId,
-        tags: &[String],
-        limit: usize,
-    ) -> StoreResult<Vec<Topic>> {
+    async fn find_topics_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<Topic>> {
         Ok(self.with_tenant(tenant, |t| {
             t.topics
                 .values()

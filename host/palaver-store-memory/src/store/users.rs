@@ -2,40 +2,23 @@
 
 use super::MemoryStore;
 use palaver_core::ports::UserStore;
-use palaver_core::{
-    AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId,
-    UserUpdate,
-};
+use palaver_core::{AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
 
 #[async_trait::async_trait]
 impl UserStore for MemoryStore {
-    async fn create_user(
-        &self,
-        tenant: TenantId,
-        user: &User,
-        auth: Option<&AuthRecord>,
-    ) -> StoreResult<()> {
+    async fn create_user(&self, tenant: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()> {
         self.with_tenant(tenant, |t| {
             if t.users.contains_key(&user.id) {
                 return Err(StoreError::Conflict(format!("user {} exists", user.id)));
             }
-            let auth = auth.map(|a| AuthRecord {
-                login: a.login.to_lowercase(),
-                ..a.clone()
-            });
+            let auth = auth.map(|a| AuthRecord { login: a.login.to_lowercase(), ..a.clone() });
             if let Some(a) = &auth {
                 if t.auth.contains_key(&a.login) {
-                    return Err(StoreError::Conflict(format!(
-                        "login {:?} is taken",
-                        a.login
-                    )));
+                    return Err(StoreError::Conflict(format!("login {:?} is taken", a.login)));
                 }
                 // The record is stored under the new user's id whatever it says, so a credential can never be
                 // attached to someone else's account.
-                let record = AuthRecord {
-                    user: user.id,
-                    ..a.clone()
-                };
+                let record = AuthRecord { user: user.id, ..a.clone() };
                 t.login_of.insert(user.id, record.login.clone());
                 t.auth.insert(record.login.clone(), record);
             }
@@ -48,12 +31,7 @@ impl UserStore for MemoryStore {
         Ok(self.with_tenant(tenant, |t| t.users.get(&id).cloned()))
     }
 
-    async fn update_user(
-        &self,
-        tenant: TenantId,
-        id: UserId,
-        update: &UserUpdate,
-    ) -> StoreResult<()> {
+    async fn update_user(&self, tenant: TenantId, id: UserId, update: &UserUpdate) -> StoreResult<()> {
         self.with_tenant(tenant, |t| {
             let user = t.users.get_mut(&id).ok_or(StoreError::NotFound)?;
             user.updated = update.updated;
@@ -73,13 +51,7 @@ impl UserStore for MemoryStore {
         })
     }
 
-    async fn touch_user(
-        &self,
-        tenant: TenantId,
-        id: UserId,
-        when: UnixMillis,
-        ua: Option<&str>,
-    ) -> StoreResult<()> {
+    async fn touch_user(&self, tenant: TenantId, id: UserId, when: UnixMillis, ua: Option<&str>) -> StoreResult<()> {
         self.with_tenant(tenant, |t| {
             let user = t.users.get_mut(&id).ok_or(StoreError::NotFound)?;
             user.last_seen = Some(when);
@@ -94,12 +66,7 @@ impl UserStore for MemoryStore {
         Ok(self.with_tenant(tenant, |t| t.auth.get(&login.to_lowercase()).cloned()))
     }
 
-    async fn set_secret(
-        &self,
-        tenant: TenantId,
-        id: UserId,
-        secret_hash: &str,
-    ) -> StoreResult<i64> {
+    async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {
         self.with_tenant(tenant, |t| {
             let login = t.login_of.get(&id).ok_or(StoreError::NotFound)?;
             let record = t.auth.get_mut(login).ok_or(StoreError::NotFound)?;
@@ -110,18 +77,11 @@ impl UserStore for MemoryStore {
         })
     }
 
-    async fn find_users_by_tags(
-        &self,
-        tenant: TenantId,
-        tags: &[String],
-        limit: usize,
-    ) -> StoreResult<Vec<User>> {
+    async fn find_users_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>> {
         Ok(self.with_tenant(tenant, |t| {
             t.users
                 .values()
-                .filter(|u| {
-                    u.state == RecordState::Active && u.tags.iter().any(|tag| tags.contains(tag))
-                })
+                .filter(|u| u.state == RecordState::Active && u.tags.iter().any(|tag| tags.contains(tag)))
                 .take(limit)
                 .cloned()
                 .collect()

@@ -1,0 +1,138 @@
+//! The service's Prometheus metrics. Every metric name Palaver exports is written here and nowhere else.
+
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The message kinds counted per request, in wire order.
+const KINDS: [&str; 10] = ["hi", "acc", "login", "sub", "leave", "pub", "get", "set", "del", "note"];
+
+/// Counters shared by every session of the node.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    sessions_opened: AtomicU64,
+    requests: [AtomicU64; KINDS.len()],
+    malformed: AtomicU64,
+    errors: Mutex<BTreeMap<u16, u64>>,
+    messages_stored: AtomicU64,
+    message_retries: AtomicU64,
+    fanout_frames: AtomicU64,
+    fanout_dropped: AtomicU64,
+}
+
+impl Metrics {
+    pub(crate) fn session_opened(&self) {
+        self.sessions_opened.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn request(&self, kind: &str) {
+        if let Some(i) = KINDS.iter().position(|k| *k == kind) {
+            self.requests[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn malformed(&self) {
+        self.malformed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn error(&self, code: u16) {
+        *self.errors.lock().entry(code).or_default() += 1;
+    }
+
+    pub(crate) fn message_stored(&self) {
+        self.messages_stored.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn message_retry(&self) {
+        self.message_retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn fanout(&self, delivered: bool) {
+        if delivered {
+            self.fanout_frames.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.fanout_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Frames dropped because a session's queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.fanout_dropped.load(Ordering::Relaxed)
+    }
+
+    /// The Prometheus text exposition, with the live session count passed in.
+    pub fn render(&self, sessions: usize) -> String {
+        let mut out = String::with_capacity(2048);
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, u64)]| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for (labels, v) in samples {
+                let _ = writeln!(out, "{name}{labels} {v}");
+            }
+        };
+        metric("palaver_sessions", "gauge", "Live client sessions on this node.", &[(String::new(), sessions as u64)]);
+        metric(
+            "palaver_sessions_opened_total",
+            "counter",
+            "Client sessions opened.",
+            &[(String::new(), load(&self.sessions_opened))],
+        );
+        let requests: Vec<(String, u64)> =
+            KINDS.iter().zip(&self.requests).map(|(k, v)| (format!("{{kind=\"{k}\"}}"), load(v))).collect();
+        metric("palaver_requests_total", "counter", "Client messages handled, by kind.", &requests);
+        metric(
+            "palaver_requests_malformed_total",
+            "counter",
+            "Client frames that did not decode.",
+            &[(String::new(), load(&self.malformed))],
+        );
+        let errors: Vec<(String, u64)> =
+            self.errors.lock().iter().map(|(c, v)| (format!("{{code=\"{c}\"}}"), *v)).collect();
+        metric("palaver_request_errors_total", "counter", "Requests answered with an error, by ctrl code.", &errors);
+        metric(
+            "palaver_messages_stored_total",
+            "counter",
+            "Messages stored under a new seq.",
+            &[(String::new(), load(&self.messages_stored))],
+        );
+        metric(
+            "palaver_message_retries_total",
+            "counter",
+            "Publishes answered from an earlier attempt (same client_mid).",
+            &[(String::new(), load(&self.message_retries))],
+        );
+        metric(
+            "palaver_fanout_frames_total",
+            "counter",
+            "Frames queued to sessions by fanout.",
+            &[(String::new(), load(&self.fanout_frames))],
+        );
+        metric(
+            "palaver_fanout_dropped_total",
+            "counter",
+            "Frames dropped because a session queue was full.",
+            &[(String::new(), load(&self.fanout_dropped))],
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_metric() {
+        let m = Metrics::default();
+        m.request("pub");
+        m.error(404);
+        m.fanout(false);
+        let text = m.render(3);
+        assert!(text.contains("palaver_sessions 3"));
+        assert!(text.contains("palaver_requests_total{kind=\"pub\"} 1"));
+        assert!(text.contains("palaver_request_errors_total{code=\"404\"} 1"));
+        assert!(text.contains("palaver_fanout_dropped_total 1"));
+        assert_eq!(m.dropped(), 1);
+    }
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs Palaver on the embedded default (SQLite in ./data, one node, no services). Extra arguments go to
+# `palaver serve`, e.g. `./scripts/serve.sh --listen 0.0.0.0:6060 --data-dir /var/lib/palaver`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/setup.sh
+ensure_rust
+log "building palaver (release)"
+cargo build --release --locked -p palaver-server
+log "serving on the embedded default; Ctrl-C drains and stops"
+exec target/release/palaver serve "$@"

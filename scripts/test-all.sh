@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every check and test: formatting, clippy, the Rust unit/integration/contract tests, and the end-to-end
+# suite that drives a real server with the npm tinode-sdk over WebSocket and long polling.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/setup.sh
+ensure_rust
+ensure_node
+
+start=$(date +%s)
+step() { log "$1 ($(( $(date +%s) - start )) s so far)"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -D warnings"
+cargo clippy --locked --workspace --all-targets -- -D warnings
+
+step "cargo test (unit, integration, storage contract)"
+cargo test --locked --workspace
+
+step "building the server for the end-to-end suite"
+cargo build --locked --release -p palaver-server
+
+step "end-to-end: tinode-sdk against target/release/palaver"
+(
+  cd tests/e2e
+  npm ci --no-audit --no-fund --loglevel=error
+  PALAVER_BIN="$PWD/../../target/release/palaver" npm test
+)
+
+step "all tests passed"
