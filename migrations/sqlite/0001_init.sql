@@ -85,7 +85,10 @@ CREATE TABLE subscriptions (
 CREATE INDEX subscriptions_by_user ON subscriptions (tenant_id, user_id, topic);
 
 -- Group history. A hard-deleted message keeps its row with deleted_at set and no content, so its seq and its
--- idempotency key stay taken.
+-- idempotency key stay taken. audit_status is the moderation state: anything but 'pass' is shown to the sender
+-- only. risk_flags is a JSON array of the reasons moderation flagged the message (NULL when none), and has_risk
+-- is 1 exactly when it is not empty, so flagged messages can be found without parsing JSON. The audit index
+-- serves the moderation queue: a tenant's held messages, oldest first.
 CREATE TABLE im_group_messages (
     id            INTEGER PRIMARY KEY,
     tenant_id     INTEGER NOT NULL,
@@ -96,12 +99,16 @@ CREATE TABLE im_group_messages (
     content       TEXT    NULL,
     head          TEXT    NULL,
     status        TEXT    NOT NULL DEFAULT 'normal',
+    audit_status  TEXT    NOT NULL DEFAULT 'pass' CHECK (audit_status IN ('pass', 'pending', 'reject')),
+    has_risk      INTEGER NOT NULL DEFAULT 0,
+    risk_flags    TEXT    NULL,
     created_at    INTEGER NOT NULL,
     updated_at    INTEGER NOT NULL,
     deleted_at    INTEGER NULL,
     UNIQUE (tenant_id, topic, seqid),
     UNIQUE (tenant_id, topic, from_user, client_msg_id)
 );
+CREATE INDEX im_group_messages_by_audit ON im_group_messages (tenant_id, audit_status, created_at);
 
 -- P2P history, with the same shape as the group table.
 CREATE TABLE im_messages (
@@ -114,12 +121,16 @@ CREATE TABLE im_messages (
     content       TEXT    NULL,
     head          TEXT    NULL,
     status        TEXT    NOT NULL DEFAULT 'normal',
+    audit_status  TEXT    NOT NULL DEFAULT 'pass' CHECK (audit_status IN ('pass', 'pending', 'reject')),
+    has_risk      INTEGER NOT NULL DEFAULT 0,
+    risk_flags    TEXT    NULL,
     created_at    INTEGER NOT NULL,
     updated_at    INTEGER NOT NULL,
     deleted_at    INTEGER NULL,
     UNIQUE (tenant_id, topic, seqid),
     UNIQUE (tenant_id, topic, from_user, client_msg_id)
 );
+CREATE INDEX im_messages_by_audit ON im_messages (tenant_id, audit_status, created_at);
 
 -- One row per deleted range [low, hi) of one deletion transaction. deleted_for is 0 for a deletion for
 -- everyone, else the id of the only user who no longer sees the range.

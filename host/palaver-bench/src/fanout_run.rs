@@ -88,6 +88,8 @@ impl RunCtx<'_> {
         let unique = tally.received - tally.duplicates;
         let expected = members as u64 * args.messages;
         let lost = expected.saturating_sub(unique);
+        // Deliveries missing for publishes the server acknowledged: unlike a refused publish, this is real loss.
+        let lost_acked = (members as u64 * outcome.acked).saturating_sub(unique);
         let wall = match (outcome.first_send, tally.last_rx) {
             (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
             _ => 0.0,
@@ -113,7 +115,7 @@ impl RunCtx<'_> {
             );
         }
         println!(
-            "  delivered {unique}/{expected} (lost {lost}, duplicates {}, out of order {}, stale {}) in {wall:.2} s: \
+            "  delivered {unique}/{expected} (lost {lost}, of acknowledged publishes {lost_acked}; duplicates {}, out of order {}, stale {}) in {wall:.2} s: \
              {deliveries_per_s:.0} deliveries/s",
             tally.duplicates, tally.out_of_order, tally.stale
         );
@@ -152,6 +154,7 @@ impl RunCtx<'_> {
         out.set("expected", expected);
         out.set("delivered", unique);
         out.set("lost", lost);
+        out.set("lost_acked", lost_acked);
         out.set("duplicates", tally.duplicates);
         out.set("out_of_order", tally.out_of_order);
         out.set("deliveries_per_s", deliveries_per_s.round());

@@ -36,7 +36,7 @@ struct PairResult {
     rtt: Samples,
     completed: u64,
     anomalies: Anomalies,
-    error: Option<String>,
+    errors: Vec<String>,
 }
 
 /// Sets the pairs up, runs the ping-pong and prints the figures.
@@ -99,7 +99,7 @@ pub(crate) async fn run(args: P2pArgs) -> Result<()> {
         total.rtt.append(&mut part.rtt);
         total.completed += part.completed;
         total.anomalies.merge(part.anomalies);
-        if let Some(err) = part.error {
+        for err in part.errors {
             total.anomalies.note(format!("pair stopped: {err}"));
         }
     }
@@ -157,8 +157,11 @@ async fn ping_pong(mut pinger: Conn, mut echoer: Conn, messages: u64, timeout: D
         echo(&mut echoer, &pinger_user, messages, timeout, &mut echo_anomalies),
     );
     result.anomalies.merge(echo_anomalies);
-    if let Err(err) = pinged.and(echoed) {
-        result.error = Some(format!("{err:#}"));
+    // Both sides are reported: the echoer's refusal is usually the cause of the pinger's timeout.
+    for (side, outcome) in [("pinger", pinged), ("echoer", echoed)] {
+        if let Err(err) = outcome {
+            result.errors.push(format!("{side}: {err:#}"));
+        }
     }
     result
 }
@@ -214,6 +217,9 @@ async fn echo(conn: &mut Conn, peer: &str, messages: u64, timeout: Duration, ano
             continue;
         };
         if let Some(ctrl) = frame.ctrl {
+            if ctrl.code == 429 {
+                bail!("an echo was answered with {text}: {RATE_LIMIT_HINT}");
+            }
             if !(200..300).contains(&ctrl.code) {
                 bail!("an echo was answered with {text}");
             }

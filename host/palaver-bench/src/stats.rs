@@ -151,13 +151,13 @@ impl Anomalies {
     /// How many anomalies are quoted verbatim.
     const KEEP: usize = 5;
 
-    /// Records one anomaly, quoting at most 300 characters of it.
+    /// Records one anomaly, quoting at most 400 characters of it.
     pub(crate) fn note(&mut self, what: impl Into<String>) {
         self.count += 1;
         if self.first.len() < Self::KEEP {
             let mut text: String = what.into();
-            if text.len() > 300 {
-                let mut cut = 300;
+            if text.len() > 400 {
+                let mut cut = 400;
                 while !text.is_char_boundary(cut) {
                     cut -= 1;
                 }

@@ -1,8 +1,8 @@
 //! Builders for the records the cases store, so each case states only what it is about.
 
 use palaver_core::{
-    AccessMode, AuthRecord, DefaultAccess, Message, RecordState, Seq, Subscription, Topic, TopicKind, UnixMillis, User,
-    UserId, p2p_name,
+    AccessMode, AuditStatus, AuthRecord, DefaultAccess, Message, RecordState, Seq, Subscription, Topic, TopicKind,
+    UnixMillis, User, UserId, p2p_name,
 };
 use serde_json::json;
 
@@ -88,7 +88,7 @@ pub(crate) fn sub(topic: &str, user: u64) -> Subscription {
     }
 }
 
-/// A text message created `seq` seconds after [`T0`], with no idempotency key.
+/// A text message created `seq` seconds after [`T0`], with no idempotency key, passed by moderation.
 pub(crate) fn msg(topic: &str, seq: Seq, from: u64) -> Message {
     let mut head = serde_json::Map::new();
     head.insert("mime".to_owned(), json!("text/plain"));
@@ -100,12 +100,19 @@ pub(crate) fn msg(topic: &str, seq: Seq, from: u64) -> Message {
         head: Some(head),
         content: json!(format!("message {seq}")),
         client_mid: None,
+        audit: AuditStatus::Pass,
+        risk_flags: Vec::new(),
     }
 }
 
 /// A message carrying the idempotency key `mid`.
 pub(crate) fn msg_mid(topic: &str, seq: Seq, from: u64, mid: &str) -> Message {
     Message { client_mid: Some(mid.to_owned()), ..msg(topic, seq, from) }
+}
+
+/// A message moderation holds in `audit`, flagged for `flags`.
+pub(crate) fn held_msg(topic: &str, seq: Seq, from: u64, audit: AuditStatus, flags: &[&str]) -> Message {
+    Message { audit, risk_flags: tags(flags), ..msg(topic, seq, from) }
 }
 
 /// Tags as owned strings, the way the search calls take them.

@@ -13,6 +13,13 @@
 //! a [`Fixture`] built with [`Fixture::with_guard`]. The calling crate needs `tokio`
 //! with the `macros` and `rt-multi-thread` features among its dev-dependencies.
 //!
+//! A tenant registry runs its own suite with [`tenant_contract_tests!`], whose expression evaluates to a fresh,
+//! empty `TenantStore`:
+//!
+//! ```ignore
+//! palaver_contract::tenant_contract_tests!(async { MemoryTenants::new() });
+//! ```
+//!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
 pub mod cases;
@@ -55,6 +62,7 @@ macro_rules! storage_contract_tests {
             append_to_missing_topic_is_not_found,
             group_and_p2p_histories_are_separate,
             list_messages_window,
+            held_messages_are_visible_to_their_sender_only,
             hard_delete_hides_for_everyone,
             soft_delete_hides_for_reader_only,
             list_deletions_merges_ranges,
@@ -65,5 +73,31 @@ macro_rules! storage_contract_tests {
     };
     ($make:expr) => {
         $crate::storage_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
+    };
+}
+
+/// Expands to one `#[tokio::test]` per tenant registry case, each on a fresh, empty registry made by the given
+/// async expression.
+#[macro_export]
+macro_rules! tenant_contract_tests {
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                let registry = $make.await;
+                $crate::cases::$case(registry).await;
+            }
+        )*
+    };
+    ($make:expr) => {
+        $crate::tenant_contract_tests!(@cases $make;
+            registry_create_get_find_by_code,
+            registry_taken_code_conflicts,
+            registry_api_key_finds_tenant,
+            registry_api_key_on_two_tenants_conflicts,
+            registry_tenant_state_round_trips,
+            registry_list_tenants_by_id,
+            registry_missing_tenant,
+        );
     };
 }

@@ -1,7 +1,7 @@
 //! The records the ports store and return: users and their auth records, topics, subscriptions, messages and
 //! deletion ranges. Public and private profile data are opaque JSON, exactly as Tinode treats them.
 
-use crate::{AccessMode, DefaultAccess, Seq, TopicKind, UnixMillis, UserId};
+use crate::{AccessMode, DefaultAccess, Seq, TenantId, TopicKind, UnixMillis, UserId};
 use serde_json::{Map, Value};
 
 /// Whether an account or topic may be used.
@@ -109,6 +109,39 @@ impl Subscription {
     }
 }
 
+/// The moderation state of a stored message (`audit_status` in the seed's tables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum AuditStatus {
+    /// Visible to every reader.
+    #[default]
+    Pass,
+    /// Held for review: stored, visible to its sender only, never fanned out until released.
+    Pending,
+    /// Refused after review: visible to its sender only.
+    Reject,
+}
+
+impl AuditStatus {
+    /// The seed's column value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditStatus::Pass => "pass",
+            AuditStatus::Pending => "pending",
+            AuditStatus::Reject => "reject",
+        }
+    }
+
+    /// Parses the seed's column value.
+    pub fn parse(s: &str) -> Option<AuditStatus> {
+        match s {
+            "pass" => Some(AuditStatus::Pass),
+            "pending" => Some(AuditStatus::Pending),
+            "reject" => Some(AuditStatus::Reject),
+            _ => None,
+        }
+    }
+}
+
 /// A stored message. Group and P2P messages go to separate tables (`im_group_messages`, `im_messages`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
@@ -121,6 +154,10 @@ pub struct Message {
     pub content: Value,
     /// The sender's idempotency key, unique per (topic, sender) when present.
     pub client_mid: Option<String>,
+    /// Moderation state; anything but `Pass` is shown to the sender only.
+    pub audit: AuditStatus,
+    /// Why moderation flagged the message (`has_risk` is true when this is not empty).
+    pub risk_flags: Vec<String>,
 }
 
 /// What `append` did with a message.
@@ -163,6 +200,33 @@ pub struct DeleteMessages {
 pub struct Deletions {
     pub clear: i64,
     pub ranges: Vec<SeqRange>,
+}
+
+/// Whether a tenant may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TenantState {
+    #[default]
+    Active,
+    /// Every request of the tenant's clients is refused (HTTP 403).
+    Disabled,
+}
+
+/// A tenant in the control registry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tenant {
+    pub id: TenantId,
+    /// A short unique code, e.g. `default` or `acme`.
+    pub code: String,
+    pub name: String,
+    pub state: TenantState,
+    /// The tenant's own database (scale-out mode).
+    pub database: String,
+    /// The API keys that resolve to this tenant.
+    pub api_keys: Vec<String>,
+    /// Tenant-level settings (policies, plugin settings), as JSON.
+    pub config: Value,
+    pub created: UnixMillis,
+    pub updated: UnixMillis,
 }
 
 /// Why a user session exists, as presence stores it.

@@ -107,6 +107,23 @@ impl Code {
         }
     }
 
+    /// The canonical code for a number that a plugin or policy chose. Numbers without a row here become
+    /// 422 (policy violation), so a plugin can never make the server send a success code for a refusal.
+    pub fn from_number(n: u16) -> Code {
+        match n {
+            400 => Code::Malformed,
+            401 => Code::AuthRequired,
+            403 => Code::PermissionDenied,
+            404 => Code::NotFound,
+            405 => Code::OperationNotAllowed,
+            409 => Code::AlreadyExists,
+            413 => Code::TooLarge,
+            429 => Code::TooManyRequests,
+            503 => Code::ServiceUnavailable,
+            _ => Code::PolicyViolation,
+        }
+    }
+
     /// True for the codes that `tinode-sdk` resolves a request promise with (200–399).
     pub fn is_success(self) -> bool {
         (200..400).contains(&self.code())

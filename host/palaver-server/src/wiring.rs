@@ -6,7 +6,7 @@ use anyhow::Context;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
-use palaver_core::ports::Ports;
+use palaver_core::ports::{NoHooks, Ports};
 use palaver_gateway::apikey::{SaltedKeys, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
 use palaver_service::auth::{HashCost, TokenSigner};
@@ -75,6 +75,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Node> {
         idempotency: Arc::new(MemoryIdempotency::default()),
         presence: Arc::new(MemoryPresence::new()),
         bus: Arc::new(MemoryBus::new()),
+        hooks: Arc::new(NoHooks),
     };
     let signer = TokenSigner::new(token_key(&cfg)?);
     let service = Service::new(ports, service_config(&cfg), signer);

@@ -47,6 +47,9 @@ pub enum ServiceError {
     /// A dependency is down or a retry is in progress; the client should retry after `retry_after_ms`.
     #[error("service unavailable: {reason}")]
     Unavailable { reason: String, retry_after_ms: u64 },
+    /// A publish hook (content moderation) refused the message.
+    #[error("rejected ({code:?}): {reason}")]
+    Rejected { code: Code, reason: String },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -76,6 +79,7 @@ impl ServiceError {
             NotImplemented => Code::NotImplemented,
             VersionNotSupported => Code::VersionNotSupported,
             Unavailable { .. } => Code::ServiceUnavailable,
+            Rejected { code, .. } => *code,
             Internal(_) => Code::InternalError,
         }
     }
@@ -86,6 +90,7 @@ impl ServiceError {
             ServiceError::Malformed(why) | ServiceError::TooLarge(why) | ServiceError::Policy(why) => {
                 format!("{}: {why}", self.code().text())
             }
+            ServiceError::Rejected { reason, .. } => reason.clone(),
             _ => self.code().text().to_owned(),
         }
     }

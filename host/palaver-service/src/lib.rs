@@ -5,6 +5,7 @@
 //! presence and seq allocation only through `palaver_core::ports`.
 
 pub mod auth;
+mod delivery;
 mod error;
 mod handlers;
 mod hub;
@@ -139,6 +140,21 @@ impl Service {
     /// The service's settings.
     pub fn config(&self) -> &ServiceConfig {
         &self.inner.cfg
+    }
+
+    /// Releases or rejects a held message. Releasing delivers it to every attached reader, as if just published.
+    pub async fn set_message_audit(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        seq: palaver_core::Seq,
+        audit: palaver_core::AuditStatus,
+    ) -> ServiceResult<()> {
+        let msg = self.inner.ports.messages.set_audit(tenant, topic, seq, audit).await?;
+        if audit == palaver_core::AuditStatus::Pass {
+            self.inner.fan_out(tenant, &msg, None).await;
+        }
+        Ok(())
     }
 
     /// True once draining has begun.

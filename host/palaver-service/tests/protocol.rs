@@ -204,6 +204,11 @@ async fn p2p_both_ways_and_contacts() {
     let got = data(&a.drain());
     assert_eq!(got[0]["topic"], json!(b_user));
     assert_eq!(got[0]["content"], "hi fay");
+    // One contact on request, as the SDK asks after `{pres acs}`.
+    let (_, frames) = b.req("get", json!({ "topic": "me", "what": "sub", "sub": { "topic": a_user } })).await;
+    let subs = of(&frames, "meta")[0]["sub"].clone();
+    assert_eq!(subs.as_array().unwrap().len(), 1);
+    assert_eq!(subs[0]["topic"], json!(a_user));
     // Contacts on me.
     let (_, frames) = a.req("get", json!({ "topic": "me", "what": "sub" })).await;
     let subs = of(&frames, "meta")[0]["sub"].clone();

@@ -3,6 +3,7 @@
 //! [`MemoryStore`] implements the four storage ports over tenant-scoped maps; it is the reference the contract
 //! suite is written against and the store tests reach for. [`MemorySeq`], [`MemoryIdempotency`],
 //! [`MemoryPresence`] and [`MemoryBus`] are what the embedded single-node mode runs in production.
+//! [`MemoryTenants`] is a tenant registry over a map, for tests of multi-tenant code.
 //!
 //! Every adapter keeps its state behind a short `parking_lot` lock that is never held across an await, so the
 //! async methods never suspend while holding it.
@@ -13,9 +14,11 @@ mod presence;
 mod ranges;
 mod seq;
 mod store;
+mod tenants;
 
 pub use bus::{MemoryBus, MemoryHub};
 pub use idempotency::MemoryIdempotency;
 pub use presence::MemoryPresence;
 pub use seq::MemorySeq;
 pub use store::MemoryStore;
+pub use tenants::MemoryTenants;

@@ -1,5 +1,7 @@
-//! Runs the shared storage contract suite against the in-memory store.
+//! Runs the shared storage and tenant registry contract suites against the in-memory adapters.
 
-use palaver_store_memory::MemoryStore;
+use palaver_store_memory::{MemoryStore, MemoryTenants};
 
 palaver_contract::storage_contract_tests!(async { MemoryStore::new() });
+
+palaver_contract::tenant_contract_tests!(async { MemoryTenants::new() });

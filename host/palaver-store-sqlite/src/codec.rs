@@ -1,8 +1,9 @@
 //! Conversions between domain values and their column forms: ids, modes, states, kinds and JSON text.
 
 use crate::error::CorruptRow;
-use palaver_core::{AccessMode, DefaultAccess, RecordState, TenantId, TopicKind, UserId};
+use palaver_core::{AccessMode, AuditStatus, DefaultAccess, RecordState, TenantId, TopicKind, UnixMillis, UserId};
 use serde_json::Value;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A tenant id as stored. Ids above `i64::MAX` are reinterpreted, never truncated, so they round-trip.
 pub(crate) fn tenant(t: TenantId) -> i64 {
@@ -99,6 +100,29 @@ pub(crate) fn tags_of(text: &str) -> Result<Vec<String>, CorruptRow> {
     serde_json::from_str(text).map_err(|source| CorruptRow::Json { column: "tags", source })
 }
 
+/// The moderation state an `audit_status` column holds.
+pub(crate) fn audit_of(v: &str) -> Result<AuditStatus, CorruptRow> {
+    AuditStatus::parse(v).ok_or_else(|| CorruptRow::Value { column: "audit_status", value: v.to_owned() })
+}
+
+/// Risk flags as stored: SQL NULL when there are none, so unflagged rows carry no JSON, else a JSON array.
+pub(crate) fn risk_flags_col(flags: &[String]) -> Option<String> {
+    (!flags.is_empty()).then(|| Value::from(flags.to_vec()).to_string())
+}
+
+/// The risk flags a `risk_flags` column holds; NULL means none.
+pub(crate) fn risk_flags_of(text: Option<String>) -> Result<Vec<String>, CorruptRow> {
+    text.map(|t| serde_json::from_str(&t).map_err(|source| CorruptRow::Json { column: "risk_flags", source }))
+        .transpose()
+        .map(Option::unwrap_or_default)
+}
+
+/// The wall clock in Unix milliseconds, for `updated_at` of writes whose port call carries no time. A clock before
+/// 1970 reads as the epoch rather than failing the write.
+pub(crate) fn now_millis() -> UnixMillis {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| UnixMillis::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// A query limit as SQLite takes it; anything beyond `i64::MAX` is as good as unlimited.
 pub(crate) fn limit_col(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
@@ -126,5 +150,10 @@ mod tests {
         assert_eq!(json_change(Some(&Value::Null)), (true, None));
         assert_eq!(json_of("c", Some("{\"a\":1}".into())).unwrap(), Some(serde_json::json!({ "a": 1 })));
         assert!(json_of("c", Some("{".into())).is_err());
+        assert_eq!(audit_of(AuditStatus::Pending.as_str()).unwrap(), AuditStatus::Pending);
+        assert!(audit_of("held").is_err());
+        assert_eq!(risk_flags_col(&[]), None);
+        assert_eq!(risk_flags_of(risk_flags_col(&tags)).unwrap(), tags);
+        assert_eq!(risk_flags_of(None).unwrap(), Vec::<String>::new());
     }
 }

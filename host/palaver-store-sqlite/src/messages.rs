@@ -1,11 +1,14 @@
 //! The message port over SQLite: appends and reads of `im_group_messages` (groups) and `im_messages` (P2P).
 
 use crate::SqliteStore;
-use crate::codec::{json_of, limit_col, tenant, user_col, user_of};
+use crate::codec::{
+    audit_of, json_of, limit_col, now_millis, risk_flags_col, risk_flags_of, tenant, user_col, user_of,
+};
 use crate::error::{CorruptRow, db_error};
 use palaver_core::ports::MessageStore;
 use palaver_core::{
-    AppendOutcome, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult, TenantId, UserId,
+    AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
+    TenantId, UserId,
 };
 use serde_json::{Map, Value};
 
@@ -52,8 +55,8 @@ impl Table {
         per_table!(
             self,
             "INSERT INTO ",
-            " (tenant_id, topic, seqid, from_user, client_msg_id, content, head, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)"
+            " (tenant_id, topic, seqid, from_user, client_msg_id, content, head, audit_status, has_risk, risk_flags, \
+             created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)"
         )
     }
 
@@ -69,19 +72,32 @@ impl Table {
         per_table!(self, "SELECT MAX(seqid) FROM ", " WHERE tenant_id = ? AND topic = ?")
     }
 
+    /// Messages moderation has not passed are left out unless the reader (`?5`) sent them.
     fn list_sql(self) -> &'static str {
         per_table!(
             self,
-            "SELECT seqid, created_at, from_user, head, content, client_msg_id FROM ",
+            "SELECT seqid, created_at, from_user, head, content, client_msg_id, audit_status, risk_flags FROM ",
             " m WHERE m.tenant_id = ?1 AND m.topic = ?2 AND m.deleted_at IS NULL AND m.seqid >= ?3 AND m.seqid < ?4 \
+             AND (m.audit_status = 'pass' OR m.from_user = ?5) \
              AND NOT EXISTS (SELECT 1 FROM dellog d WHERE d.tenant_id = ?1 AND d.topic = ?2 \
              AND d.deleted_for = ?5 AND d.low <= m.seqid AND m.seqid < d.hi) \
              ORDER BY m.seqid DESC LIMIT ?6"
         )
     }
+
+    /// Hard-deleted stubs are skipped: with their content gone there is nothing left to review.
+    fn set_audit_sql(self) -> &'static str {
+        per_table!(
+            self,
+            "UPDATE ",
+            " SET audit_status = ?1, updated_at = MAX(updated_at, ?2) \
+             WHERE tenant_id = ?3 AND topic = ?4 AND seqid = ?5 AND deleted_at IS NULL \
+             RETURNING seqid, created_at, from_user, head, content, client_msg_id, audit_status, risk_flags"
+        )
+    }
 }
 
-/// A history row as selected by `Table::list_sql`.
+/// A history row as selected by `Table::list_sql` and returned by `Table::set_audit_sql`.
 #[derive(sqlx::FromRow)]
 struct MessageRow {
     seqid: i64,
@@ -90,6 +106,8 @@ struct MessageRow {
     head: Option<String>,
     content: Option<String>,
     client_msg_id: Option<String>,
+    audit_status: String,
+    risk_flags: Option<String>,
 }
 
 impl MessageRow {
@@ -107,6 +125,8 @@ impl MessageRow {
             head,
             content: json_of("content", self.content)?.unwrap_or(Value::Null),
             client_mid: self.client_msg_id,
+            audit: audit_of(&self.audit_status)?,
+            risk_flags: risk_flags_of(self.risk_flags)?,
         })
     }
 }
@@ -155,6 +175,9 @@ impl MessageStore for SqliteStore {
             .bind(msg.client_mid.as_deref())
             .bind(msg.content.to_string())
             .bind(msg.head.as_ref().map(|h| Value::Object(h.clone()).to_string()))
+            .bind(msg.audit.as_str())
+            .bind(!msg.risk_flags.is_empty())
+            .bind(risk_flags_col(&msg.risk_flags))
             .bind(msg.created)
             .execute(&mut *tx)
             .await
@@ -222,6 +245,21 @@ impl MessageStore for SqliteStore {
     #[tracing::instrument(name = "palaver.store.delete_messages", skip_all, fields(tenant = %tenant_id))]
     async fn delete_messages(&self, tenant_id: TenantId, topic: &str, request: &DeleteMessages) -> StoreResult<i64> {
         crate::deletions::delete(self, tenant_id, topic, request).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.set_audit", skip_all, fields(tenant = %tenant_id, seq = seq))]
+    async fn set_audit(&self, tenant_id: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message> {
+        // One statement both changes and returns the row, so no other write can come between the two.
+        let row: Option<MessageRow> = sqlx::query_as(Table::of(topic).set_audit_sql())
+            .bind(audit.as_str())
+            .bind(now_millis())
+            .bind(tenant(tenant_id))
+            .bind(topic)
+            .bind(seq)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(row.ok_or(StoreError::NotFound)?.into_message(topic)?)
     }
 
     #[tracing::instrument(name = "palaver.store.list_deletions", skip_all, fields(tenant = %tenant_id))]

@@ -3,8 +3,8 @@
 use palaver_contract::Fixture;
 use palaver_core::ports::{MessageStore, TopicStore, UserStore};
 use palaver_core::{
-    AccessMode, DefaultAccess, DeleteMessages, Message, RecordState, SeqRange, TenantId, Topic, TopicKind, User,
-    UserId, p2p_name,
+    AccessMode, AuditStatus, DefaultAccess, DeleteMessages, Message, RecordState, SeqRange, TenantId, Topic, TopicKind,
+    User, UserId, p2p_name,
 };
 use palaver_store_sqlite::SqliteStore;
 use serde_json::json;
@@ -38,6 +38,8 @@ fn message(topic: &str, seq: i64) -> Message {
         head: None,
         content: json!({ "txt": format!("m{seq}") }),
         client_mid: Some(format!("mid{seq}")),
+        audit: AuditStatus::Pass,
+        risk_flags: Vec::new(),
     }
 }
 
@@ -105,9 +107,43 @@ async fn messages_go_to_their_kind_of_table_and_hard_deletes_leave_stubs() {
 }
 
 #[tokio::test]
+async fn audit_columns_follow_the_message() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    store.create_topic(T, &topic("grpAudit", TopicKind::Group)).await.unwrap();
+    let flagged = Message {
+        audit: AuditStatus::Pending,
+        risk_flags: vec!["spam".into(), "link".into()],
+        ..message("grpAudit", 1)
+    };
+    store.append(T, &flagged).await.unwrap();
+    store.append(T, &message("grpAudit", 2)).await.unwrap();
+    let row = |seq: i64| {
+        let pool = store.pool().clone();
+        async move {
+            sqlx::query_as::<_, (String, i64, Option<String>, i64)>(
+                "SELECT audit_status, has_risk, risk_flags, updated_at FROM im_group_messages WHERE seqid = ?",
+            )
+            .bind(seq)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(row(1).await, ("pending".to_owned(), 1, Some(r#"["spam","link"]"#.to_owned()), 11));
+    assert_eq!(row(2).await, ("pass".to_owned(), 0, None, 12), "no flags, no JSON");
+
+    let released = store.set_audit(T, "grpAudit", 1, AuditStatus::Reject).await.unwrap();
+    assert_eq!(released, Message { audit: AuditStatus::Reject, ..flagged });
+    let (status, has_risk, _, updated) = row(1).await;
+    assert_eq!((status.as_str(), has_risk), ("reject", 1));
+    assert!(updated > 11, "set_audit moves updated_at");
+}
+
+#[tokio::test]
 async fn in_memory_store_passes_contract_cases() {
     let make = || async { Fixture::new(SqliteStore::open_in_memory().await.unwrap()) };
     palaver_contract::cases::list_deletions_merges_ranges(make().await).await;
     palaver_contract::cases::concurrent_appends_all_stored(make().await).await;
     palaver_contract::cases::tenants_are_isolated(make().await).await;
+    palaver_contract::cases::held_messages_are_visible_to_their_sender_only(make().await).await;
 }

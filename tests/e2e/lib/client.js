@@ -13,7 +13,43 @@ const XMLHttpRequest = require('xhr2');
 const { indexedDB } = require('fake-indexeddb');
 const { API_KEY, WAIT_MS, withTimeout, j } = require('./common');
 
-Tinode.setNetworkProviders(WebSocket, XMLHttpRequest);
+// tinode-sdk 0.25.3 long polling never really stops: each completed poll starts the next one in a closure-local
+// variable, so Connection.disconnect() aborts a stale poller while the live one keeps running, and when it completes
+// the SDK opens the next poll with the URL it has just nulled: xhr2 throws ERR_INVALID_ARG_TYPE inside an HTTP
+// callback (an uncaught exception that fails whatever test is running). GuardedXHR turns open(null) into a no-op and
+// keeps track of in-flight requests, so Client.close() can abort the live poll of its own connection. Each LP client
+// tags its URLs with an extra query parameter (`e2ec=<n>`, which the server must ignore) to find them.
+const inflight = new Set();
+class GuardedXHR extends XMLHttpRequest {
+  open(method, url, ...rest) {
+    if (url === null || url === undefined) {
+      this._e2eDead = true;
+      return undefined;
+    }
+    this._e2eUrl = String(url);
+    return super.open(method, url, ...rest);
+  }
+
+  send(body) {
+    if (this._e2eDead) return undefined;
+    inflight.add(this);
+    this.addEventListener('loadend', () => inflight.delete(this));
+    return super.send(body);
+  }
+}
+
+function abortTagged(tag) {
+  const re = new RegExp(`[?&]e2ec=${tag}(&|$)`);
+  for (const x of [...inflight]) {
+    if (x._e2eUrl && re.test(x._e2eUrl)) {
+      inflight.delete(x);
+      x.onreadystatechange = undefined;
+      try { x.abort(); } catch (e) { /* ignore */ }
+    }
+  }
+}
+
+Tinode.setNetworkProviders(WebSocket, GuardedXHR);
 // Required under Node: without an IndexedDB provider the constructor's deleteDatabase() throws and Node exits.
 Tinode.setDatabaseProvider(indexedDB);
 
@@ -32,7 +68,8 @@ class Client {
   constructor(host, opts = {}) {
     this.host = host;
     this.transport = opts.transport || 'ws';
-    this.name = opts.name || `client${++clientSeq}`;
+    this.seqNo = ++clientSeq;
+    this.name = opts.name || `client${this.seqNo}`;
     this.packets = []; // every parsed packet received from the server, in arrival order
     this.waiters = [];
     this.disconnects = [];
@@ -40,7 +77,8 @@ class Client {
     this.tn = new Tinode({
       appName: 'palaver-e2e/1.0',
       host,
-      apiKey: opts.apiKey || API_KEY,
+      // LP URLs are `…/lp?apikey=<key>&sid=…`: the tag rides after the key (see GuardedXHR).
+      apiKey: (opts.apiKey || API_KEY) + (this.transport === 'lp' ? `&e2ec=${this.seqNo}` : ''),
       transport: this.transport,
       secure: false,
       platform: 'web',
@@ -211,6 +249,7 @@ class Client {
     } catch (e) {
       // ignore
     }
+    if (this.transport === 'lp') abortTagged(this.seqNo);
     this.tn.onMessage = undefined;
     this.waiters = [];
   }

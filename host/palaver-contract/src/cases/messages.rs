@@ -1,9 +1,9 @@
 //! Contract cases for appending and reading history: seq bookkeeping, idempotency, conflicts and query windows.
 
 use super::{assert_conflict, assert_not_found};
-use crate::data::{group, msg, msg_mid, p2p};
+use crate::data::{group, held_msg, msg, msg_mid, p2p};
 use crate::{Fixture, Storage};
-use palaver_core::{AppendOutcome, MessageQuery, Seq, TenantId, UserId};
+use palaver_core::{AppendOutcome, AuditStatus, Message, MessageQuery, Seq, TenantId, UserId};
 
 const TOPIC: &str = "grpContract1";
 
@@ -115,6 +115,45 @@ pub async fn list_messages_window<S: Storage>(fx: Fixture<S>) {
     assert!(seqs(s, t, TOPIC, 1, query(Some(11), None, 10)).await.is_empty());
     assert!(seqs(s, t, TOPIC, 1, query(Some(5), Some(5), 10)).await.is_empty());
     assert!(seqs(s, t, "grpContract2", 1, query(None, None, 10)).await.is_empty(), "unknown topic");
+}
+
+/// A message moderation has not passed is listed, flags and all, to its sender only, until it is passed.
+pub async fn held_messages_are_visible_to_their_sender_only<S: Storage>(fx: Fixture<S>) {
+    let (s, t) = (&fx.store, fx.tenant);
+    let p = p2p(1, 2);
+    s.create_topic(t, &group(TOPIC)).await.unwrap();
+    s.create_topic(t, &p).await.unwrap();
+    let all = query(None, None, 10);
+    // Both history tables are covered, since each adapter may filter them with its own statement.
+    for topic in [TOPIC, p.name.as_str()] {
+        let passed = msg(topic, 1, 2);
+        let pending = held_msg(topic, 2, 1, AuditStatus::Pending, &["spam", "link"]);
+        let rejected = held_msg(topic, 3, 1, AuditStatus::Reject, &["abuse"]);
+        for m in [&passed, &pending, &rejected] {
+            assert_eq!(s.append(t, m).await.unwrap(), AppendOutcome::Stored);
+        }
+        let by_sender = s.list_messages(t, topic, UserId(1), &all).await.unwrap();
+        assert_eq!(by_sender, vec![rejected.clone(), pending.clone(), passed.clone()], "{topic}: sender sees all");
+        assert_eq!(seqs(s, t, topic, 2, all).await, vec![1], "{topic}: others see passed messages only");
+        assert_eq!(s.get_topic(t, topic).await.unwrap().unwrap().seq, 3, "{topic}: held messages still take seqs");
+
+        let released = s.set_audit(t, topic, 2, AuditStatus::Pass).await.unwrap();
+        let expected = Message { audit: AuditStatus::Pass, ..pending };
+        assert_eq!(released, expected, "{topic}: set_audit returns the message, flags kept");
+        assert_eq!(seqs(s, t, topic, 1, all).await, vec![3, 2, 1], "{topic}: sender");
+        assert_eq!(seqs(s, t, topic, 2, all).await, vec![2, 1], "{topic}: another reader");
+        let by_other = s.list_messages(t, topic, UserId(2), &all).await.unwrap();
+        assert_eq!(by_other, vec![expected, passed.clone()], "{topic}: released message read back whole");
+
+        let held_again = s.set_audit(t, topic, 1, AuditStatus::Pending).await.unwrap();
+        assert_eq!(held_again, Message { audit: AuditStatus::Pending, ..passed }, "{topic}: holding works too");
+        assert_eq!(seqs(s, t, topic, 2, all).await, vec![2, 1], "{topic}: its sender still sees it");
+        assert_eq!(seqs(s, t, topic, 1, all).await, vec![3, 2], "{topic}: others no longer do");
+
+        assert_not_found(s.set_audit(t, topic, 99, AuditStatus::Pass).await, "set_audit on a missing seq");
+    }
+    assert_not_found(s.set_audit(t, "grpMissing", 1, AuditStatus::Pass).await, "set_audit on a missing topic");
+    assert_not_found(s.set_audit(fx.other_tenant, TOPIC, 2, AuditStatus::Pass).await, "set_audit in another tenant");
 }
 
 /// Appends of distinct seqs from eight concurrent tasks are all stored.

@@ -1,8 +1,10 @@
-//! The contract cases, one public async function each. [`crate::storage_contract_tests!`] lists them all; an
-//! adapter may also call single cases from its own tests.
+//! The contract cases, one public async function each. [`crate::storage_contract_tests!`] lists the storage
+//! cases and [`crate::tenant_contract_tests!`] the tenant registry's; an adapter may also call single cases from
+//! its own tests.
 
 mod deletions;
 mod messages;
+mod registry;
 mod subs;
 mod tenancy;
 mod topics;
@@ -10,6 +12,7 @@ mod users;
 
 pub use deletions::*;
 pub use messages::*;
+pub use registry::*;
 pub use subs::*;
 pub use tenancy::*;
 pub use topics::*;

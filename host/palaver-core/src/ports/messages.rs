@@ -1,6 +1,8 @@
 //! The message aggregate: stored history per topic, its deletion log, and the idempotency backstop.
 
-use crate::{AppendOutcome, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreResult, TenantId, UserId};
+use crate::{
+    AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreResult, TenantId, UserId,
+};
 
 /// Message history. Group topics and P2P topics are stored separately (`im_group_messages`, `im_messages`);
 /// the adapter picks the table from the topic name.
@@ -25,7 +27,8 @@ pub trait MessageStore: Send + Sync {
     /// The highest stored seq of the topic, 0 if none. For seq baselines at topic load, never per message.
     async fn max_seq(&self, tenant: TenantId, topic: &str) -> StoreResult<Seq>;
 
-    /// Messages visible to `reader`, newest first: hard-deleted ones and the reader's soft-deleted ones are left out.
+    /// Messages visible to `reader`, newest first: hard-deleted ones, the reader's soft-deleted ones, and
+    /// messages not passed by moderation (unless `reader` sent them) are left out.
     async fn list_messages(
         &self,
         tenant: TenantId,
@@ -37,6 +40,9 @@ pub trait MessageStore: Send + Sync {
     /// Deletes ranges (hard: for everyone, content dropped; soft: hidden from `for_user` only). Allocates and
     /// returns the topic's next deletion id.
     async fn delete_messages(&self, tenant: TenantId, topic: &str, request: &DeleteMessages) -> StoreResult<i64>;
+
+    /// Changes a message's moderation state and returns the message. `NotFound` if there is no such message.
+    async fn set_audit(&self, tenant: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message>;
 
     /// The deletions `reader` sees in the topic: ranges deleted for everyone plus the reader's own.
     async fn list_deletions(&self, tenant: TenantId, topic: &str, reader: UserId) -> StoreResult<Deletions>;

@@ -4,20 +4,24 @@
 //! Adapters implement these; `palaver-contract` holds the test suite each storage adapter must pass.
 
 mod bus;
+mod hooks;
 mod idempotency;
 mod messages;
 mod presence;
 mod seq;
 mod subscriptions;
+mod tenants;
 mod topics;
 mod users;
 
 pub use bus::{BusError, BusSink, BusTarget, Envelope, RealtimeBus};
+pub use hooks::{NoHooks, PublishContext, PublishHook, PublishVerdict};
 pub use idempotency::IdempotencyStore;
 pub use messages::MessageStore;
 pub use presence::PresenceStore;
 pub use seq::SeqAllocator;
 pub use subscriptions::SubscriptionStore;
+pub use tenants::TenantStore;
 pub use topics::TopicStore;
 pub use users::UserStore;
 
@@ -34,4 +38,5 @@ pub struct Ports {
     pub idempotency: Arc<dyn IdempotencyStore>,
     pub presence: Arc<dyn PresenceStore>,
     pub bus: Arc<dyn RealtimeBus>,
+    pub hooks: Arc<dyn PublishHook>,
 }

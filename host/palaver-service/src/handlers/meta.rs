@@ -210,8 +210,10 @@ impl Session {
         let mut out = Vec::new();
         match kind {
             TopicKind::Me => {
+                // `sub.topic` narrows the list to one contact or group, as the SDK asks after `{pres acs}`.
+                let only = q.sub.as_ref().and_then(|s| s.topic.as_deref());
                 for s in self.svc.ports.subs.list_user_subs(tenant, me).await? {
-                    if ims.is_some_and(|t| s.updated <= t) {
+                    if ims.is_some_and(|t| s.updated <= t) || only.is_some_and(|o| wire_name(&s.topic, me) != o) {
                         continue;
                     }
                     let Some(t) = self.svc.ports.topics.get_topic(tenant, &s.topic).await? else { continue };
@@ -267,8 +269,9 @@ impl Session {
                 if topic.is_none() {
                     return Err(ServiceError::TopicNotFound);
                 }
+                let only = q.sub.as_ref().and_then(|s| s.user.as_deref());
                 for s in self.svc.ports.subs.list_topic_subs(tenant, stored).await? {
-                    if ims.is_some_and(|t| s.updated <= t) {
+                    if ims.is_some_and(|t| s.updated <= t) || only.is_some_and(|o| s.user.to_string() != o) {
                         continue;
                     }
                     let user = self.svc.ports.users.get_user(tenant, s.user).await?;

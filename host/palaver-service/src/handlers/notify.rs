@@ -1,20 +1,14 @@
 //! Notifications a change produces for other sessions: `{pres}` on `me` (on/off, acs, gone, msg, read) and the
 //! bookkeeping that keeps the in-process member lists in step with subscriptions.
 
-use crate::render;
 use crate::session::Session;
 use palaver_core::{AccessMode, SessionId, UserId};
-use palaver_proto::{AccessDelta, MsgPres, ServerMsg};
+use palaver_proto::{AccessDelta, MsgPres};
 
 impl Session {
     /// Pushes a `{pres}` on `me` to every session of `user` attached to `me`, except `skip`.
     pub(crate) fn push_me_pres(&self, user: UserId, pres: MsgPres, skip: Option<SessionId>) {
-        let frame = render::frame(&ServerMsg::Pres(pres));
-        self.svc.hub.for_each_user_session(self.tenant(), user, |s| {
-            if s.on_me() && Some(s.sid) != skip {
-                s.push(frame.clone());
-            }
-        });
+        self.svc.push_me_pres(self.tenant(), user, pres, skip);
     }
 
     /// Tells the user's P2P contacts that the user came online or went offline.

@@ -10,8 +10,9 @@ use crate::now_millis;
 use crate::render;
 use crate::session::Session;
 use crate::topics::{Resolved, resolve, wire_name};
-use palaver_core::{AccessMode, AppendOutcome, Claim, Message, Seq, StoreError, UserId};
-use palaver_proto::{Code, MsgData, MsgInfo, MsgNote, MsgPres, MsgPub, ServerMsg, Timestamp};
+use palaver_core::ports::{PublishContext, PublishVerdict};
+use palaver_core::{AccessMode, AppendOutcome, AuditStatus, Claim, Message, Seq, StoreError, TopicKind, UserId};
+use palaver_proto::{Code, MsgInfo, MsgNote, MsgPres, MsgPub, ServerMsg};
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -53,7 +54,7 @@ impl Session {
             h.remove("sender");
         }
         let head = head.filter(|h| !h.is_empty());
-        let msg = Message {
+        let mut msg = Message {
             topic: stored.clone(),
             seq: 0,
             created: now_millis(),
@@ -61,14 +62,42 @@ impl Session {
             head,
             content,
             client_mid: m.client_mid.clone(),
+            audit: AuditStatus::Pass,
+            risk_flags: Vec::new(),
         };
-        let (seq, fresh) = self.store_message(msg.clone()).await?;
-        if m.id.is_some() {
-            self.reply(m.id.as_deref(), Some(&m.topic), Code::Accepted, Some(json!({ "seq": seq }))).await;
+        // Hooks judge the message before it takes a seq, so a refused message leaves no gap and no row.
+        let ctx = PublishContext {
+            tenant: self.tenant(),
+            topic: stored.clone(),
+            kind: if stored.starts_with("p2p") { TopicKind::P2p } else { TopicKind::Group },
+            from: me,
+            session: self.sid(),
+            node: self.svc.cfg.node_id.clone(),
+        };
+        match self.svc.ports.hooks.before_publish(&ctx, &msg.content, msg.head.as_ref()).await {
+            PublishVerdict::Allow => {}
+            PublishVerdict::Reject { code, reason } => {
+                return Err(ServiceError::Rejected { code: Code::from_number(code), reason });
+            }
+            PublishVerdict::Rewrite { content, head } => {
+                msg.content = content;
+                msg.head = head.filter(|h| !h.is_empty());
+            }
+            PublishVerdict::Hold { flags } => {
+                msg.audit = AuditStatus::Pending;
+                msg.risk_flags = flags;
+            }
         }
-        if fresh {
+        let (seq, fresh) = self.store_message(msg.clone()).await?;
+        let held = msg.audit != AuditStatus::Pass;
+        if m.id.is_some() {
+            let params = if held { json!({ "seq": seq, "audit": "pending" }) } else { json!({ "seq": seq }) };
+            self.reply(m.id.as_deref(), Some(&m.topic), Code::Accepted, Some(params)).await;
+        }
+        if fresh && !held {
             let msg = Message { seq, ..msg };
-            self.fan_out(&msg, m.noecho).await;
+            let skip = m.noecho.then_some(self.handle.sid);
+            self.svc.fan_out(self.tenant(), &msg, skip).await;
         }
         Ok(())
     }
@@ -138,68 +167,6 @@ impl Session {
             }
         }
         result
-    }
-
-    /// Delivers a stored message to every attached reader and tells subscribers who are not attached.
-    async fn fan_out(&self, msg: &Message, noecho: bool) {
-        let tenant = self.tenant();
-        let from = msg.from.to_string();
-        let p2p = msg.topic.starts_with("p2p");
-        // A group message is serialised once. A P2P message has one wire name per side, so at most two.
-        let mut frames: HashMap<UserId, crate::Frame> = HashMap::new();
-        let group_frame = (!p2p).then(|| data_frame(msg, &msg.topic, &from));
-        let skip = noecho.then_some(self.handle.sid);
-        self.svc.hub.for_each_attached(tenant, &msg.topic, |a| {
-            if Some(a.session.sid) == skip || !a.mode.has(AccessMode::READ) {
-                return;
-            }
-            let frame = match &group_frame {
-                Some(f) => f.clone(),
-                None => frames
-                    .entry(a.user)
-                    .or_insert_with(|| data_frame(msg, &wire_name(&msg.topic, a.user), &from))
-                    .clone(),
-            };
-            a.session.push(frame);
-        });
-        self.notify_unattached(msg).await;
-    }
-
-    /// `{pres what:"msg"}` on `me` for subscribers who are online but not attached to the topic.
-    async fn notify_unattached(&self, msg: &Message) {
-        let tenant = self.tenant();
-        let members = match self.members(&msg.topic).await {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::debug!(error = %e, "member list unavailable");
-                return;
-            }
-        };
-        let attached = self.svc.hub.attached_users(tenant, &msg.topic);
-        for user in members.iter().filter(|u| attached.binary_search(u).is_err()) {
-            let pres = MsgPres {
-                topic: "me".into(),
-                src: Some(wire_name(&msg.topic, *user)),
-                what: "msg".into(),
-                seq: Some(msg.seq),
-                act: Some(msg.from.to_string()),
-                ..MsgPres::default()
-            };
-            self.push_me_pres(*user, pres, None);
-        }
-    }
-
-    /// The topic's readers, from the in-process cache or the store.
-    async fn members(&self, stored: &str) -> ServiceResult<Vec<UserId>> {
-        let lock = self.svc.topics.get(self.tenant(), stored);
-        let mut state = lock.lock().await;
-        if let Some(m) = &state.members {
-            return Ok(m.clone());
-        }
-        let subs = self.svc.ports.subs.list_topic_subs(self.tenant(), stored).await?;
-        let members: Vec<UserId> = subs.iter().filter(|s| s.mode().has(AccessMode::READ)).map(|s| s.user).collect();
-        state.members = Some(members.clone());
-        Ok(members)
     }
 
     pub(crate) async fn on_note(&mut self, m: MsgNote) -> ServiceResult<()> {
@@ -288,16 +255,4 @@ impl Session {
         }
         Ok(())
     }
-}
-
-/// A `{data}` frame for `msg` as seen under `wire` name.
-fn data_frame(msg: &Message, wire: &str, from: &str) -> crate::Frame {
-    render::frame(&ServerMsg::Data(MsgData {
-        topic: wire.to_owned(),
-        from: Some(from.to_owned()),
-        ts: Timestamp(msg.created),
-        seq: msg.seq,
-        head: msg.head.clone(),
-        content: msg.content.clone(),
-    }))
 }

@@ -5,7 +5,7 @@
 
 use base64::Engine;
 use palaver_core::TenantId;
-use palaver_core::ports::Ports;
+use palaver_core::ports::{NoHooks, Ports, PublishHook};
 use palaver_service::auth::{HashCost, TokenSigner};
 use palaver_service::{Outbound, Service, ServiceConfig, Session, Transport};
 use palaver_store_memory::{MemoryBus, MemoryIdempotency, MemoryPresence, MemorySeq, MemoryStore};
@@ -18,7 +18,11 @@ pub fn service() -> Service {
     service_with(ServiceConfig::default())
 }
 
-pub fn service_with(mut cfg: ServiceConfig) -> Service {
+pub fn service_with(cfg: ServiceConfig) -> Service {
+    service_with_hooks(cfg, Arc::new(NoHooks))
+}
+
+pub fn service_with_hooks(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -> Service {
     cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
     let store = Arc::new(MemoryStore::new());
     let ports = Ports {
@@ -30,6 +34,7 @@ pub fn service_with(mut cfg: ServiceConfig) -> Service {
         idempotency: Arc::new(MemoryIdempotency::default()),
         presence: Arc::new(MemoryPresence::new()),
         bus: Arc::new(MemoryBus::new()),
+        hooks,
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
 }

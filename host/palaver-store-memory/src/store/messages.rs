@@ -4,8 +4,8 @@ use super::{DelLogEntry, History, MemoryStore, StoredMessage};
 use crate::ranges;
 use palaver_core::ports::MessageStore;
 use palaver_core::{
-    AppendOutcome, DeleteMessages, Deletions, Message, MessageQuery, Seq, SeqRange, StoreError, StoreResult, TenantId,
-    UserId,
+    AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, SeqRange, StoreError,
+    StoreResult, TenantId, UserId,
 };
 
 impl History {
@@ -84,6 +84,9 @@ impl MessageStore for MemoryStore {
                 .range(low..high)
                 .rev()
                 .filter(|(seq, m)| m.deleted_at.is_none() && !ranges::contains(&hidden, **seq))
+                // A message moderation has not passed is held back from everyone but its sender, who must still
+                // see what they sent.
+                .filter(|(_, m)| m.message.audit == AuditStatus::Pass || m.message.from == reader)
                 .take(query.limit)
                 .map(|(_, m)| m.message.clone())
                 .collect()
@@ -113,6 +116,19 @@ impl MessageStore for MemoryStore {
                 sub.del_id = del_id;
             }
             Ok(del_id)
+        })
+    }
+
+    async fn set_audit(&self, tenant: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message> {
+        self.with_tenant(tenant, |t| {
+            let stored = t.history.get_mut(topic).and_then(|h| h.messages.get_mut(&seq)).ok_or(StoreError::NotFound)?;
+            // A hard-deleted stub has no content left to review, so it counts as no message at all; the SQL
+            // adapters skip such rows the same way.
+            if stored.deleted_at.is_some() {
+                return Err(StoreError::NotFound);
+            }
+            stored.message.audit = audit;
+            Ok(stored.message.clone())
         })
     }
 

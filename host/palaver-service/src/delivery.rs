@@ -1,0 +1,94 @@
+//! Delivery of stored messages and notifications to this node's sessions: the fanout of `{data}`, `{pres}` on
+//! `me`, and the cached member lists fanout consults. Shared by sessions and by node-level calls (releasing a
+//! held message), so it hangs off the service's inner state rather than a session.
+
+use crate::error::ServiceResult;
+use crate::render;
+use crate::topics::wire_name;
+use crate::{Frame, Inner};
+use palaver_core::{AccessMode, Message, SessionId, TenantId, UserId};
+use palaver_proto::{MsgData, MsgPres, ServerMsg, Timestamp};
+use std::collections::HashMap;
+
+impl Inner {
+    /// Delivers a stored message to every attached reader (except `skip`) and tells subscribers who are online
+    /// but not attached with `{pres what:"msg"}` on `me`.
+    pub(crate) async fn fan_out(&self, tenant: TenantId, msg: &Message, skip: Option<SessionId>) {
+        let from = msg.from.to_string();
+        let p2p = msg.topic.starts_with("p2p");
+        // A group message is serialised once. A P2P message has one wire name per side, so at most two.
+        let mut frames: HashMap<UserId, Frame> = HashMap::new();
+        let group_frame = (!p2p).then(|| data_frame(msg, &msg.topic, &from));
+        self.hub.for_each_attached(tenant, &msg.topic, |a| {
+            if Some(a.session.sid) == skip || !a.mode.has(AccessMode::READ) {
+                return;
+            }
+            let frame = match &group_frame {
+                Some(f) => f.clone(),
+                None => frames
+                    .entry(a.user)
+                    .or_insert_with(|| data_frame(msg, &wire_name(&msg.topic, a.user), &from))
+                    .clone(),
+            };
+            a.session.push(frame);
+        });
+        self.notify_unattached(tenant, msg).await;
+    }
+
+    async fn notify_unattached(&self, tenant: TenantId, msg: &Message) {
+        let members = match self.members(tenant, &msg.topic).await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!(error = %e, "member list unavailable");
+                return;
+            }
+        };
+        let attached = self.hub.attached_users(tenant, &msg.topic);
+        for user in members.iter().filter(|u| attached.binary_search(u).is_err()) {
+            let pres = MsgPres {
+                topic: "me".into(),
+                src: Some(wire_name(&msg.topic, *user)),
+                what: "msg".into(),
+                seq: Some(msg.seq),
+                act: Some(msg.from.to_string()),
+                ..MsgPres::default()
+            };
+            self.push_me_pres(tenant, *user, pres, None);
+        }
+    }
+
+    /// The topic's readers, from the in-process cache or the store.
+    pub(crate) async fn members(&self, tenant: TenantId, stored: &str) -> ServiceResult<Vec<UserId>> {
+        let lock = self.topics.get(tenant, stored);
+        let mut state = lock.lock().await;
+        if let Some(m) = &state.members {
+            return Ok(m.clone());
+        }
+        let subs = self.ports.subs.list_topic_subs(tenant, stored).await?;
+        let members: Vec<UserId> = subs.iter().filter(|s| s.mode().has(AccessMode::READ)).map(|s| s.user).collect();
+        state.members = Some(members.clone());
+        Ok(members)
+    }
+
+    /// Pushes a `{pres}` on `me` to every session of `user` attached to `me`, except `skip`.
+    pub(crate) fn push_me_pres(&self, tenant: TenantId, user: UserId, pres: MsgPres, skip: Option<SessionId>) {
+        let frame = render::frame(&ServerMsg::Pres(pres));
+        self.hub.for_each_user_session(tenant, user, |s| {
+            if s.on_me() && Some(s.sid) != skip {
+                s.push(frame.clone());
+            }
+        });
+    }
+}
+
+/// A `{data}` frame for `msg` as seen under `wire` name.
+fn data_frame(msg: &Message, wire: &str, from: &str) -> Frame {
+    render::frame(&ServerMsg::Data(MsgData {
+        topic: wire.to_owned(),
+        from: Some(from.to_owned()),
+        ts: Timestamp(msg.created),
+        seq: msg.seq,
+        head: msg.head.clone(),
+        content: msg.content.clone(),
+    }))
+}

@@ -1,0 +1,212 @@
+'use strict';
+// Topic management through tinode-sdk: deleting messages (hard and soft), leaving, unsubscribing, renaming,
+// deleting a topic, typing notifications, and P2P presence.
+
+const { describe, test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { startServer } = require('../lib/server');
+const { connectClient } = require('../lib/client');
+const { newUser, secondDevice, createGroup, joinTopic, tick } = require('../lib/fixtures');
+const { TEST_TIMEOUT_MS, TRANSPORTS, rand, sleep, j } = require('../lib/common');
+
+let srv;
+before(async () => { srv = await startServer(); });
+after(async () => { if (srv) await srv.stop(); });
+
+/** All messages of an attached topic, via one {get what:"data"}, oldest first. */
+async function history(c, topic) {
+  const mark = c.mark();
+  await topic.getMeta(topic.startMetaQuery().withData(undefined, undefined, 100).build());
+  return c.dataOn(topic.name, mark).sort((x, y) => x.seq - y.seq);
+}
+
+for (const transport of TRANSPORTS) {
+  describe(`topic management over ${transport}`, () => {
+    test(`${transport}: the owner hard-deletes messages for everyone; attached members get {pres what:"del"}`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'da');
+        const b = await newUser(t, srv.host, transport, 'db');
+        const grpA = await createGroup(a, 'hard delete');
+        const grpB = await joinTopic(b, grpA.name);
+        for (let i = 1; i <= 5; i++) await a.publish(grpA, `d${i}`);
+        await b.waitData(grpA.name, d => d.seq === 5);
+        await tick();
+
+        const mB = b.mark();
+        const ctrl = await grpA.delMessages([{ low: 1, hi: 3 }], true);
+        assert.equal(ctrl.code, 200, j(ctrl));
+        assert.ok(Number.isInteger(ctrl.params && ctrl.params.del) && ctrl.params.del >= 1, `params.del: ${j(ctrl)}`);
+        const pres = await b.waitPres(grpA.name, p => p.what === 'del', { since: mB });
+        assert.equal(pres.clear, ctrl.params.del, `pres del clear = the new del id: ${j(pres)}`);
+        assert.deepEqual(pres.delseq, [{ low: 1, hi: 3 }], `pres del delseq: ${j(pres)}`);
+
+        // Neither the owner nor the member gets seq 1 and 2 back.
+        assert.deepEqual((await history(a, grpA)).map(d => d.seq), [3, 4, 5], 'owner history after hard delete');
+        assert.deepEqual((await history(b, grpB)).map(d => d.seq), [3, 4, 5], 'member history after hard delete');
+
+        // {get what:"del"} reports the deletion.
+        const mk = b.mark();
+        await grpB.getMeta(grpB.startMetaQuery().withDel(1, 10).build());
+        const del = await b.waitFor(p => p.meta && p.meta.topic === grpA.name && p.meta.del,
+          { since: mk, what: 'meta del' });
+        assert.equal(del.meta.del.clear, ctrl.params.del, j(del.meta));
+        assert.deepEqual(del.meta.del.delseq, [{ low: 1, hi: 3 }], j(del.meta));
+      });
+
+    test(`${transport}: a member's soft delete hides messages only for that member`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'sa');
+        const b = await newUser(t, srv.host, transport, 'sb');
+        const b2 = await secondDevice(t, srv.host, transport, b);
+        const grpA = await createGroup(a, 'soft delete');
+        const grpB = await joinTopic(b, grpA.name);
+        await joinTopic(b2, grpA.name);
+        for (let i = 1; i <= 3; i++) await a.publish(grpA, `s${i}`);
+        await b.waitData(grpA.name, d => d.seq === 3);
+        await tick();
+
+        const mA = a.mark();
+        const mB2 = b2.mark();
+        const ctrl = await grpB.delMessages([{ low: 2 }], false);
+        assert.equal(ctrl.code, 200, j(ctrl));
+        // B's other device is told; A is not.
+        const pres = await b2.waitPres(grpA.name, p => p.what === 'del', { since: mB2 });
+        assert.deepEqual(pres.delseq, [{ low: 2 }], j(pres));
+        assert.deepEqual((await history(b, grpB)).map(d => d.seq), [1, 3], 'B no longer sees seq 2');
+        assert.deepEqual((await history(a, grpA)).map(d => d.seq), [1, 2, 3], 'A still sees seq 2');
+        await sleep(200);
+        assert.equal(a.received(p => p.pres && p.pres.what === 'del', mA).length, 0, 'A got no pres del');
+      });
+
+    test(`${transport}: leave keeps the subscription; leave(unsub) drops it`, { timeout: TEST_TIMEOUT_MS }, async t => {
+      const a = await newUser(t, srv.host, transport, 'la');
+      const b = await newUser(t, srv.host, transport, 'lb');
+      const grpA = await createGroup(a, 'leave');
+      const name = grpA.name;
+      const grpB = await joinTopic(b, name);
+
+      // Plain leave: detached, still subscribed; a pub from B is refused until it attaches again.
+      const l1 = await grpB.leave(false);
+      assert.equal(l1.code, 200, j(l1));
+      assert.ok(!grpB.isSubscribed());
+      await assert.rejects(b.tn.publish(name, 'while detached', false), e => e.code === 409);
+      const mB = b.mark();
+      await b.subscribeMe();
+      const subs = await b.waitFor(p => p.meta && p.meta.topic === 'me' && Array.isArray(p.meta.sub),
+        { since: mB, what: 'meta sub on me' });
+      assert.ok(subs.meta.sub.some(s => s.topic === name), `still subscribed after leave: ${j(subs.meta.sub)}`);
+
+      // While B is detached but on `me`, A's message reaches B as {pres what:"msg"} on me.
+      const mB2 = b.mark();
+      const c = await a.publish(grpA, 'to the absent');
+      const pm = await b.waitPres('me', p => p.src === name && p.what === 'msg', { since: mB2 });
+      assert.equal(pm.seq, c.params.seq, j(pm));
+      assert.equal(b.received(p => p.data && p.data.topic === name, mB2).length, 0, 'no data while detached');
+
+      // Re-attach, then unsubscribe.
+      await joinTopic(b, name);
+      const l2 = await grpB.leave(true);
+      assert.equal(l2.code, 200, j(l2));
+      const b2 = await connectClient(t, srv.host, { transport, name: 'lb#2' });
+      await b2.loginToken(b.token);
+      const mB3 = b2.mark();
+      await b2.subscribeMe();
+      const subs2 = await b2.waitFor(p => p.meta && p.meta.topic === 'me' && Array.isArray(p.meta.sub) ||
+        p.ctrl && p.ctrl.code === 204 && p.ctrl.params && p.ctrl.params.what === 'sub', { since: mB3, what: 'me subs' });
+      const list = subs2.meta ? subs2.meta.sub.filter(s => !s.deleted) : [];
+      assert.ok(!list.some(s => s.topic === name), `gone from me after leave(unsub): ${j(list)}`);
+      // The owner sees B gone from the member list.
+      const mA = a.mark();
+      await grpA.getMeta(grpA.startMetaQuery().withSub().build());
+      const members = await a.waitFor(p => p.meta && p.meta.topic === name && Array.isArray(p.meta.sub),
+        { since: mA, what: 'meta sub' });
+      assert.ok(!members.meta.sub.some(s => s.user === b.uid() && !s.deleted), `members: ${j(members.meta.sub)}`);
+    });
+
+    test(`${transport}: renaming a group tells members on me ({pres what:"upd"}) and the new desc is served`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'ua');
+        const b = await newUser(t, srv.host, transport, 'ub');
+        const grpA = await createGroup(a, 'before');
+        const name = grpA.name;
+        const grpB = await joinTopic(b, name);
+        await grpB.leave(false);
+        await b.subscribeMe();
+        const mB = b.mark();
+        const fn = `after ${rand(3)}`;
+        const ctrl = await grpA.setMeta({ desc: { public: { fn } } });
+        assert.equal(ctrl.code, 200, j(ctrl));
+        await b.waitPres('me', p => p.src === name && p.what === 'upd', { since: mB });
+        // The SDK reacts to pres upd with {get what:"sub" topic:"me" sub:{topic:name}}; the answer has the new name.
+        const upd = await b.waitFor(p => p.meta && p.meta.topic === 'me' && Array.isArray(p.meta.sub) &&
+          p.meta.sub.some(s => s.topic === name), { since: mB, what: 'meta sub on me with the renamed group' });
+        const s = upd.meta.sub.find(x => x.topic === name);
+        assert.deepEqual(s.public, { fn }, j(s));
+        const mB2 = b.mark();
+        const topic = b.tn.getTopic(name);
+        await topic.subscribe(topic.startMetaQuery().withDesc().build());
+        const desc = await b.waitFor(p => p.meta && p.meta.topic === name && p.meta.desc, { since: mB2, what: 'desc' });
+        assert.deepEqual(desc.meta.desc.public, { fn }, j(desc.meta.desc));
+      });
+
+    test(`${transport}: typing notifications reach the other members as {info what:"kp"}`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'ka');
+        const b = await newUser(t, srv.host, transport, 'kb');
+        const grpA = await createGroup(a, 'typing');
+        const grpB = await joinTopic(b, grpA.name);
+        const mA = a.mark();
+        const mB = b.mark();
+        grpB.noteKeyPress();
+        const info = await a.waitInfo(grpA.name, i => i.what === 'kp', { since: mA });
+        assert.equal(info.from, b.uid(), j(info));
+        await sleep(200);
+        assert.equal(b.received(p => p.info && p.info.what === 'kp', mB).length, 0, 'the typist does not get it back');
+      });
+
+    test(`${transport}: the owner deletes the group; members get {pres what:"gone"} and it is 404 afterwards`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'xa');
+        const b = await newUser(t, srv.host, transport, 'xb');
+        const grpA = await createGroup(a, 'doomed');
+        const name = grpA.name;
+        const grpB = await joinTopic(b, name);
+        await a.publish(grpA, 'last words');
+        await grpB.leave(false);
+        await b.subscribeMe();
+        const mB = b.mark();
+        const ctrl = await grpA.delTopic(true);
+        assert.equal(ctrl.code, 200, j(ctrl));
+        await b.waitPres('me', p => p.src === name && p.what === 'gone', { since: mB });
+        const c = await connectClient(t, srv.host, { transport, name: 'xb#2' });
+        await c.loginToken(b.token);
+        await assert.rejects(c.tn.subscribe(name), e => {
+          assert.equal(e.code, 404, `sub to a deleted topic: ${e.code} ${e.message}`);
+          return true;
+        });
+      });
+
+    test(`${transport}: a P2P contact coming online and going offline is announced on me`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'oa');
+        const b = await newUser(t, srv.host, transport, 'ob');
+        const uidA = a.uid();
+        const p = a.tn.getTopic(b.uid());
+        await p.subscribe();
+        await a.publish(p, 'hello');
+        a.close();
+        await b.subscribeMe();
+        await sleep(300);
+        const mB = b.mark();
+        const a2 = await connectClient(t, srv.host, { transport, name: 'oa#2' });
+        await a2.loginToken(a.token);
+        await a2.subscribeMe();
+        const on = await b.waitPres('me', x => x.src === uidA && x.what === 'on', { since: mB });
+        assert.ok(on);
+        const mB2 = b.mark();
+        a2.close();
+        const off = await b.waitPres('me', x => x.src === uidA && x.what === 'off', { since: mB2, timeout: 15000 });
+        assert.ok(off);
+      });
+  });
+}
