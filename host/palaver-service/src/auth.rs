@@ -33,8 +33,12 @@ pub fn hash_password(password: &str, cost: HashCost) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Checks a password against a stored PHC hash. Any malformed hash is a mismatch.
+/// Checks a password against a stored hash: argon2 PHC strings, or bcrypt (`$2a$`, `$2b$`, `$2y$`) as Tinode
+/// stores them, so accounts imported from Tinode keep their passwords. Any malformed hash is a mismatch.
 pub fn verify_password(password: &str, phc: &str) -> bool {
+    if phc.starts_with("$2") {
+        return bcrypt::verify(password, phc).unwrap_or(false);
+    }
     match PasswordHash::new(phc) {
         Ok(hash) => Argon2::default().verify_password(password.as_bytes(), &hash).is_ok(),
         Err(_) => false,
@@ -147,6 +151,15 @@ mod tests {
         assert!(verify_password("s3cret", &h));
         assert!(!verify_password("s3cret!", &h));
         assert!(!verify_password("s3cret", "not a hash"));
+    }
+
+    #[test]
+    fn bcrypt_hashes_imported_from_tinode_verify() {
+        let h = bcrypt::hash("tinode-pass", 4).unwrap();
+        assert!(h.starts_with("$2"));
+        assert!(verify_password("tinode-pass", &h));
+        assert!(!verify_password("other", &h));
+        assert!(!verify_password("x", "$2b$04$garbage"));
     }
 
     #[test]

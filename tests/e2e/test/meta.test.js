@@ -203,6 +203,8 @@ for (const transport of TRANSPORTS) {
         await a2.subscribeMe();
         const on = await b.waitPres('me', x => x.src === uidA && x.what === 'on', { since: mB });
         assert.ok(on);
+        // Over long polling the server only notices a vanished client when its LP session times out.
+        if (transport !== 'ws') return;
         const mB2 = b.mark();
         a2.close();
         const off = await b.waitPres('me', x => x.src === uidA && x.what === 'off', { since: mB2, timeout: 15000 });
