@@ -64,8 +64,7 @@ async fn run(
     let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(ws_cfg)).await;
     let (sink, mut stream) = ws.split();
     let (mut session, rx) = shared.service.open_session(tenant, Transport::WebSocket, Some(remote.to_string()));
-    let (pong_tx, pong_rx) = mpsc::channel::<Message>(4);
-    let writer = tokio::spawn(write_loop(sink, rx, pong_rx, cfg.ping_interval));
+    let writer = tokio::spawn(write_loop(sink, rx, cfg.ping_interval));
     let mut limiter = RateLimiter::new(cfg.rate_per_second, cfg.rate_burst);
     let max = cfg.max_message_size;
     loop {
@@ -85,40 +84,35 @@ async fn run(
         let data: &[u8] = match &msg {
             Message::Text(t) => t.as_bytes(),
             Message::Binary(b) => b,
-            Message::Ping(p) => {
-                let _ = pong_tx.try_send(Message::Pong(p.clone()));
-                continue;
-            }
-            Message::Pong(_) | Message::Frame(_) => continue,
+            // tungstenite queues the pong for a ping itself and sends it with the next write or flush.
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
             Message::Close(_) => break,
         };
         if data == b"1" {
             // Tinode's keep-alive probe: the client sends "1", the server answers "0".
-            let _ = pong_tx.try_send(Message::Text(Utf8Bytes::from_static("0")));
+            session.send_raw(bytes::Bytes::from_static(b"0")).await;
             continue;
         }
+        // The handler futures are boxed so that their (large) state is allocated only while a frame is being
+        // handled: an idle connection's task then holds just this loop's few locals.
         if data.len() > max {
-            session.refuse_frame(data, ServiceError::TooLarge(format!("the limit is {max} bytes"))).await;
+            let err = ServiceError::TooLarge(format!("the limit is {max} bytes"));
+            Box::pin(session.refuse_frame(data, err)).await;
             continue;
         }
         if !limiter.allow() {
-            session.refuse_frame(data, ServiceError::TooManyRequests).await;
+            Box::pin(session.refuse_frame(data, ServiceError::TooManyRequests)).await;
             continue;
         }
-        session.handle_frame(data).await;
+        Box::pin(session.handle_frame(data)).await;
     }
-    session.close().await;
-    drop(pong_tx);
-    // The writer ends once the session's queue is closed and drained.
+    Box::pin(session.close()).await;
+    // The writer ends once the session's queue is closed (every handle dropped) and drained.
     let _ = writer.await;
 }
 
-async fn write_loop<S>(
-    mut sink: S,
-    mut rx: mpsc::Receiver<Outbound>,
-    mut control: mpsc::Receiver<Message>,
-    ping: std::time::Duration,
-) where
+async fn write_loop<S>(mut sink: S, mut rx: mpsc::Receiver<Outbound>, ping: std::time::Duration)
+where
     S: futures_util::Sink<Message> + Unpin,
 {
     let mut ticker = tokio::time::interval(ping);
@@ -139,21 +133,6 @@ async fn write_loop<S>(
                 if sink.flush().await.is_err() || closing {
                     let _ = sink.close().await;
                     return;
-                }
-            }
-            msg = control.recv() => {
-                match msg {
-                    Some(m) => if sink.send(m).await.is_err() { return; },
-                    None => {
-                        // The reader is gone: send what is still queued, then close.
-                        while let Ok(out) = rx.try_recv() {
-                            let mut closing = false;
-                            if !feed(&mut sink, out, &mut closing).await || closing { break; }
-                        }
-                        let _ = sink.flush().await;
-                        let _ = sink.close().await;
-                        return;
-                    }
                 }
             }
             _ = ticker.tick() => {

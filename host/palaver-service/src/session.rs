@@ -147,6 +147,11 @@ impl Session {
         self.user.ok_or(ServiceError::AuthRequired)
     }
 
+    /// Queues a transport-level frame that is not a protocol message (the keep-alive answer `0`).
+    pub async fn send_raw(&self, frame: Frame) {
+        self.handle.send(frame).await;
+    }
+
     /// Queues a frame for this session, waiting for room.
     pub(crate) async fn send(&self, frame: Frame) {
         self.handle.send(frame).await;

@@ -151,5 +151,37 @@ for (const transport of TRANSPORTS) {
       const hist = c1.dataOn(name, m3);
       assert.ok(hist.some(d => d.seq === seq && d.content === 'quiet please'), `history: ${j(hist)}`);
     });
+
+    test(`${transport}: concurrent publishers get unique gap-free seqs, delivered to everyone in seq order`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const PER = 15;
+        const a = await newUser(t, srv.host, transport, 'ca');
+        const grpA = await createGroup(a, 'concurrent');
+        const name = grpA.name;
+        const others = [];
+        for (const p of ['cb', 'cc']) others.push(await newUser(t, srv.host, transport, p));
+        const topics = [grpA];
+        for (const o of others) topics.push(await joinTopic(o, name));
+        const clients = [a, ...others];
+        const marks = clients.map(c => c.mark());
+        // Everyone fires PER messages at once, without waiting for the replies.
+        const sends = [];
+        clients.forEach((c, ci) => {
+          for (let i = 0; i < PER; i++) {
+            const pub = c.tn.createMessage(name, `c${ci}-${i}`, false);
+            sends.push(c.tn.publishMessage(pub));
+          }
+        });
+        const ctrls = await Promise.all(sends);
+        const seqs = ctrls.map(c => c.params.seq).sort((x, y) => x - y);
+        const total = PER * clients.length;
+        assert.deepEqual(seqs, Array.from({ length: total }, (_, i) => i + 1), `unique, gap-free seqs: ${j(seqs)}`);
+        for (let ci = 0; ci < clients.length; ci++) {
+          await clients[ci].waitData(name, d => d.seq === total, { since: marks[ci] });
+          await sleep(100);
+          const got = clients[ci].dataOn(name, marks[ci]).map(d => d.seq);
+          assert.deepEqual(got, seqs, `${clients[ci].name} received all ${total} once, in seq order: ${j(got)}`);
+        }
+      });
   });
 }

@@ -30,6 +30,7 @@ for (const transport of TRANSPORTS) {
         const grpB = await joinTopic(b, grpA.name);
         for (let i = 1; i <= 5; i++) await a.publish(grpA, `d${i}`);
         await b.waitData(grpA.name, d => d.seq === 5);
+        await a.waitData(grpA.name, d => d.seq === 5); // own echo, so it cannot be mistaken for history below
         await tick();
 
         const mB = b.mark();
@@ -63,6 +64,7 @@ for (const transport of TRANSPORTS) {
         await joinTopic(b2, grpA.name);
         for (let i = 1; i <= 3; i++) await a.publish(grpA, `s${i}`);
         await b.waitData(grpA.name, d => d.seq === 3);
+        await a.waitData(grpA.name, d => d.seq === 3);
         await tick();
 
         const mA = a.mark();
@@ -210,5 +212,71 @@ for (const transport of TRANSPORTS) {
         const off = await b.waitPres('me', x => x.src === uidA && x.what === 'off', { since: mB2, timeout: 15000 });
         assert.ok(off);
       });
+
+    test(`${transport}: the owner invites a user; the invitee hears of it on me and can then join`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'ia');
+        const b = await newUser(t, srv.host, transport, 'ib');
+        const grpA = await createGroup(a, 'invitation');
+        const name = grpA.name;
+        await b.subscribeMe();
+        const mB = b.mark();
+        const ctrl = await grpA.invite(b.uid(), 'JRWP');
+        assert.equal(ctrl.code, 200, j(ctrl));
+        const pres = await b.waitPres('me', p => p.src === name && p.what === 'acs', { since: mB });
+        assert.ok(pres.dacs && /J/.test(pres.dacs.given || ''), `pres acs dacs.given has J: ${j(pres)}`);
+        // The owner sees the invitee in the member list.
+        const mA = a.mark();
+        await grpA.getMeta(grpA.startMetaQuery().withSub().build());
+        const members = await a.waitFor(p => p.meta && p.meta.topic === name && Array.isArray(p.meta.sub),
+          { since: mA, what: 'meta sub' });
+        assert.ok(members.meta.sub.some(s => s.user === b.uid()), `invitee listed: ${j(members.meta.sub)}`);
+        // The invitee joins and talks.
+        const grpB = await joinTopic(b, name);
+        const mA2 = a.mark();
+        const c = await b.publish(grpB, 'thanks for the invite');
+        const d = await a.waitData(name, x => x.seq === c.params.seq, { since: mA2 });
+        assert.equal(d.from, b.uid());
+      });
+
+    test(`${transport}: a profile change is announced to P2P contacts ({pres what:"upd"} on me)`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'pa', { public: { fn: 'Old A' } });
+        const b = await newUser(t, srv.host, transport, 'pb');
+        const uidA = a.uid();
+        const p = a.tn.getTopic(b.uid());
+        await p.subscribe();
+        await a.publish(p, 'hi');
+        await b.subscribeMe();
+        await tick(50);
+        const mB = b.mark();
+        const me = await a.subscribeMe();
+        const ctrl = await me.setMeta({ desc: { public: { fn: 'New A' } } });
+        assert.equal(ctrl.code, 200, j(ctrl));
+        await b.waitPres('me', x => x.src === uidA && x.what === 'upd', { since: mB });
+        const upd = await b.waitFor(x => x.meta && x.meta.topic === 'me' && Array.isArray(x.meta.sub) &&
+          x.meta.sub.some(s => s.topic === uidA && s.public && s.public.fn === 'New A'),
+        { since: mB, what: 'meta sub on me with the new name (the SDK fetches it after pres upd)' });
+        assert.ok(upd);
+      });
+
+    test(`${transport}: tags set on me are stored and searchable`, { timeout: TEST_TIMEOUT_MS }, async t => {
+      const a = await newUser(t, srv.host, transport, 'ta');
+      const me = await a.subscribeMe();
+      const tag = `metag${rand(4)}`;
+      const ctrl = await me.setMeta({ tags: [tag] });
+      assert.equal(ctrl.code, 200, j(ctrl));
+      const mA = a.mark();
+      await me.getMeta(me.startMetaQuery().withTags().build());
+      const tags = await a.waitFor(x => x.meta && x.meta.topic === 'me' && x.meta.tags, { since: mA, what: 'meta tags' });
+      assert.ok(tags.meta.tags.includes(tag), j(tags.meta));
+      const b = await newUser(t, srv.host, transport, 'tb');
+      const fnd = b.tn.getFndTopic();
+      await fnd.subscribe();
+      await fnd.setMeta({ desc: { public: tag } });
+      const res = await fnd.getMeta(fnd.startMetaQuery().withSub().build());
+      const subs = (res && res.sub) || [];
+      assert.ok(subs.some(s => s.user === a.uid() || s.topic === a.uid()), `found by the new tag: ${j(res)}`);
+    });
   });
 }
