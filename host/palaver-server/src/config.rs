@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub server: ServerConfig,
+    pub store: StoreConfig,
+    pub store_config: StoreServices,
     pub api: ApiConfig,
     pub auth: AuthConfig,
     pub limits: LimitsConfig,
@@ -41,6 +43,117 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("./data"),
             node_id: "local".into(),
             drain_grace_ms: 1500,
+        }
+    }
+}
+
+/// Which storage backs users, topics, subscriptions and messages.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// One SQLite file in the data directory: the embedded default.
+    #[default]
+    Sqlite,
+    /// MariaDB/MySQL: a control database plus one database per tenant.
+    Mysql,
+}
+
+/// The storage backend.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    pub kind: StoreKind,
+    /// For `mysql`: the control database, e.g. `mysql://user:pass@127.0.0.1:3306/palaver_control`.
+    pub url: String,
+    /// Most connections in one tenant's pool.
+    pub max_connections_per_tenant: u32,
+    /// Most connections to the control database.
+    pub control_max_connections: u32,
+    /// Most tenant pools open at once; the least recently used idle one is closed beyond it.
+    pub max_open_tenant_pools: usize,
+    /// A tenant pool unused for this long is closed, in seconds.
+    pub idle_pool_timeout_seconds: u64,
+    /// How long a request waits for a connection, in milliseconds.
+    pub acquire_timeout_ms: u64,
+    /// Most messages written in one batch insert.
+    pub batch_max_rows: usize,
+    /// How long the batch writer waits to fill a batch, in milliseconds.
+    pub batch_max_delay_ms: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            kind: StoreKind::Sqlite,
+            url: String::new(),
+            max_connections_per_tenant: 8,
+            control_max_connections: 4,
+            max_open_tenant_pools: 64,
+            idle_pool_timeout_seconds: 300,
+            acquire_timeout_ms: 3000,
+            batch_max_rows: 200,
+            batch_max_delay_ms: 2,
+        }
+    }
+}
+
+/// Shared services beside the store (`[store_config.redis]`). Absent: the node keeps single-node behaviour.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreServices {
+    pub redis: Option<RedisConfig>,
+}
+
+/// Redis, with the seed's keys and TTLs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisConfig {
+    pub addr: String,
+    pub username: String,
+    pub password: String,
+    pub db: i64,
+    pub key_prefix: String,
+    pub dial_timeout_ms: u64,
+    pub read_timeout_ms: u64,
+    pub write_timeout_ms: u64,
+    pub pending_ttl_seconds: u64,
+    pub done_ttl_seconds: u64,
+    pub failed_ttl_seconds: u64,
+    pub hot_message_ttl_seconds: u64,
+    pub presence_ttl_seconds: u64,
+    pub cache_ttl_seconds: u64,
+    pub short_state_ttl_seconds: u64,
+    pub group_fanout_enabled: bool,
+    /// Connections in the Redis pool.
+    pub pool_size: usize,
+    /// Groups with at least this many members keep their last day of messages hot in Redis.
+    pub hot_group_min_members: usize,
+    /// Most hot messages kept per tenant.
+    pub hot_capacity_per_tenant: usize,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig {
+            addr: "127.0.0.1:6379".into(),
+            username: String::new(),
+            password: String::new(),
+            db: 0,
+            key_prefix: "im".into(),
+            dial_timeout_ms: 2000,
+            read_timeout_ms: 2000,
+            write_timeout_ms: 2000,
+            pending_ttl_seconds: 120,
+            done_ttl_seconds: 86_400,
+            failed_ttl_seconds: 600,
+            hot_message_ttl_seconds: 86_400,
+            presence_ttl_seconds: 120,
+            cache_ttl_seconds: 300,
+            short_state_ttl_seconds: 600,
+            group_fanout_enabled: false,
+            pool_size: 16,
+            hot_group_min_members: 500,
+            hot_capacity_per_tenant: 200_000,
         }
     }
 }
@@ -235,6 +348,20 @@ impl Config {
         if self.server.node_id.is_empty() || self.server.node_id.len() > 64 {
             return bad("server.node_id must be 1–64 characters".into());
         }
+        if self.store.kind == StoreKind::Mysql && !self.store.url.starts_with("mysql://") {
+            return bad("store.url must be a mysql:// URL when store.kind = \"mysql\"".into());
+        }
+        if self.store.max_connections_per_tenant == 0 || self.store.batch_max_rows == 0 {
+            return bad("store.max_connections_per_tenant and store.batch_max_rows must be ≥ 1".into());
+        }
+        if let Some(r) = &self.store_config.redis {
+            if r.addr.is_empty() || r.key_prefix.is_empty() || r.pool_size == 0 {
+                return bad("store_config.redis needs addr, key_prefix and pool_size ≥ 1".into());
+            }
+            if r.pending_ttl_seconds == 0 || r.done_ttl_seconds == 0 || r.failed_ttl_seconds == 0 {
+                return bad("store_config.redis TTLs must be ≥ 1 second".into());
+            }
+        }
         if palaver_gateway::apikey::decode_salt(&self.api.key_salt).is_err() {
             return bad("api.key_salt must be standard base64".into());
         }
@@ -282,8 +409,20 @@ impl Config {
         if !shown.auth.token_key.is_empty() {
             shown.auth.token_key = "<redacted>".into();
         }
+        shown.store.url = redact_url(&shown.store.url);
+        if let Some(r) = shown.store_config.redis.as_mut().filter(|r| !r.password.is_empty()) {
+            r.password = "<redacted>".into();
+        }
         toml::to_string_pretty(&shown).unwrap_or_else(|e| format!("# cannot render: {e}"))
     }
+}
+
+/// Hides the password of a `scheme://user:pass@host/…` URL.
+fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((auth, host)) = rest.split_once('@') else { return url.to_owned() };
+    let user = auth.split(':').next().unwrap_or_default();
+    format!("{scheme}://{user}:<redacted>@{host}")
 }
 
 #[cfg(test)]
@@ -330,6 +469,25 @@ mod tests {
         let mut cfg = Config::default();
         cfg.validate().unwrap();
         cfg.auth.token_key = "c2VjcmV0".into();
-        assert!(cfg.to_redacted_toml().contains("<redacted>"));
+        cfg.store.url = "mysql://palaver:hunter2@db:3306/palaver_control".into();
+        let shown = cfg.to_redacted_toml();
+        assert!(shown.contains("<redacted>"));
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn redis_section_enables_redis_with_seed_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.toml");
+        std::fs::write(&file, "[store]\nkind = \"mysql\"\nurl = \"mysql://u:p@127.0.0.1/c\"\n[store_config.redis]\naddr = \"127.0.0.1:6380\"\n").unwrap();
+        let cfg = Config::load(Some(&file), Vec::new(), &CliOverrides::default()).unwrap();
+        assert_eq!(cfg.store.kind, StoreKind::Mysql);
+        let redis = cfg.store_config.redis.unwrap();
+        assert_eq!(redis.addr, "127.0.0.1:6380");
+        assert_eq!(redis.key_prefix, "im");
+        assert_eq!(redis.pending_ttl_seconds, 120);
+        assert!(Config::load(None, Vec::new(), &CliOverrides::default()).unwrap().store_config.redis.is_none());
+        let e = Config::load(None, vec![("PALAVER_STORE__KIND".into(), "mysql".into())], &CliOverrides::default());
+        assert!(e.unwrap_err().to_string().contains("store.url"));
     }
 }
