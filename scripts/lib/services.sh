@@ -78,3 +78,42 @@ start_mariadb() {
   mariadb_ensure_user
   log "MariaDB is up: mysql://palaver:palaver@127.0.0.1:$port"
 }
+
+# Redis 7.0 on 127.0.0.1:6379 (override the port with PALAVER_REDIS_PORT), without persistence: the scale-out
+# mode keeps only short-lived and rebuildable state there, and tests start from whatever the server holds.
+#
+#   start_redis              # then tests read PALAVER_TEST_REDIS_URL, default redis://127.0.0.1:6379
+redis_alive() {
+  redis-cli -h 127.0.0.1 -p "${PALAVER_REDIS_PORT:-6379}" ping 2>/dev/null | grep -q PONG
+}
+
+start_redis() {
+  local port="${PALAVER_REDIS_PORT:-6379}"
+  if command -v redis-cli >/dev/null 2>&1 && redis_alive; then
+    log "Redis is already answering on 127.0.0.1:$port"
+    return 0
+  fi
+  if ! command -v redis-server >/dev/null 2>&1; then
+    log "installing redis-server from Debian's packages"
+    # As with MariaDB, the package may try to start a service without an init system; that is harmless, and
+    # the server is started by hand below if it is not answering.
+    apt_install redis-server || command -v redis-server >/dev/null 2>&1
+  fi
+  if redis_alive; then
+    return 0
+  fi
+  log "starting redis-server on 127.0.0.1:$port (no persistence)"
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
+    --logfile /var/log/palaver-redis.log
+  local waited=0
+  until redis_alive; do
+    if [ "$waited" -ge 30 ]; then
+      log "Redis did not answer within 30 s; see /var/log/palaver-redis.log"
+      tail -n 20 /var/log/palaver-redis.log >&2 || true
+      return 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  log "Redis is up: redis://127.0.0.1:$port"
+}

@@ -161,12 +161,14 @@ pub struct GetOpts {
     pub limit: Option<i64>,
 }
 
-/// A seq window: `since` inclusive, `before` exclusive.
+/// A seq window: `since` inclusive, `before` exclusive; or explicit `ranges`, which take precedence.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct BrowseOpts {
     pub since: Option<i64>,
     pub before: Option<i64>,
     pub limit: Option<i64>,
+    /// Half-open ranges to fetch (what `tinode-sdk` sends to page back through history).
+    pub ranges: Option<Vec<SeqRange>>,
 }
 
 /// What `{get}` (or the `get` of `{sub}`) asks for. `what` is a space-separated list.

@@ -304,6 +304,10 @@ impl Config {
         };
         for (name, value) in env {
             let Some(rest) = name.strip_prefix("PALAVER_") else { continue };
+            if rest == "LOG" {
+                // PALAVER_LOG is the tracing filter (read when logging starts), not a configuration key.
+                continue;
+            }
             let path: Vec<String> = rest.split("__").map(|s| s.to_lowercase()).collect();
             if path.len() != 2 || path.iter().any(String::is_empty) {
                 return Err(ConfigError::Env { name, why: "expected PALAVER_SECTION__KEY".into() });
@@ -460,6 +464,7 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("max_message_size"));
         let e = Config::load(None, env(&[("PALAVER_NOPE", "1")]), &CliOverrides::default());
         assert!(e.is_err());
+        assert!(Config::load(None, env(&[("PALAVER_LOG", "debug")]), &CliOverrides::default()).is_ok());
         let e = Config::load(None, env(&[("PALAVER_SERVER__BOGUS", "1")]), &CliOverrides::default());
         assert!(e.is_err(), "unknown keys are refused");
     }

@@ -14,6 +14,13 @@ impl Inner {
     /// Delivers a stored message to every attached reader (except `skip`) and tells subscribers who are online
     /// but not attached with `{pres what:"msg"}` on `me`.
     pub(crate) async fn fan_out(&self, tenant: TenantId, msg: &Message, skip: Option<SessionId>) {
+        self.deliver_attached(tenant, msg, skip);
+        self.notify_unattached(tenant, msg).await;
+    }
+
+    /// Queues `{data}` to every attached reader except `skip`, without waiting. Called under the topic's write
+    /// lock, so that every session receives a topic's messages in seq order.
+    pub(crate) fn deliver_attached(&self, tenant: TenantId, msg: &Message, skip: Option<SessionId>) {
         let from = msg.from.to_string();
         let p2p = msg.topic.starts_with("p2p");
         // A group message is serialised once. A P2P message has one wire name per side, so at most two.
@@ -32,10 +39,10 @@ impl Inner {
             };
             a.session.push(frame);
         });
-        self.notify_unattached(tenant, msg).await;
     }
 
-    async fn notify_unattached(&self, tenant: TenantId, msg: &Message) {
+    /// `{pres what:"msg"}` on `me` for subscribers who are online but not attached to the topic.
+    pub(crate) async fn notify_unattached(&self, tenant: TenantId, msg: &Message) {
         let members = match self.members(tenant, &msg.topic).await {
             Ok(m) => m,
             Err(e) => {

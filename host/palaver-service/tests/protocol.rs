@@ -414,6 +414,86 @@ async fn concurrent_publishers_get_contiguous_seqs() {
     }
     all.sort_unstable();
     assert_eq!(all, (1..=200).collect::<Vec<i64>>(), "no gap and no duplicate");
+    let seen: Vec<i64> = data(&owner.drain()).iter().map(|d| d["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seen, (1..=200).collect::<Vec<i64>>(), "every session receives a topic's messages in seq order");
+}
+
+#[tokio::test]
+async fn data_ranges_page_back_through_history() {
+    let svc = service();
+    let mut a = Client::connect(&svc);
+    a.signup("pager", "pass123").await;
+    let grp = a.new_group("Pages").await;
+    for i in 1..=30 {
+        a.publish(&grp, json!(i)).await;
+    }
+    a.drain();
+    let seqs = |frames: &[serde_json::Value]| -> Vec<i64> {
+        data(frames).iter().map(|d| d["seq"].as_i64().unwrap()).collect()
+    };
+    let (ctrl, frames) = a
+        .req(
+            "get",
+            json!({ "topic": grp, "what": "data", "data": { "ranges": [{ "low": 5, "hi": 8 }, { "low": 20 }] } }),
+        )
+        .await;
+    assert_eq!(seqs(&frames), vec![20, 7, 6, 5]);
+    assert_eq!(ctrl["params"]["count"], 4);
+    let (_, frames) = a
+        .req(
+            "get",
+            json!({ "topic": grp, "what": "data", "data": { "ranges": [{ "low": 1, "hi": 21 }], "limit": 10 } }),
+        )
+        .await;
+    assert_eq!(seqs(&frames), (11..=20).rev().collect::<Vec<i64>>(), "what the SDK's getMessagesPage asks for");
+}
+
+#[tokio::test]
+async fn invites_evictions_and_what_strangers_see() {
+    let svc = service();
+    let mut owner = Client::connect(&svc);
+    owner.signup("host", "pass123").await;
+    let mut guest = Client::connect(&svc);
+    guest.signup("guest", "pass123").await;
+    guest.sub("me").await;
+    let mut stranger = Client::connect(&svc);
+    stranger.signup("stranger", "pass123").await;
+    let grp = owner.new_group("Private").await;
+    owner.publish(&grp, json!("hello")).await;
+
+    let (_, frames) = stranger.req("get", json!({ "topic": grp, "what": "desc" })).await;
+    let desc = of(&frames, "meta")[0]["desc"].clone();
+    assert_eq!(desc["public"]["fn"], "Private");
+    assert!(desc.get("seq").is_none() && desc.get("defacs").is_none() && desc.get("acs").is_none(), "{desc}");
+
+    let (ctrl, _) =
+        owner.req("set", json!({ "topic": grp, "sub": { "user": guest.user.clone(), "mode": "JRWP" } })).await;
+    assert_eq!(ctrl["code"], 200);
+    let pres = of(&guest.drain(), "pres");
+    assert!(
+        pres.iter().any(|p| p["what"] == "acs" && p["src"] == json!(grp) && p["dacs"]["given"] == "JRWP"),
+        "{pres:?}"
+    );
+    let joined = guest.sub(&grp).await;
+    assert_eq!(joined["params"]["acs"]["given"], "JRWP");
+    let (ctrl, _) =
+        stranger.req("set", json!({ "topic": grp, "sub": { "user": stranger.user.clone(), "mode": "JRWPAS" } })).await;
+    assert_eq!(ctrl["code"], 403, "a stranger cannot subscribe itself through set");
+
+    guest.drain();
+    let (ctrl, _) = owner.req("del", json!({ "topic": grp, "what": "sub", "user": guest.user.clone() })).await;
+    assert_eq!(ctrl["code"], 200);
+    let frames = guest.drain();
+    let evicted = of(&frames, "ctrl");
+    assert!(
+        evicted.iter().any(|c| c["code"] == 205
+            && c["text"] == "evicted"
+            && c["params"]["unsub"] == true
+            && c["topic"] == json!(grp)),
+        "{frames:?}"
+    );
+    owner.publish(&grp, json!("after")).await;
+    assert!(data(&guest.drain()).is_empty());
 }
 
 #[tokio::test]

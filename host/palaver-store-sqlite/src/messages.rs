@@ -256,7 +256,7 @@ impl MessageStore for SqliteStore {
             .bind(tenant(tenant_id))
             .bind(topic)
             .bind(seq)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.writer)
             .await
             .map_err(db_error)?;
         Ok(row.ok_or(StoreError::NotFound)?.into_message(topic)?)

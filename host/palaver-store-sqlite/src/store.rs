@@ -20,7 +20,11 @@ const MAX_CONNECTIONS: u32 = 4;
 /// The storage ports over one SQLite database. Cloning is cheap and clones share the connection pool.
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
+    /// Readers: WAL lets them run beside the writer.
     pub(crate) pool: SqlitePool,
+    /// The one writer connection. SQLite admits one writer at a time; letting several connections race for the
+    /// lock makes the losers sleep in the busy handler (milliseconds each), so writes queue here instead.
+    pub(crate) writer: SqlitePool,
 }
 
 impl SqliteStore {
@@ -33,13 +37,20 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(options.clone())
+            .await
+            .map_err(db_error)?;
+        let store = Self::migrated(writer.clone(), writer).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(options)
             .await
             .map_err(db_error)?;
-        Self::migrated(pool).await
+        Ok(Self { pool, writer: store.writer })
     }
 
     /// A private in-memory database, for tests. It lives on exactly one connection that is never closed, because
@@ -55,13 +66,13 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(db_error)?;
-        Self::migrated(pool).await
+        Self::migrated(pool.clone(), pool).await
     }
 
     /// Applies the migrations embedded from `migrations/sqlite` at compile time.
-    async fn migrated(pool: SqlitePool) -> StoreResult<Self> {
-        sqlx::migrate!("../../migrations/sqlite").run(&pool).await.map_err(migrate_error)?;
-        Ok(Self { pool })
+    async fn migrated(pool: SqlitePool, writer: SqlitePool) -> StoreResult<Self> {
+        sqlx::migrate!("../../migrations/sqlite").run(&writer).await.map_err(migrate_error)?;
+        Ok(Self { pool, writer })
     }
 
     /// The underlying pool, for health checks and for callers that need to close it before exit.
@@ -72,12 +83,13 @@ impl SqliteStore {
     /// Waits for in-flight calls and closes every connection, checkpointing the WAL.
     pub async fn close(&self) {
         self.pool.close().await;
+        self.writer.close().await;
     }
 
     /// Starts a write transaction holding SQLite's write lock from its first statement. A deferred transaction
     /// that reads before writing can fail with `SQLITE_BUSY_SNAPSHOT` when another writer commits in between,
     /// which the busy timeout does not retry; taking the lock up front makes concurrent writers queue instead.
     pub(crate) async fn begin_write(&self) -> StoreResult<Transaction<'static, Sqlite>> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)
+        self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)
     }
 }

@@ -83,7 +83,7 @@ impl SubscriptionStore for SqliteStore {
         .bind(sub.recv)
         .bind(sub.del_id)
         .bind(json_col(sub.private.as_ref()))
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(db_error)?;
         Ok(())
@@ -154,7 +154,7 @@ impl SubscriptionStore for SqliteStore {
         .bind(tenant(tenant_id))
         .bind(topic)
         .bind(user_col(user))
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(db_error)?;
         found(done.rows_affected())
@@ -181,7 +181,7 @@ impl SubscriptionStore for SqliteStore {
         .bind(tenant(tenant_id))
         .bind(topic)
         .bind(user_col(user))
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.writer)
         .await
         .map_err(db_error)?;
         cursors.ok_or(StoreError::NotFound)
@@ -197,7 +197,7 @@ impl SubscriptionStore for SqliteStore {
         .bind(tenant(tenant_id))
         .bind(topic)
         .bind(user_col(user))
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(db_error)?;
         found(done.rows_affected())

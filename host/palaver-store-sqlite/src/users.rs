@@ -172,7 +172,7 @@ impl UserStore for SqliteStore {
         .bind(ua)
         .bind(tenant(tenant_id))
         .bind(user_col(id))
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(db_error)?;
         if done.rows_affected() == 0 { Err(StoreError::NotFound) } else { Ok(()) }

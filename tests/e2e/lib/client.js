@@ -241,6 +241,15 @@ class Client {
   close() {
     if (this.closed) return;
     this.closed = true;
+    // Stop the SDK's own timers first: a {note recv} due 100 ms after the last {data} (or a delayed leave) would
+    // otherwise be sent on the closed socket and throw "Websocket is not connected" from a timer.
+    try {
+      this.tn.mapTopics(topic => {
+        clearTimeout(topic._recvNotificationTimer);
+        clearTimeout(topic._delayedLeaveTimer);
+        topic._attached = false;
+      });
+    } catch (e) { /* ignore */ }
     // Forget pending requests first: disconnect() would reject them with 418, and a rejected SDK-internal
     // request nobody awaits would fail the test as an unhandled rejection.
     this.tn._pendingPromises = {};

@@ -85,6 +85,19 @@ for (const transport of TRANSPORTS) {
       assert.ok(!b.tn.isAuthenticated());
     });
 
+    test(`${transport}: changing the password with updateAccountBasic()`, { timeout: TEST_TIMEOUT_MS }, async t => {
+      const a = await newUser(t, srv.host, transport, 'chpw');
+      const newPassword = uniquePassword();
+      // What the web app does: {acc user:<own uid> scheme:"basic" secret:base64("login:newpass")}.
+      const ctrl = await a.tn.updateAccountBasic(a.uid(), a.login, newPassword);
+      assert.ok(ctrl.code >= 200 && ctrl.code < 300, `password change: ${j(ctrl)}`);
+      const b = await connectClient(t, srv.host, { transport, name: 'chpw-new' });
+      const ok = await b.loginBasic(a.login, newPassword);
+      assert.equal(ok.code, 200, `login with the new password: ${j(ok)}`);
+      const c = await connectClient(t, srv.host, { transport, name: 'chpw-old' });
+      await assert.rejects(c.loginBasic(a.login, a.password), e => e.code === 401);
+    });
+
     test(`${transport}: a bad token is rejected with 401`, { timeout: TEST_TIMEOUT_MS }, async t => {
       const b = await connectClient(t, srv.host, { transport, name: 'bad-token' });
       const bogus = Buffer.from('this is not a valid palaver token at all, no sir').toString('base64');

@@ -154,7 +154,7 @@ for (const transport of TRANSPORTS) {
 
     test(`${transport}: concurrent publishers get unique gap-free seqs, delivered to everyone in seq order`,
       { timeout: TEST_TIMEOUT_MS }, async t => {
-        const PER = 15;
+        const PER = 25;
         const a = await newUser(t, srv.host, transport, 'ca');
         const grpA = await createGroup(a, 'concurrent');
         const name = grpA.name;

@@ -139,9 +139,10 @@ for (const transport of TRANSPORTS) {
         const ctrl = await grpA.setMeta({ desc: { public: { fn } } });
         assert.equal(ctrl.code, 200, j(ctrl));
         await b.waitPres('me', p => p.src === name && p.what === 'upd', { since: mB });
+        const mUpd = b.mark();
         // The SDK reacts to pres upd with {get what:"sub" topic:"me" sub:{topic:name}}; the answer has the new name.
         const upd = await b.waitFor(p => p.meta && p.meta.topic === 'me' && Array.isArray(p.meta.sub) &&
-          p.meta.sub.some(s => s.topic === name), { since: mB, what: 'meta sub on me with the renamed group' });
+          p.meta.sub.some(s => s.topic === name), { since: mUpd, what: 'meta sub on me with the renamed group' });
         const s = upd.meta.sub.find(x => x.topic === name);
         assert.deepEqual(s.public, { fn }, j(s));
         const mB2 = b.mark();
@@ -254,9 +255,11 @@ for (const transport of TRANSPORTS) {
         const ctrl = await me.setMeta({ desc: { public: { fn: 'New A' } } });
         assert.equal(ctrl.code, 200, j(ctrl));
         await b.waitPres('me', x => x.src === uidA && x.what === 'upd', { since: mB });
+        const mUpd = b.mark();
         const upd = await b.waitFor(x => x.meta && x.meta.topic === 'me' && Array.isArray(x.meta.sub) &&
-          x.meta.sub.some(s => s.topic === uidA && s.public && s.public.fn === 'New A'),
-        { since: mB, what: 'meta sub on me with the new name (the SDK fetches it after pres upd)' });
+          x.meta.sub.some(s => s.topic === uidA), { since: mUpd, what: 'meta sub on me (the SDK fetches it after pres upd)' });
+        const entry = upd.meta.sub.find(s => s.topic === uidA);
+        assert.deepEqual(entry.public, { fn: 'New A' }, `the contact's new public: ${j(entry)}`);
         assert.ok(upd);
       });
 
@@ -278,5 +281,62 @@ for (const transport of TRANSPORTS) {
       const subs = (res && res.sub) || [];
       assert.ok(subs.some(s => s.user === a.uid() || s.topic === a.uid()), `found by the new tag: ${j(res)}`);
     });
+
+    test(`${transport}: the owner removes a member: the member is evicted (ctrl 205) and told on me`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'ea');
+        const b = await newUser(t, srv.host, transport, 'eb');
+        const grpA = await createGroup(a, 'eviction');
+        const name = grpA.name;
+        await joinTopic(a, name).catch(() => {}); // already attached; loads the member list
+        const grpB = await joinTopic(b, name);
+        await b.subscribeMe();
+        await tick(50);
+        const mB = b.mark();
+        const ctrl = await grpA.delSubscription(b.uid());
+        assert.equal(ctrl.code, 200, j(ctrl));
+        await b.waitPres('me', p => p.src === name && p.what === 'gone', { since: mB });
+        // The removed member must not receive the group's messages any more.
+        const after = await a.publish(grpA, 'after the removal');
+        await sleep(500);
+        const leaked = b.received(p => p.data && p.data.topic === name && p.data.seq === after.params.seq, mB);
+        assert.equal(leaked.length, 0, `a removed member still receives {data}: ${j(leaked)}`);
+        const ev = await b.waitFor(p => p.ctrl && p.ctrl.code === 205 && p.ctrl.topic === name,
+          { since: mB, timeout: 2000, what: `ctrl 205 "evicted" on ${name}` });
+        assert.equal(ev.ctrl.text, 'evicted', `the SDK only reacts to text "evicted": ${j(ev)}`);
+        assert.ok(ev.ctrl.params && ev.ctrl.params.unsub === true, `params.unsub: ${j(ev)}`);
+        await tick();
+        assert.ok(!grpB.isSubscribed(), 'the SDK marks the topic detached');
+        await assert.rejects(b.tn.publish(name, 'still here?', false), e => e.code === 409 || e.code === 403);
+      });
+
+    test(`${transport}: a stranger gets a limited desc; unknown topics and users are 404`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'na');
+        const grpA = await createGroup(a, 'public face');
+        await a.publish(grpA, 'members only');
+        const c = await newUser(t, srv.host, transport, 'nc');
+        // A non-member cannot read the messages without joining.
+        const mk = c.mark();
+        const dataRes = await c.tn.getMeta(grpA.name, { what: 'data' }).catch(e => e);
+        await sleep(200);
+        assert.equal(c.dataOn(grpA.name, mk).length, 0, `no data for a non-member: ${j(dataRes)}`);
+        // 404s.
+        await assert.rejects(c.tn.subscribe('grpAAAAAAAAAAA'), e => {
+          assert.equal(e.code, 404, `sub to an unknown group: ${e.message}`);
+          return true;
+        });
+        await assert.rejects(c.tn.subscribe('usrAAAAAAAAAAA'), e => {
+          assert.equal(e.code, 404, `sub to an unknown user: ${e.message}`);
+          return true;
+        });
+        // Tinode gives a stranger created/updated/public/trusted only: no acs, seq, touched or defacs.
+        const meta = await c.tn.getMeta(grpA.name, { what: 'desc' });
+        assert.ok(meta && meta.desc, `get desc from a non-member: ${j(meta)}`);
+        assert.deepEqual(meta.desc.public, { fn: 'public face' }, j(meta));
+        for (const k of ['seq', 'read', 'recv', 'acs', 'defacs', 'touched']) {
+          assert.equal(meta.desc[k], undefined, `desc.${k} must not be shown to a non-member: ${j(meta.desc)}`);
+        }
+      });
   });
 }

@@ -92,7 +92,7 @@ impl Session {
             Err(StoreError::NotFound) => return Err(ServiceError::UserNotFound),
             Err(e) => return Err(e.into()),
         }
-        self.svc.hub.detach_user(tenant, stored, target);
+        self.evict(target, stored, None);
         self.members_changed(stored).await;
         self.notify_gone(target, stored, None).await;
         self.reply(id, Some(&m.topic), Code::Ok, None).await;
@@ -125,7 +125,13 @@ impl Session {
             tracing::debug!(error = %e, "seq counter not dropped");
         }
         self.svc.topics.forget(tenant, stored);
-        self.svc.hub.detach_all(tenant, stored);
+        let evicted =
+            render::ctrl_frame(None, Some(stored), Code::Evicted, now_millis(), Some(json!({ "unsub": true })));
+        for a in self.svc.hub.detach_all(tenant, stored) {
+            if a.session.sid != self.handle.sid {
+                a.session.push(evicted.clone());
+            }
+        }
         self.attached.remove(stored);
         for s in members {
             self.notify_gone(s.user, stored, Some(self.handle.sid)).await;

@@ -153,10 +153,20 @@ impl Session {
                 }
                 desc.created = ts(topic.created);
                 desc.updated = ts(topic.updated);
-                desc.touched = ts(topic.touched);
-                desc.seq = Some(topic.seq);
-                if kind == TopicKind::P2p {
-                    if let Some(peer) = palaver_core::p2p_peer(&topic.name, me) {
+                desc.public = topic.public.clone();
+                desc.trusted = topic.trusted.clone();
+                // A stranger sees what a directory would show, not the topic's activity or access.
+                if let Some(s) = sub {
+                    desc.touched = ts(topic.touched);
+                    desc.seq = Some(topic.seq);
+                    desc.defacs = Some(render::defacs(&topic.defacs));
+                    desc.acs = Some(render::acs(s.want, s.given));
+                    desc.read = Some(s.read);
+                    desc.recv = Some(s.recv);
+                    desc.clear = Some(s.del_id.max(topic.del_id));
+                    desc.private = s.private.clone();
+                    if let Some(peer) = palaver_core::p2p_peer(&topic.name, me).filter(|_| kind == TopicKind::P2p) {
+                        // A P2P topic is described by the peer: their profile, defaults and presence.
                         if let Some(u) = self.svc.ports.users.get_user(tenant, peer).await? {
                             desc.public = u.public;
                             desc.trusted = u.trusted;
@@ -165,17 +175,6 @@ impl Session {
                         }
                         desc.online = self.online(peer).await;
                     }
-                } else {
-                    desc.public = topic.public.clone();
-                    desc.trusted = topic.trusted.clone();
-                    desc.defacs = Some(render::defacs(&topic.defacs));
-                }
-                if let Some(s) = sub {
-                    desc.acs = Some(render::acs(s.want, s.given));
-                    desc.read = Some(s.read);
-                    desc.recv = Some(s.recv);
-                    desc.clear = Some(s.del_id.max(topic.del_id));
-                    desc.private = s.private.clone();
                 }
             }
             _ => return Err(ServiceError::TopicNotFound),
@@ -320,9 +319,22 @@ impl Session {
         let opts = q.data.clone().unwrap_or_default();
         let cfg = &self.svc.cfg;
         let limit = opts.limit.filter(|l| *l > 0).map_or(cfg.default_page, |l| (l as usize).min(cfg.max_page));
-        let query =
-            MessageQuery { since: opts.since.filter(|s| *s > 0), before: opts.before.filter(|b| *b > 0), limit };
-        let msgs = self.svc.ports.messages.list_messages(self.tenant(), stored, me, &query).await?;
+        let windows: Vec<(Option<i64>, Option<i64>)> = match opts.ranges.as_deref().filter(|r| !r.is_empty()) {
+            Some(ranges) if ranges.len() > 64 => {
+                return Err(ServiceError::Malformed("get.data.ranges holds more than 64 ranges".into()));
+            }
+            Some(ranges) => ranges.iter().map(|r| (Some(r.low.max(1)), Some(r.hi.unwrap_or(r.low + 1)))).collect(),
+            None => vec![(opts.since.filter(|s| *s > 0), opts.before.filter(|b| *b > 0))],
+        };
+        let mut msgs = Vec::new();
+        for (since, before) in windows {
+            let query = MessageQuery { since, before, limit };
+            msgs.extend(self.svc.ports.messages.list_messages(self.tenant(), stored, me, &query).await?);
+        }
+        // Overlapping ranges must not repeat a message; the page is newest first and at most `limit` long.
+        msgs.sort_by(|a, b| b.seq.cmp(&a.seq));
+        msgs.dedup_by_key(|m| m.seq);
+        msgs.truncate(limit);
         let count = msgs.len();
         for m in msgs {
             let data = MsgData {
@@ -484,6 +496,45 @@ impl Session {
         Ok(changed)
     }
 
+    /// Invites a user who is not a member (needs S): their subscription is given `mode` and wants what their
+    /// own defaults allow of it, and they are told on `me`.
+    async fn invite(&self, topic: &Topic, mine: &Subscription, target: UserId, mode: &str) -> ServiceResult<bool> {
+        let tenant = self.tenant();
+        if !mine.mode().has(AccessMode::SHARE) {
+            return Err(ServiceError::PermissionDenied);
+        }
+        let user = self.svc.ports.users.get_user(tenant, target).await?.ok_or(ServiceError::UserNotFound)?;
+        let given = AccessMode::parse_with_base(mode, topic.defacs.auth)
+            .map_err(|e| ServiceError::Malformed(e.to_string()))?
+            .unwrap_or(topic.defacs.auth);
+        if given.has(AccessMode::OWNER) || (given.has(AccessMode::APPROVE) && !mine.mode().has(AccessMode::APPROVE)) {
+            // An inviter cannot hand out more authority than they hold.
+            return Err(ServiceError::PermissionDenied);
+        }
+        let count = self.svc.ports.subs.list_topic_subs(tenant, &topic.name).await?.len();
+        if count >= self.svc.cfg.max_subscriber_count {
+            return Err(ServiceError::Policy("the group has reached its subscriber limit".into()));
+        }
+        let now = now_millis();
+        let sub = Subscription {
+            topic: topic.name.clone(),
+            user: target,
+            created: now,
+            updated: now,
+            deleted: None,
+            want: user.defacs.auth.and(given),
+            given,
+            read: 0,
+            recv: 0,
+            del_id: 0,
+            private: None,
+        };
+        self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
+        self.members_changed(&topic.name).await;
+        self.notify_acs(target, &topic.name, sub.want, sub.given).await;
+        Ok(true)
+    }
+
     /// Changes a subscription's mode: one's own `want`, or (with A) another member's `given`.
     async fn change_mode(
         &self,
@@ -498,10 +549,14 @@ impl Session {
         let mut sub = if target == me {
             mine.clone()
         } else {
-            if !mine.mode().has(AccessMode::APPROVE) || topic.kind != TopicKind::Group {
+            if topic.kind != TopicKind::Group {
                 return Err(ServiceError::PermissionDenied);
             }
-            self.svc.ports.subs.get_sub(tenant, &topic.name, target).await?.ok_or(ServiceError::UserNotFound)?
+            match self.svc.ports.subs.get_sub(tenant, &topic.name, target).await? {
+                Some(s) if mine.mode().has(AccessMode::APPROVE) => s,
+                Some(_) => return Err(ServiceError::PermissionDenied),
+                None => return self.invite(topic, mine, target, mode).await,
+            }
         };
         let base = if target == me { sub.want } else { sub.given };
         let new = AccessMode::parse_with_base(mode, base).map_err(|e| ServiceError::Malformed(e.to_string()))?;

@@ -75,6 +75,24 @@ impl Session {
         self.push_me_pres(user, pres, skip);
     }
 
+    /// Detaches every session of `user` from a topic and tells each of them it was evicted
+    /// (`{ctrl 205 "evicted" params.unsub}`), which is what makes `tinode-sdk` mark the topic detached.
+    pub(crate) fn evict(&self, user: UserId, stored: &str, skip: Option<SessionId>) {
+        let wire = crate::topics::wire_name(stored, user);
+        let frame = crate::render::ctrl_frame(
+            None,
+            Some(&wire),
+            palaver_proto::Code::Evicted,
+            crate::now_millis(),
+            Some(serde_json::json!({ "unsub": true })),
+        );
+        for s in self.svc.hub.detach_user(self.tenant(), stored, user) {
+            if Some(s.sid) != skip {
+                s.push(frame.clone());
+            }
+        }
+    }
+
     /// Drops the cached member list of a topic after a subscription changed.
     pub(crate) async fn members_changed(&self, stored: &str) {
         let lock = self.svc.topics.get(self.tenant(), stored);

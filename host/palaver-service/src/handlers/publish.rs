@@ -6,10 +6,9 @@
 //! out. Nothing reaches another session before the store has acknowledged the message.
 
 use crate::error::{ServiceError, ServiceResult};
-use crate::now_millis;
-use crate::render;
 use crate::session::Session;
 use crate::topics::{Resolved, resolve, wire_name};
+use crate::{now_millis, render};
 use palaver_core::ports::{PublishContext, PublishVerdict};
 use palaver_core::{AccessMode, AppendOutcome, AuditStatus, Claim, Message, Seq, StoreError, TopicKind, UserId};
 use palaver_proto::{Code, MsgInfo, MsgNote, MsgPres, MsgPub, ServerMsg};
@@ -88,23 +87,40 @@ impl Session {
                 msg.risk_flags = flags;
             }
         }
-        let (seq, fresh) = self.store_message(msg.clone()).await?;
         let held = msg.audit != AuditStatus::Pass;
-        if m.id.is_some() {
+        let tenant = self.tenant();
+        let skip = m.noecho.then_some(self.handle.sid);
+        let ack = |seq: Seq| {
             let params = if held { json!({ "seq": seq, "audit": "pending" }) } else { json!({ "seq": seq }) };
-            self.reply(m.id.as_deref(), Some(&m.topic), Code::Accepted, Some(params)).await;
+            render::ctrl_frame(m.id.as_deref(), Some(&m.topic), Code::Accepted, now_millis(), Some(params))
+        };
+        // Under the topic's write lock: the ack, then the delivery to attached readers. Both only queue, so
+        // the lock is held for microseconds, and every session sees the topic's messages in seq order.
+        let mut acked = false;
+        let (seq, fresh) = self
+            .store_message(msg.clone(), |seq| {
+                if m.id.is_some() {
+                    acked = self.handle.push(ack(seq));
+                }
+                if !held {
+                    self.svc.deliver_attached(tenant, &Message { seq, ..msg.clone() }, skip);
+                }
+            })
+            .await?;
+        if m.id.is_some() && !acked {
+            // A retry answered from storage, or our own queue was full: reply the waiting way.
+            self.send(ack(seq)).await;
         }
         if fresh && !held {
-            let msg = Message { seq, ..msg };
-            let skip = m.noecho.then_some(self.handle.sid);
-            self.svc.fan_out(self.tenant(), &msg, skip).await;
+            self.svc.notify_unattached(tenant, &Message { seq, ..msg }).await;
         }
         Ok(())
     }
 
     /// Stores a message under the next seq, honouring its idempotency key. Returns the seq and whether the
     /// message is new (false: a retry of one already stored).
-    async fn store_message(&self, mut msg: Message) -> ServiceResult<(Seq, bool)> {
+    /// `on_stored` runs under the topic's write lock once the message is stored under a new seq.
+    async fn store_message(&self, mut msg: Message, on_stored: impl FnOnce(Seq)) -> ServiceResult<(Seq, bool)> {
         let tenant = self.tenant();
         let ports = &self.svc.ports;
         let mid = msg.client_mid.clone();
@@ -152,6 +168,7 @@ impl Session {
             Ok((seq, true)) => {
                 state.floor = Some(*seq);
                 self.svc.metrics.message_stored();
+                on_stored(*seq);
             }
             Ok(_) => self.svc.metrics.message_retry(),
             Err(_) => state.floor = None,

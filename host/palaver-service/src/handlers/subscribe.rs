@@ -17,7 +17,11 @@ impl Session {
     pub(crate) async fn on_sub(&mut self, m: MsgSub) -> ServiceResult<()> {
         let me = self.me()?;
         let id = m.id.as_deref();
-        let resolved = resolve(&m.topic, me).ok_or(ServiceError::TopicNotFound)?;
+        let resolved = resolve(&m.topic, me).ok_or(if m.topic.starts_with("usr") {
+            ServiceError::UserNotFound
+        } else {
+            ServiceError::TopicNotFound
+        })?;
         let set = m.set.unwrap_or_default();
         let (stored, wire, kind, params) = match resolved {
             Resolved::Me => {
@@ -294,7 +298,7 @@ impl Session {
             Err(StoreError::NotFound) => return Err(ServiceError::NotFound),
             Err(e) => return Err(e.into()),
         }
-        self.svc.hub.detach_user(tenant, stored, me);
+        self.evict(me, stored, Some(self.handle.sid));
         self.members_changed(stored).await;
         self.notify_gone(me, wire, Some(self.handle.sid)).await;
         Ok(())

@@ -1,0 +1,198 @@
+//! The plugin key-value port: a store scoped by (tenant, plugin), read during a call and written only when the
+//! call commits, with TTLs and compare-and-set. [`MemoryKv`] is the in-process implementation; a Redis one can
+//! follow behind the same trait.
+
+use crate::services::Clock;
+use palaver_core::TenantId;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Whose keys a call sees: one plugin's, within one tenant. No call can name another scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvScope<'a> {
+    pub tenant: TenantId,
+    pub plugin: &'a str,
+}
+
+/// One buffered write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KvOp {
+    Set { key: String, value: Vec<u8>, ttl_ms: Option<u64> },
+    Delete { key: String },
+    /// Replace (`value: None` deletes) only if the current value is `expected` (`None`: absent).
+    CompareAndSet { key: String, expected: Option<Vec<u8>>, value: Option<Vec<u8>>, ttl_ms: Option<u64> },
+}
+
+/// Why a key-value operation failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum KvError {
+    /// A compare-and-set condition no longer held at commit; nothing of the batch was written.
+    #[error("conflict on key {0:?}")]
+    Conflict(String),
+    /// The backing store is unreachable.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The store behind the `kv` import.
+#[async_trait::async_trait]
+pub trait PluginKv: Send + Sync {
+    /// The live value under `key`, or `None` (also when it expired).
+    async fn get(&self, scope: KvScope<'_>, key: &str) -> Result<Option<Vec<u8>>, KvError>;
+
+    /// Applies `ops` in order, all or nothing: if any compare-and-set condition fails, nothing is written and the
+    /// result is `Conflict`.
+    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp]) -> Result<(), KvError>;
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    value: Vec<u8>,
+    expires_at: Option<u64>,
+}
+
+type PluginMap = HashMap<String, Entry>;
+
+/// An in-memory [`PluginKv`]: one map per (tenant, plugin) behind one short lock that is never held across an
+/// await. Expired entries are dropped lazily when touched.
+pub struct MemoryKv {
+    clock: Arc<dyn Clock>,
+    maps: Mutex<HashMap<TenantId, HashMap<String, PluginMap>>>,
+}
+
+impl MemoryKv {
+    /// An empty store whose TTLs follow `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> MemoryKv {
+        MemoryKv { clock, maps: Mutex::new(HashMap::new()) }
+    }
+
+    /// The live entries of one scope, sorted by key: for tests and admin tools.
+    pub fn snapshot(&self, scope: KvScope<'_>) -> Vec<(String, Vec<u8>)> {
+        let now = self.clock.now_ms();
+        let maps = self.maps.lock();
+        let mut out: Vec<(String, Vec<u8>)> = maps
+            .get(&scope.tenant)
+            .and_then(|t| t.get(scope.plugin))
+            .map(|m| m.iter().filter(|(_, e)| live(e, now)).map(|(k, e)| (k.clone(), e.value.clone())).collect())
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+}
+
+fn live(e: &Entry, now: u64) -> bool {
+    e.expires_at.is_none_or(|t| t > now)
+}
+
+fn current<'m>(map: Option<&'m PluginMap>, key: &str, now: u64) -> Option<&'m [u8]> {
+    map.and_then(|m| m.get(key)).filter(|e| live(e, now)).map(|e| e.value.as_slice())
+}
+
+#[async_trait::async_trait]
+impl PluginKv for MemoryKv {
+    async fn get(&self, scope: KvScope<'_>, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        let now = self.clock.now_ms();
+        let maps = self.maps.lock();
+        Ok(current(maps.get(&scope.tenant).and_then(|t| t.get(scope.plugin)), key, now).map(<[u8]>::to_vec))
+    }
+
+    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp]) -> Result<(), KvError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let now = self.clock.now_ms();
+        let mut maps = self.maps.lock();
+        // Check every condition against the state as the earlier ops of the batch leave it, before writing.
+        {
+            let map = maps.get(&scope.tenant).and_then(|t| t.get(scope.plugin));
+            let mut overlay: HashMap<&str, Option<&[u8]>> = HashMap::new();
+            for op in ops {
+                match op {
+                    KvOp::Set { key, value, .. } => {
+                        overlay.insert(key, Some(value));
+                    }
+                    KvOp::Delete { key } => {
+                        overlay.insert(key, None);
+                    }
+                    KvOp::CompareAndSet { key, expected, value, .. } => {
+                        let now_value = overlay.get(key.as_str()).copied().unwrap_or_else(|| current(map, key, now));
+                        if now_value != expected.as_deref() {
+                            return Err(KvError::Conflict(key.clone()));
+                        }
+                        overlay.insert(key, value.as_deref());
+                    }
+                }
+            }
+        }
+        let map = maps.entry(scope.tenant).or_default().entry(scope.plugin.to_owned()).or_default();
+        let expiry = |ttl: &Option<u64>| ttl.map(|t| now.saturating_add(t));
+        for op in ops {
+            match op {
+                KvOp::Set { key, value, ttl_ms } => {
+                    map.insert(key.clone(), Entry { value: value.clone(), expires_at: expiry(ttl_ms) });
+                }
+                KvOp::Delete { key } | KvOp::CompareAndSet { key, value: None, .. } => {
+                    map.remove(key);
+                }
+                KvOp::CompareAndSet { key, value: Some(value), ttl_ms, .. } => {
+                    map.insert(key.clone(), Entry { value: value.clone(), expires_at: expiry(ttl_ms) });
+                }
+            }
+        }
+        map.retain(|_, e| live(e, now));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::block_on;
+    use crate::services::ManualClock;
+
+    fn scope(tenant: u64) -> KvScope<'static> {
+        KvScope { tenant: TenantId(tenant), plugin: "p" }
+    }
+
+    fn set(key: &str, value: &[u8], ttl_ms: Option<u64>) -> KvOp {
+        KvOp::Set { key: key.to_owned(), value: value.to_vec(), ttl_ms }
+    }
+
+    #[test]
+    fn values_expire_after_their_ttl() {
+        let clock = Arc::new(ManualClock::new(1_000));
+        let kv = MemoryKv::new(clock.clone());
+        block_on(kv.commit(scope(1), &[set("a", b"1", Some(50)), set("b", b"2", None)])).unwrap();
+        assert_eq!(block_on(kv.get(scope(1), "a")).unwrap(), Some(b"1".to_vec()));
+        clock.advance(50);
+        assert_eq!(block_on(kv.get(scope(1), "a")).unwrap(), None);
+        assert_eq!(block_on(kv.get(scope(1), "b")).unwrap(), Some(b"2".to_vec()));
+    }
+
+    #[test]
+    fn tenants_never_see_each_others_keys() {
+        let kv = MemoryKv::new(Arc::new(ManualClock::new(0)));
+        block_on(kv.commit(scope(1), &[set("k", b"one", None)])).unwrap();
+        assert_eq!(block_on(kv.get(scope(2), "k")).unwrap(), None);
+        assert_eq!(kv.snapshot(scope(1)), vec![("k".to_owned(), b"one".to_vec())]);
+    }
+
+    #[test]
+    fn a_failed_condition_writes_nothing_of_the_batch() {
+        let kv = MemoryKv::new(Arc::new(ManualClock::new(0)));
+        block_on(kv.commit(scope(1), &[set("n", b"1", None)])).unwrap();
+        let stale = KvOp::CompareAndSet {
+            key: "n".to_owned(),
+            expected: Some(b"0".to_vec()),
+            value: Some(b"2".to_vec()),
+            ttl_ms: None,
+        };
+        let err = block_on(kv.commit(scope(1), &[set("other", b"x", None), stale])).unwrap_err();
+        assert_eq!(err, KvError::Conflict("n".to_owned()));
+        assert_eq!(kv.snapshot(scope(1)), vec![("n".to_owned(), b"1".to_vec())]);
+        let fresh = KvOp::CompareAndSet { key: "n".to_owned(), expected: Some(b"1".to_vec()), value: None, ttl_ms: None };
+        block_on(kv.commit(scope(1), &[fresh])).unwrap();
+        assert!(kv.snapshot(scope(1)).is_empty());
+    }
+}

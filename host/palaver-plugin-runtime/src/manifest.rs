@@ -1,0 +1,305 @@
+//! The manifest beside each component (`<name>-<version>.toml`): identity, world, hooks, grants, failure
+//! policies, limit overrides, instance policy, settings schema and golden fixtures. Parsed and validated once at
+//! load; a manifest that breaks a rule refuses the load.
+
+use crate::error::LoadError;
+use crate::fixtures::Fixture;
+use crate::settings::{SettingsSchema, validate_schema};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+/// A parsed, validated manifest.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Lower-case letters, digits and dashes, starting with a letter: the plugin's identity across versions.
+    pub name: String,
+    /// `MAJOR.MINOR.PATCH`, optionally with a `-pre` suffix.
+    pub version: String,
+    #[serde(default)]
+    pub description: String,
+    /// The world the component was built against; it fixes which hooks the component must export.
+    pub world: World,
+    /// The component's file name, beside the manifest. Default: the manifest's name with `.wasm`.
+    #[serde(default)]
+    pub component: Option<String>,
+    /// The component's SHA-256 in hex; when present a component with another hash is refused.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// Plugins on the same hook run by ascending priority, then by name.
+    #[serde(default = "default_priority")]
+    pub priority: i32,
+    /// Whether tenants without an explicit choice have the plugin enabled.
+    #[serde(default)]
+    pub enabled_by_default: bool,
+    /// The host interfaces the component may import.
+    #[serde(default)]
+    pub grants: Vec<Grant>,
+    #[serde(default)]
+    pub hooks: Hooks,
+    #[serde(default)]
+    pub limits: LimitsOverride,
+    #[serde(default)]
+    pub instance: InstancePolicy,
+    /// The typed settings each tenant may set, with their defaults.
+    #[serde(default)]
+    pub settings: SettingsSchema,
+    /// Golden inputs and the verdicts they must give; all must pass before a version goes live.
+    #[serde(default)]
+    pub fixtures: Vec<Fixture>,
+}
+
+fn default_priority() -> i32 {
+    100
+}
+
+/// The worlds of `palaver:plugin@0.1.0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum World {
+    PublishFilter,
+    CommandHandler,
+    Full,
+}
+
+impl World {
+    /// The hooks a component of this world exports.
+    pub fn hooks(self) -> &'static [Hook] {
+        match self {
+            World::PublishFilter => &[Hook::BeforePublish],
+            World::CommandHandler => &[Hook::OnCommand],
+            World::Full => &[Hook::BeforePublish, Hook::OnCommand],
+        }
+    }
+}
+
+/// An exported hook interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hook {
+    BeforePublish,
+    OnCommand,
+}
+
+impl Hook {
+    /// The WIT interface name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hook::BeforePublish => "before-publish",
+            Hook::OnCommand => "on-command",
+        }
+    }
+
+    /// The policy when nothing says otherwise: a broken filter must not stop chat, a broken command must not
+    /// pretend to have succeeded.
+    pub fn default_policy(self) -> FailurePolicy {
+        match self {
+            Hook::BeforePublish => FailurePolicy::Open,
+            Hook::OnCommand => FailurePolicy::Closed,
+        }
+    }
+}
+
+impl fmt::Display for Hook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A host interface a plugin may import. The shared `types` interface is always allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Grant {
+    Kv,
+    Directory,
+    Events,
+    Notifications,
+    Log,
+    Clock,
+    Settings,
+}
+
+impl Grant {
+    /// Every grant.
+    pub const ALL: [Grant; 7] =
+        [Grant::Kv, Grant::Directory, Grant::Events, Grant::Notifications, Grant::Log, Grant::Clock, Grant::Settings];
+
+    /// The WIT interface name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grant::Kv => "kv",
+            Grant::Directory => "directory",
+            Grant::Events => "events",
+            Grant::Notifications => "notifications",
+            Grant::Log => "log",
+            Grant::Clock => "clock",
+            Grant::Settings => "settings",
+        }
+    }
+
+    /// The grant for a WIT interface name.
+    pub fn from_interface(name: &str) -> Option<Grant> {
+        Grant::ALL.into_iter().find(|g| g.as_str() == name)
+    }
+}
+
+/// What a fault means for the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailurePolicy {
+    /// Act as if the plugin had allowed the message (or returned `null` for a command).
+    Open,
+    /// Refuse the message or command with a retryable 503.
+    Closed,
+}
+
+/// Per-hook configuration. A hook of the world that is not listed runs with its defaults.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hooks {
+    #[serde(default, rename = "before-publish")]
+    pub before_publish: Option<HookConfig>,
+    #[serde(default, rename = "on-command")]
+    pub on_command: Option<HookConfig>,
+}
+
+/// One hook's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    #[serde(default)]
+    pub failure: Option<FailurePolicy>,
+    /// For `on-command`: the command names the plugin handles. Empty: every command named `<plugin>.…`.
+    #[serde(default)]
+    pub commands: Vec<String>,
+}
+
+/// Limits that replace the runtime's defaults for this plugin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsOverride {
+    pub fuel: Option<u64>,
+    pub deadline_ms: Option<u64>,
+    pub memory_mib: Option<u64>,
+    pub max_output_bytes: Option<usize>,
+    pub max_host_calls: Option<u32>,
+}
+
+/// Whether instances are created per call or kept warm between calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstanceMode {
+    /// A fresh instance per call (~30 µs): no state survives a call.
+    #[default]
+    Ephemeral,
+    /// Instances are reused (~1 µs per call) until `max_invocations`, a fault or a version swap retires them.
+    /// Guest memory is a cache only: it may vanish at any call.
+    Warm,
+}
+
+/// How instances of this plugin live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstancePolicy {
+    #[serde(default)]
+    pub mode: InstanceMode,
+    /// Calls after which a warm instance is retired, so that guest-side leaks stay bounded.
+    #[serde(default = "default_max_invocations")]
+    pub max_invocations: u32,
+    /// Warm instances kept idle per version.
+    #[serde(default = "default_max_idle")]
+    pub max_idle: u32,
+}
+
+fn default_max_invocations() -> u32 {
+    10_000
+}
+
+fn default_max_idle() -> u32 {
+    4
+}
+
+impl Default for InstancePolicy {
+    fn default() -> Self {
+        InstancePolicy { mode: InstanceMode::Ephemeral, max_invocations: 10_000, max_idle: 4 }
+    }
+}
+
+impl Manifest {
+    /// Parses and validates a manifest.
+    pub fn parse(text: &str) -> Result<Manifest, LoadError> {
+        let manifest: Manifest = toml::from_str(text).map_err(|e| LoadError::Manifest(e.message().to_owned()))?;
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    /// Reads, parses and validates a manifest file.
+    pub fn from_file(path: &Path) -> Result<Manifest, LoadError> {
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError::io(path, e))?;
+        Manifest::parse(&text)
+    }
+
+    /// The failure policy of `hook`.
+    pub fn policy(&self, hook: Hook) -> FailurePolicy {
+        self.hook_config(hook).and_then(|c| c.failure).unwrap_or_else(|| hook.default_policy())
+    }
+
+    /// Whether the component exports `hook`.
+    pub fn has_hook(&self, hook: Hook) -> bool {
+        self.world.hooks().contains(&hook)
+    }
+
+    /// Whether this plugin handles command `name`.
+    pub fn handles_command(&self, name: &str) -> bool {
+        if !self.has_hook(Hook::OnCommand) {
+            return false;
+        }
+        match self.hook_config(Hook::OnCommand) {
+            Some(c) if !c.commands.is_empty() => c.commands.iter().any(|c| c == name),
+            _ => name.strip_prefix(self.name.as_str()).is_some_and(|rest| rest.starts_with('.')),
+        }
+    }
+
+    fn hook_config(&self, hook: Hook) -> Option<&HookConfig> {
+        match hook {
+            Hook::BeforePublish => self.hooks.before_publish.as_ref(),
+            Hook::OnCommand => self.hooks.on_command.as_ref(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), LoadError> {
+        let bad = |m: String| Err(LoadError::Manifest(m));
+        let name_ok = self.name.len() <= 64
+            && self.name.starts_with(|c: char| c.is_ascii_lowercase())
+            && self.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !name_ok {
+            return bad(format!("name {:?} must be lower-case letters, digits and dashes", self.name));
+        }
+        let core = self.version.split_once('-').map_or(self.version.as_str(), |(core, _)| core);
+        let parts: Vec<&str> = core.split('.').collect();
+        if parts.len() != 3 || parts.iter().any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_digit())) {
+            return bad(format!("version {:?} is not MAJOR.MINOR.PATCH", self.version));
+        }
+        for hook in [Hook::BeforePublish, Hook::OnCommand] {
+            if self.hook_config(hook).is_some() && !self.has_hook(hook) {
+                return bad(format!("hook {hook} is configured but world {:?} does not export it", self.world));
+            }
+        }
+        if let Some(sha) = &self.sha256
+            && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
+        {
+            return bad(format!("sha256 {sha:?} is not 64 hex digits"));
+        }
+        if self.instance.max_invocations == 0 {
+            return bad("instance.max_invocations must be at least 1".to_owned());
+        }
+        validate_schema(&self.settings).map_err(LoadError::Manifest)?;
+        for f in &self.fixtures {
+            if !self.has_hook(f.hook) {
+                return bad(format!("fixture {:?} calls hook {} that the world does not export", f.name, f.hook));
+            }
+        }
+        Ok(())
+    }
+}

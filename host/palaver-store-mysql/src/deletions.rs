@@ -1,0 +1,83 @@
+//! Message deletion over a tenant database: the `dellog` table, hard-delete stubs, and the per-reader view of the
+//! log.
+
+use crate::codec::user_col;
+use crate::error::db_error;
+use crate::ranges;
+use crate::table::Table;
+use palaver_core::{DeleteMessages, Deletions, SeqRange, StoreError, StoreResult, UserId};
+use sqlx::MySqlPool;
+
+/// `deleted_for` of a dellog row that applies to every reader. User id 0 is never a valid user.
+const EVERYONE: i64 = 0;
+
+/// Allocates the topic's next deletion id and records the ranges under it, in one transaction. A hard delete
+/// also drops the messages' content; a soft delete also moves the requester's subscription to the new id.
+pub(crate) async fn delete(pool: &MySqlPool, topic: &str, request: &DeleteMessages) -> StoreResult<i64> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    // Raising del_id locks the topic row first, the lock order every writer of history keeps (see `append`).
+    let done = sqlx::query("UPDATE topics SET del_id = del_id + 1 WHERE name = ?")
+        .bind(topic)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
+    let del_id: i64 = sqlx::query_scalar("SELECT del_id FROM topics WHERE name = ?")
+        .bind(topic)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    let deleted_for = if request.hard { EVERYONE } else { user_col(request.for_user) };
+    for range in request.ranges.iter().copied().map(ranges::normalize) {
+        sqlx::query("INSERT INTO dellog (topic, del_id, deleted_for, low, hi, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+            .bind(topic)
+            .bind(del_id)
+            .bind(deleted_for)
+            .bind(range.low)
+            .bind(range.hi)
+            .bind(request.when)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        if request.hard {
+            sqlx::query(Table::of(topic).hard_delete_sql())
+                .bind(request.when)
+                .bind(request.when)
+                .bind(topic)
+                .bind(range.low)
+                .bind(range.hi)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+    }
+    if !request.hard {
+        sqlx::query("UPDATE subscriptions SET del_id = ? WHERE topic = ? AND user_id = ?")
+            .bind(del_id)
+            .bind(topic)
+            .bind(user_col(request.for_user))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+    }
+    tx.commit().await.map_err(db_error)?;
+    Ok(del_id)
+}
+
+/// The ranges deleted for everyone plus those `reader` deleted, merged, under the highest of their ids.
+pub(crate) async fn list(pool: &MySqlPool, topic: &str, reader: UserId) -> StoreResult<Deletions> {
+    let rows: Vec<(i64, i64, i64)> =
+        sqlx::query_as("SELECT del_id, low, hi FROM dellog WHERE topic = ? AND deleted_for IN (?, ?)")
+            .bind(topic)
+            .bind(EVERYONE)
+            .bind(user_col(reader))
+            .fetch_all(pool)
+            .await
+            .map_err(db_error)?;
+    Ok(Deletions {
+        clear: rows.iter().map(|(id, _, _)| *id).max().unwrap_or(0),
+        ranges: ranges::merge(rows.into_iter().map(|(_, low, hi)| SeqRange { low, hi }).collect()),
+    })
+}

@@ -1,0 +1,146 @@
+//! The message port over a tenant database: appends through the batch writer, and reads of `im_group_messages`
+//! (groups) and `im_messages` (P2P).
+
+use crate::MysqlStore;
+use crate::codec::{audit_of, json_of, limit_col, now_millis, risk_flags_of, user_col, user_of};
+use crate::error::{CorruptRow, db_error};
+use crate::table::Table;
+use palaver_core::ports::MessageStore;
+use palaver_core::{
+    AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
+    TenantId, UserId,
+};
+use serde_json::{Map, Value};
+
+/// A history row as selected by `Table::list_sql` and `Table::get_sql`.
+#[derive(sqlx::FromRow)]
+struct MessageRow {
+    seqid: i64,
+    created_ms: i64,
+    from_user: i64,
+    head: Option<String>,
+    content: Option<String>,
+    client_msg_id: Option<String>,
+    audit_status: String,
+    risk_flags: Option<String>,
+}
+
+impl MessageRow {
+    fn into_message(self, topic: &str) -> Result<Message, CorruptRow> {
+        let head = self
+            .head
+            .map(|text| serde_json::from_str::<Map<String, Value>>(&text))
+            .transpose()
+            .map_err(|source| CorruptRow::Json { column: "head", source })?;
+        Ok(Message {
+            topic: topic.to_owned(),
+            seq: self.seqid,
+            created: self.created_ms,
+            from: user_of(self.from_user),
+            head,
+            content: json_of("content", self.content)?.unwrap_or(Value::Null),
+            client_mid: self.client_msg_id,
+            audit: audit_of(&self.audit_status)?,
+            risk_flags: risk_flags_of(self.risk_flags)?,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl MessageStore for MysqlStore {
+    /// Queues the message on the tenant's batch writer and waits for the transaction it lands in to commit.
+    #[tracing::instrument(name = "palaver.store.append", skip_all, fields(tenant = %tenant, seq = msg.seq))]
+    async fn append(&self, tenant: TenantId, msg: &Message) -> StoreResult<AppendOutcome> {
+        let db = self.db(tenant).await?;
+        db.writer.append(msg.clone()).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.find_by_client_mid", skip_all, fields(tenant = %tenant))]
+    async fn find_by_client_mid(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        from: UserId,
+        client_mid: &str,
+    ) -> StoreResult<Option<Seq>> {
+        let db = self.db(tenant).await?;
+        sqlx::query_scalar(Table::of(topic).find_mid_sql())
+            .bind(topic)
+            .bind(user_col(from))
+            .bind(client_mid)
+            .fetch_optional(&db.pool)
+            .await
+            .map_err(db_error)
+    }
+
+    #[tracing::instrument(name = "palaver.store.max_seq", skip_all, fields(tenant = %tenant))]
+    async fn max_seq(&self, tenant: TenantId, topic: &str) -> StoreResult<Seq> {
+        let db = self.db(tenant).await?;
+        let max: Option<i64> = sqlx::query_scalar(Table::of(topic).max_seq_sql())
+            .bind(topic)
+            .fetch_one(&db.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(max.unwrap_or(0))
+    }
+
+    #[tracing::instrument(name = "palaver.store.list_messages", skip_all, fields(tenant = %tenant))]
+    async fn list_messages(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        reader: UserId,
+        query: &MessageQuery,
+    ) -> StoreResult<Vec<Message>> {
+        let db = self.db(tenant).await?;
+        let reader = user_col(reader);
+        let rows: Vec<MessageRow> = sqlx::query_as(Table::of(topic).list_sql())
+            .bind(topic)
+            .bind(query.since.unwrap_or(Seq::MIN))
+            .bind(query.before.unwrap_or(Seq::MAX))
+            .bind(reader)
+            .bind(topic)
+            .bind(reader)
+            .bind(limit_col(query.limit))
+            .fetch_all(&db.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(rows.into_iter().map(|r| r.into_message(topic)).collect::<Result<_, _>>()?)
+    }
+
+    #[tracing::instrument(name = "palaver.store.delete_messages", skip_all, fields(tenant = %tenant))]
+    async fn delete_messages(&self, tenant: TenantId, topic: &str, request: &DeleteMessages) -> StoreResult<i64> {
+        let db = self.db(tenant).await?;
+        crate::deletions::delete(&db.pool, topic, request).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.set_audit", skip_all, fields(tenant = %tenant, seq = seq))]
+    async fn set_audit(&self, tenant: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message> {
+        let db = self.db(tenant).await?;
+        let table = Table::of(topic);
+        // The update locks the row until commit, so the read that follows returns exactly what it left.
+        let mut tx = db.pool.begin().await.map_err(db_error)?;
+        let done = sqlx::query(table.set_audit_sql())
+            .bind(audit.as_str())
+            .bind(now_millis())
+            .bind(topic)
+            .bind(seq)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        let row: Option<MessageRow> =
+            sqlx::query_as(table.get_sql()).bind(topic).bind(seq).fetch_optional(&mut *tx).await.map_err(db_error)?;
+        let message = row.ok_or(StoreError::NotFound)?.into_message(topic)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(message)
+    }
+
+    #[tracing::instrument(name = "palaver.store.list_deletions", skip_all, fields(tenant = %tenant))]
+    async fn list_deletions(&self, tenant: TenantId, topic: &str, reader: UserId) -> StoreResult<Deletions> {
+        let db = self.db(tenant).await?;
+        crate::deletions::list(&db.pool, topic, reader).await
+    }
+}

@@ -1,0 +1,237 @@
+//! The user port over a tenant database: the `users`, `auth` and `user_tags` tables.
+
+use crate::MysqlStore;
+use crate::codec::{
+    defacs_of, json_change, json_col, json_of, limit_col, mode_col, state_col, state_of, tags_col, tags_of, user_col,
+    user_of,
+};
+use crate::error::{CorruptRow, db_error};
+use palaver_core::ports::UserStore;
+use palaver_core::{AuthRecord, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+use sqlx::MySqlConnection;
+
+/// The columns of a [`UserRow`], as a literal so that `concat!` can splice it into static SQL.
+macro_rules! user_columns {
+    () => {
+        "u.id, u.created_at, u.updated_at, u.state, u.auth_version, u.defacs_auth, u.defacs_anon, u.public, \
+         u.trusted, u.tags, u.last_seen, u.user_agent"
+    };
+}
+
+/// Reads a tag list bound as a JSON array as rows, compared byte for byte like the tag columns.
+macro_rules! json_tags {
+    () => {
+        "SELECT j.tag FROM JSON_TABLE(?, '$[*]' COLUMNS \
+         (tag VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) j"
+    };
+}
+
+pub(crate) use json_tags;
+
+/// A `users` row as selected by `user_columns!`.
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: i64,
+    created_at: i64,
+    updated_at: i64,
+    state: String,
+    auth_version: i64,
+    defacs_auth: i16,
+    defacs_anon: i16,
+    public: Option<String>,
+    trusted: Option<String>,
+    tags: String,
+    last_seen: Option<i64>,
+    user_agent: Option<String>,
+}
+
+impl TryFrom<UserRow> for User {
+    type Error = CorruptRow;
+
+    fn try_from(r: UserRow) -> Result<Self, CorruptRow> {
+        Ok(User {
+            id: user_of(r.id),
+            created: r.created_at,
+            updated: r.updated_at,
+            state: state_of(&r.state)?,
+            auth_version: r.auth_version,
+            defacs: defacs_of(r.defacs_auth, r.defacs_anon)?,
+            public: json_of("public", r.public)?,
+            trusted: json_of("trusted", r.trusted)?,
+            tags: tags_of(&r.tags)?,
+            last_seen: r.last_seen,
+            user_agent: r.user_agent,
+        })
+    }
+}
+
+/// Replaces the search rows of a user's tags. `INSERT IGNORE` folds repeated tags into one row.
+async fn write_tags(conn: &mut MySqlConnection, user: i64, tags: &[String]) -> StoreResult<()> {
+    sqlx::query("DELETE FROM user_tags WHERE user_id = ?").bind(user).execute(&mut *conn).await.map_err(db_error)?;
+    sqlx::query(concat!("INSERT IGNORE INTO user_tags (user_id, tag) SELECT ?, t.tag FROM (", json_tags!(), ") t"))
+        .bind(user)
+        .bind(tags_col(tags))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
+#[async_trait::async_trait]
+impl UserStore for MysqlStore {
+    #[tracing::instrument(name = "palaver.store.create_user", skip_all, fields(tenant = %tenant))]
+    async fn create_user(&self, tenant: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()> {
+        let db = self.db(tenant).await?;
+        let id = user_col(user.id);
+        let mut tx = db.pool.begin().await.map_err(db_error)?;
+        sqlx::query(
+            "INSERT INTO users (id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, \
+             trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id)
+        .bind(user.created)
+        .bind(user.updated)
+        .bind(state_col(user.state))
+        .bind(user.auth_version)
+        .bind(mode_col(user.defacs.auth))
+        .bind(mode_col(user.defacs.anon))
+        .bind(json_col(user.public.as_ref()))
+        .bind(json_col(user.trusted.as_ref()))
+        .bind(tags_col(&user.tags))
+        .bind(user.last_seen)
+        .bind(user.user_agent.as_deref())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if let Some(auth) = auth {
+            // The credential is always stored under the new user's id, so it cannot attach to another account.
+            sqlx::query("INSERT INTO auth (login, user_id, secret_hash) VALUES (?, ?, ?)")
+                .bind(auth.login.to_lowercase())
+                .bind(id)
+                .bind(&auth.secret_hash)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+        write_tags(&mut tx, id, &user.tags).await?;
+        tx.commit().await.map_err(db_error)
+    }
+
+    #[tracing::instrument(name = "palaver.store.get_user", skip_all, fields(tenant = %tenant))]
+    async fn get_user(&self, tenant: TenantId, id: UserId) -> StoreResult<Option<User>> {
+        let db = self.db(tenant).await?;
+        let sql = concat!("SELECT ", user_columns!(), " FROM users u WHERE u.id = ?");
+        let row: Option<UserRow> =
+            sqlx::query_as(sql).bind(user_col(id)).fetch_optional(&db.pool).await.map_err(db_error)?;
+        Ok(row.map(User::try_from).transpose()?)
+    }
+
+    #[tracing::instrument(name = "palaver.store.update_user", skip_all, fields(tenant = %tenant))]
+    async fn update_user(&self, tenant: TenantId, id: UserId, update: &UserUpdate) -> StoreResult<()> {
+        let db = self.db(tenant).await?;
+        let uid = user_col(id);
+        let (set_public, public) = json_change(update.public.as_ref());
+        let (set_trusted, trusted) = json_change(update.trusted.as_ref());
+        let mut tx = db.pool.begin().await.map_err(db_error)?;
+        let done = sqlx::query(
+            "UPDATE users SET updated_at = ?, \
+             public = IF(?, ?, public), trusted = IF(?, ?, trusted), tags = COALESCE(?, tags), \
+             defacs_auth = COALESCE(?, defacs_auth), defacs_anon = COALESCE(?, defacs_anon) WHERE id = ?",
+        )
+        .bind(update.updated)
+        .bind(set_public)
+        .bind(public)
+        .bind(set_trusted)
+        .bind(trusted)
+        .bind(update.tags.as_deref().map(tags_col))
+        .bind(update.defacs.map(|d| mode_col(d.auth)))
+        .bind(update.defacs.map(|d| mode_col(d.anon)))
+        .bind(uid)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        // Rows matched, not changed (CLIENT_FOUND_ROWS): an update that changes nothing still finds the user.
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        if let Some(tags) = &update.tags {
+            write_tags(&mut tx, uid, tags).await?;
+        }
+        tx.commit().await.map_err(db_error)
+    }
+
+    #[tracing::instrument(name = "palaver.store.touch_user", skip_all, fields(tenant = %tenant))]
+    async fn touch_user(&self, tenant: TenantId, id: UserId, when: UnixMillis, ua: Option<&str>) -> StoreResult<()> {
+        let db = self.db(tenant).await?;
+        let done = sqlx::query("UPDATE users SET last_seen = ?, user_agent = COALESCE(?, user_agent) WHERE id = ?")
+            .bind(when)
+            .bind(ua)
+            .bind(user_col(id))
+            .execute(&db.pool)
+            .await
+            .map_err(db_error)?;
+        if done.rows_affected() == 0 { Err(StoreError::NotFound) } else { Ok(()) }
+    }
+
+    #[tracing::instrument(name = "palaver.store.find_auth", skip_all, fields(tenant = %tenant))]
+    async fn find_auth(&self, tenant: TenantId, login: &str) -> StoreResult<Option<AuthRecord>> {
+        let db = self.db(tenant).await?;
+        let row: Option<(String, i64, String)> =
+            sqlx::query_as("SELECT login, user_id, secret_hash FROM auth WHERE login = ?")
+                .bind(login.to_lowercase())
+                .fetch_optional(&db.pool)
+                .await
+                .map_err(db_error)?;
+        Ok(row.map(|(login, user, secret_hash)| AuthRecord { user: user_of(user), login, secret_hash }))
+    }
+
+    #[tracing::instrument(name = "palaver.store.set_secret", skip_all, fields(tenant = %tenant))]
+    async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {
+        let db = self.db(tenant).await?;
+        let uid = user_col(id);
+        let mut tx = db.pool.begin().await.map_err(db_error)?;
+        let done = sqlx::query("UPDATE auth SET secret_hash = ? WHERE user_id = ?")
+            .bind(secret_hash)
+            .bind(uid)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        // MariaDB has no UPDATE … RETURNING; the row stays locked by this transaction between the two statements.
+        sqlx::query("UPDATE users SET auth_version = auth_version + 1 WHERE id = ?")
+            .bind(uid)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let version: Option<i64> = sqlx::query_scalar("SELECT auth_version FROM users WHERE id = ?")
+            .bind(uid)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let version = version.ok_or(StoreError::NotFound)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(version)
+    }
+
+    #[tracing::instrument(name = "palaver.store.find_users_by_tags", skip_all, fields(tenant = %tenant))]
+    async fn find_users_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>> {
+        let db = self.db(tenant).await?;
+        let sql = concat!(
+            "SELECT ",
+            user_columns!(),
+            " FROM users u WHERE u.state = 'active' AND u.id IN \
+             (SELECT g.user_id FROM user_tags g WHERE g.tag IN (",
+            json_tags!(),
+            ")) ORDER BY u.id LIMIT ?"
+        );
+        let rows: Vec<UserRow> = sqlx::query_as(sql)
+            .bind(tags_col(tags))
+            .bind(limit_col(limit))
+            .fetch_all(&db.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(rows.into_iter().map(User::try_from).collect::<Result<_, _>>()?)
+    }
+}

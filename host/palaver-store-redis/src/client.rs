@@ -1,0 +1,191 @@
+//! The pooled Redis client every adapter of this crate shares: one deadpool pool of multiplexed connections,
+//! one timeout around every command, and the mapping from Redis failures to `StoreError`.
+
+use crate::config::{ConfigError, RedisConfig};
+use crate::keys::Keys;
+use crate::metrics::RedisMetrics;
+use deadpool_redis::{Manager, Pool, PoolError, Runtime, Timeouts};
+use palaver_core::{StoreError, StoreResult};
+use redis::{AsyncConnectionConfig, ConnectionAddr, FromRedisValue, IntoConnectionInfo, ServerErrorKind};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a client could not be built. Building does no I/O, so an unreachable server is not among these: it
+/// shows up as `StoreError::Unavailable` at the first command.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("redis connection settings: {0}")]
+    Connection(String),
+    #[error("redis pool: {0}")]
+    Pool(String),
+}
+
+/// A cheap-to-clone handle on the pool, the key builder and the shared counters.
+#[derive(Clone)]
+pub struct RedisClient {
+    pool: Pool,
+    keys: Keys,
+    config: Arc<RedisConfig>,
+    metrics: Arc<RedisMetrics>,
+    command_timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisClient").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl RedisClient {
+    /// Validates `config` and builds the pool. No connection is opened until the first command, so a node can
+    /// start while Redis is down and serve in degraded mode.
+    pub fn connect(config: RedisConfig) -> Result<Self, SetupError> {
+        config.validate()?;
+        let info = connection_info(&config)?;
+        let conn_config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(config.dial_timeout()))
+            .set_response_timeout(Some(config.io_timeout()));
+        let manager = Manager::new_with_config(info, conn_config).map_err(|e| SetupError::Connection(e.to_string()))?;
+        let timeouts = Timeouts {
+            wait: Some(config.dial_timeout()),
+            create: Some(config.dial_timeout()),
+            recycle: Some(config.io_timeout()),
+        };
+        let pool = Pool::builder(manager)
+            .max_size(config.pool_size)
+            .timeouts(timeouts)
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| SetupError::Pool(e.to_string()))?;
+        Ok(Self {
+            pool,
+            keys: Keys::new(&config.key_prefix),
+            command_timeout: config.command_timeout(),
+            config: Arc::new(config),
+            metrics: Arc::new(RedisMetrics::default()),
+        })
+    }
+
+    /// The key builder for this client's prefix.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// The settings the client was built with.
+    pub fn config(&self) -> &RedisConfig {
+        &self.config
+    }
+
+    /// The counters every adapter built on this client adds to.
+    pub fn metrics(&self) -> &RedisMetrics {
+        &self.metrics
+    }
+
+    /// Round-trips a `PING`; for readiness probes and tests.
+    pub async fn ping(&self) -> StoreResult<()> {
+        let reply: String = self.query(&redis::cmd("PING")).await?;
+        if reply == "PONG" { Ok(()) } else { Err(StoreError::Internal(format!("PING answered {reply:?}"))) }
+    }
+
+    /// Runs one command.
+    pub async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> StoreResult<T> {
+        self.guarded(async {
+            let mut conn = self.pool.get().await.map_err(pool_error)?;
+            cmd.query_async(&mut conn).await.map_err(redis_error)
+        })
+        .await
+    }
+
+    /// Runs a pipeline (atomic if it was built with `atomic()`).
+    pub async fn pipeline<T: FromRedisValue>(&self, pipe: &redis::Pipeline) -> StoreResult<T> {
+        self.guarded(async {
+            let mut conn = self.pool.get().await.map_err(pool_error)?;
+            pipe.query_async(&mut conn).await.map_err(redis_error)
+        })
+        .await
+    }
+
+    /// Runs a Lua script by its SHA, loading it on the first `NOSCRIPT`.
+    pub async fn script<T: FromRedisValue>(&self, invocation: &redis::ScriptInvocation<'_>) -> StoreResult<T> {
+        self.guarded(async {
+            let mut conn = self.pool.get().await.map_err(pool_error)?;
+            invocation.invoke_async(&mut conn).await.map_err(redis_error)
+        })
+        .await
+    }
+
+    /// Bounds a command by the configured timeout and counts its outcome.
+    async fn guarded<T>(&self, command: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+        self.metrics.command();
+        let result = match tokio::time::timeout(self.command_timeout, command).await {
+            Ok(result) => result,
+            Err(_) => Err(StoreError::Unavailable(format!("redis command timed out after {:?}", self.command_timeout))),
+        };
+        if result.is_err() {
+            self.metrics.command_failed();
+        }
+        result
+    }
+}
+
+/// Builds the connection settings from `addr` plus the credential and database fields.
+fn connection_info(config: &RedisConfig) -> Result<redis::ConnectionInfo, SetupError> {
+    let addr = config.addr.trim();
+    let bad = || SetupError::Config(ConfigError::Addr(addr.to_owned()));
+    let info = if addr.starts_with("redis://") || addr.starts_with("rediss://") {
+        addr.into_connection_info().map_err(|_| bad())?
+    } else {
+        let (host, port) = match addr.rsplit_once(':') {
+            Some((host, port)) => (host, port.parse::<u16>().map_err(|_| bad())?),
+            None => (addr, 6379),
+        };
+        if host.is_empty() {
+            return Err(bad());
+        }
+        ConnectionAddr::Tcp(host.to_owned(), port).into_connection_info().map_err(|_| bad())?
+    };
+    let mut redis_info = info.redis_settings().clone();
+    if config.db != 0 {
+        redis_info = redis_info.set_db(config.db);
+    }
+    if !config.username.is_empty() {
+        redis_info = redis_info.set_username(config.username.clone());
+    }
+    if !config.password.is_empty() {
+        redis_info = redis_info.set_password(config.password.clone());
+    }
+    Ok(info.set_redis_settings(redis_info))
+}
+
+/// Pool failures are all about reaching Redis (waiting, connecting), so they are retryable.
+fn pool_error(e: PoolError) -> StoreError {
+    match e {
+        PoolError::Backend(e) => redis_error(e),
+        other => StoreError::Unavailable(format!("redis pool: {other}")),
+    }
+}
+
+/// Transport faults and server states that pass (loading, failover, read-only replica, busy script) are
+/// retryable; anything else means a bug or corrupt data and is internal.
+pub(crate) fn redis_error(e: redis::RedisError) -> StoreError {
+    let passing = matches!(
+        e.kind(),
+        redis::ErrorKind::Io
+            | redis::ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::ReadOnly
+            )
+    );
+    let busy = matches!(e.code(), Some("BUSY" | "OOM"));
+    if passing || busy || e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+        StoreError::Unavailable(format!("redis: {e}"))
+    } else {
+        StoreError::Internal(format!("redis: {e}"))
+    }
+}

@@ -1,0 +1,180 @@
+//! Idempotency keys for `{pub}` retries at `{prefix}:{tenant}:topic:{topic}:uniq:msg:{from_uid}:{client_msg_id}`
+//! with the seed's value `{"status","seq","message_id","created_at"}` (§5.4 "唯一 key 与幂等规则").
+//!
+//! A claim is `SET NX EX pending_ttl`; only when that finds the key taken does a script look at it, taking a
+//! `failed` key over atomically and reporting `pending` or `done` otherwise. The message store's unique
+//! (topic, sender, client_mid) key stays the backstop for keys that expired or were lost.
+
+use crate::client::RedisClient;
+use crate::codec::{now_millis, rfc3339_millis};
+use async_trait::async_trait;
+use palaver_core::ports::IdempotencyStore;
+use palaver_core::{Claim, Seq, StoreError, StoreResult, TenantId, UserId};
+use redis::Script;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use tracing::Instrument;
+
+/// Runs when `SET NX` found the key: a `failed` (or, in the meantime, expired) key is taken as pending;
+/// otherwise the current value is returned for the caller to read. `{1, nil}` means acquired, `{0, value}` not.
+const TAKEOVER: &str = r"
+local current = redis.call('GET', KEYS[1])
+if current then
+  local ok, value = pcall(cjson.decode, current)
+  if not (ok and type(value) == 'table' and value['status'] == 'failed') then
+    return {0, current}
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return {1, false}
+";
+
+/// Marks the key failed unless it is gone or already done: a done key holds the seq a retry must get back.
+const FAIL: &str = r"
+local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+local ok, value = pcall(cjson.decode, current)
+if ok and type(value) == 'table' and value['status'] == 'done' then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1
+";
+
+/// The stored value, as the seed spells it. `message_id` stays null: the ports identify messages by seq.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+struct KeyValue {
+    status: Status,
+    seq: Option<Seq>,
+    message_id: Option<i64>,
+    created_at: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Pending,
+    Done,
+    Failed,
+}
+
+impl KeyValue {
+    fn encode(status: Status, seq: Option<Seq>) -> String {
+        let v = KeyValue { status, seq, message_id: None, created_at: rfc3339_millis(now_millis()) };
+        serde_json::to_string(&v).unwrap_or_default()
+    }
+}
+
+/// Idempotency keys in Redis. Cloning is cheap.
+#[derive(Clone)]
+pub struct RedisIdempotency {
+    client: RedisClient,
+    scripts: Arc<(Script, Script)>,
+}
+
+impl std::fmt::Debug for RedisIdempotency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisIdempotency").finish_non_exhaustive()
+    }
+}
+
+impl RedisIdempotency {
+    /// Keys with the client's TTLs: `pending_ttl_seconds`, `done_ttl_seconds`, `failed_ttl_seconds`.
+    pub fn new(client: RedisClient) -> Self {
+        Self { client, scripts: Arc::new((Script::new(TAKEOVER), Script::new(FAIL))) }
+    }
+
+    fn key(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> String {
+        self.client.keys().topic_uniq_msg(tenant, topic, from, client_mid)
+    }
+
+    /// Reads a taken key's value into the claim it means.
+    fn claim_of(raw: &str) -> StoreResult<Claim> {
+        let value: KeyValue = serde_json::from_str(raw)
+            .map_err(|e| StoreError::Internal(format!("undecodable idempotency value {raw:?}: {e}")))?;
+        match (value.status, value.seq) {
+            (Status::Done, Some(seq)) => Ok(Claim::Done { seq }),
+            (Status::Done, None) => Err(StoreError::Internal("done idempotency key without a seq".into())),
+            // The script takes failed keys over, so seeing one here means it raced a writer: treat it as busy.
+            (Status::Pending | Status::Failed, _) => Ok(Claim::Pending),
+        }
+    }
+}
+
+#[async_trait]
+impl IdempotencyStore for RedisIdempotency {
+    async fn claim(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> StoreResult<Claim> {
+        let span = tracing::debug_span!("redis.idempotency_claim", tenant = tenant.0, topic);
+        async {
+            let key = self.key(tenant, topic, from, client_mid);
+            let pending = KeyValue::encode(Status::Pending, None);
+            let ttl = self.client.config().pending_ttl_seconds;
+            let set = redis::cmd("SET").arg(&key).arg(&pending).arg("NX").arg("EX").arg(ttl).clone();
+            let taken: Option<String> = self.client.query(&set).await?;
+            if taken.is_some() {
+                return Ok(Claim::Acquired);
+            }
+            let (acquired, current): (i64, Option<String>) =
+                self.client.script(self.scripts.0.key(&key).arg(&pending).arg(ttl)).await?;
+            match (acquired, current) {
+                (1, _) => Ok(Claim::Acquired),
+                (_, Some(raw)) => Self::claim_of(&raw),
+                (_, None) => Err(StoreError::Internal("idempotency script answered nothing".into())),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn complete(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        from: UserId,
+        client_mid: &str,
+        seq: Seq,
+    ) -> StoreResult<()> {
+        let span = tracing::debug_span!("redis.idempotency_complete", tenant = tenant.0, topic, seq);
+        async {
+            // Written whether or not the pending key survived: a late retry then learns the seq from Redis
+            // instead of reaching the message store's backstop.
+            let key = self.key(tenant, topic, from, client_mid);
+            let done = KeyValue::encode(Status::Done, Some(seq));
+            let ttl = self.client.config().done_ttl_seconds;
+            let _: () = self.client.query(redis::cmd("SET").arg(&key).arg(done).arg("EX").arg(ttl)).await?;
+            Ok(())
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn fail(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> StoreResult<()> {
+        let span = tracing::debug_span!("redis.idempotency_fail", tenant = tenant.0, topic);
+        async {
+            let key = self.key(tenant, topic, from, client_mid);
+            let failed = KeyValue::encode(Status::Failed, None);
+            let ttl = self.client.config().failed_ttl_seconds;
+            let _: i64 = self.client.script(self.scripts.1.key(&key).arg(failed).arg(ttl)).await?;
+            Ok(())
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_use_the_seed_shape() {
+        let raw = KeyValue::encode(Status::Done, Some(12345));
+        let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+        assert_eq!(v["status"], "done");
+        assert_eq!(v["seq"], 12345);
+        assert!(v["message_id"].is_null());
+        assert!(v["created_at"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(RedisIdempotency::claim_of(&raw).unwrap(), Claim::Done { seq: 12345 });
+        let pending = KeyValue::encode(Status::Pending, None);
+        assert_eq!(RedisIdempotency::claim_of(&pending).unwrap(), Claim::Pending);
+        assert!(RedisIdempotency::claim_of("garbage").is_err());
+    }
+}

@@ -1,0 +1,219 @@
+//! The one place Redis keys are spelt. Every key is `{prefix}:{tenant_id}:…` exactly as the seed lists them
+//! (§5.1, §5.2, §5.4), plus the cache and short-state keys the seed describes without naming.
+//!
+//! User ids appear as their decimal `u64` (the seed's `from_user BIGINT`), topics by their stored name
+//! (`grp…`, `p2p…`, base64url, so never containing `:`). Client message ids come last in their key, so a `:`
+//! inside one cannot make two different (sender, id) pairs collide.
+
+use palaver_core::{Seq, TenantId, UserId};
+use std::sync::Arc;
+
+/// Builds keys for one prefix. Cheap to clone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    prefix: Arc<str>,
+}
+
+impl Keys {
+    /// Keys under `prefix` (the seed's `im`).
+    pub fn new(prefix: &str) -> Self {
+        Self { prefix: Arc::from(prefix) }
+    }
+
+    /// The prefix every key starts with.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `{prefix}:{tenant}`, the head of every key of the tenant.
+    pub fn tenant(&self, t: TenantId) -> String {
+        format!("{}:{}", self.prefix, t.0)
+    }
+
+    /// `{prefix}:{tenant}:topic:`, the head the Lua scripts append a topic name to when they evict hot copies
+    /// of topics other than the one they were called for.
+    pub fn topic_base(&self, t: TenantId) -> String {
+        format!("{}:topic:", self.tenant(t))
+    }
+
+    // §5.1: presence.
+
+    pub fn presence_user(&self, t: TenantId, uid: UserId) -> String {
+        format!("{}:presence:user:{}", self.tenant(t), uid.0)
+    }
+    pub fn presence_user_sessions(&self, t: TenantId, uid: UserId) -> String {
+        format!("{}:presence:user:{}:sessions", self.tenant(t), uid.0)
+    }
+    pub fn presence_node_users(&self, t: TenantId, node_id: &str) -> String {
+        format!("{}:presence:node:{node_id}:users", self.tenant(t))
+    }
+
+    // §5.4: large groups, seq, hot messages, idempotency, push dedup.
+
+    pub fn topic_online_members(&self, t: TenantId, topic: &str) -> String {
+        format!("{}{topic}:online_members", self.topic_base(t))
+    }
+    pub fn topic_node_online_members(&self, t: TenantId, topic: &str, node_id: &str) -> String {
+        format!("{}{topic}:node:{node_id}:online_members", self.topic_base(t))
+    }
+    /// Not in the seed: the nodes that hold online members of the topic, so readers need no `SCAN`.
+    pub fn topic_online_nodes(&self, t: TenantId, topic: &str) -> String {
+        format!("{}{topic}:online_nodes", self.topic_base(t))
+    }
+    pub fn topic_shard_members(&self, t: TenantId, topic: &str, shard_id: u32) -> String {
+        format!("{}{topic}:shard:{shard_id}:members", self.topic_base(t))
+    }
+    pub fn topic_last_seq(&self, t: TenantId, topic: &str) -> String {
+        format!("{}{topic}:last_seq", self.topic_base(t))
+    }
+    pub fn topic_hot_msg_seqs(&self, t: TenantId, topic: &str) -> String {
+        format!("{}{topic}:hot_msg_seqs", self.topic_base(t))
+    }
+    pub fn topic_hot_msg(&self, t: TenantId, topic: &str, seq: Seq) -> String {
+        format!("{}{topic}:hot_msg:{seq}", self.topic_base(t))
+    }
+    /// Not in the seed: per topic, the highest `hi` of hard deletions (field `all`) and of each user's soft
+    /// deletions (field `{uid}`), so a hot read knows when it must not answer.
+    pub fn topic_hot_msg_dels(&self, t: TenantId, topic: &str) -> String {
+        format!("{}{topic}:hot_msg_dels", self.topic_base(t))
+    }
+    /// Not in the seed: every hot copy of the tenant by age, to enforce the per-tenant cap.
+    pub fn hot_msg_index(&self, t: TenantId) -> String {
+        format!("{}:hot_msg_index", self.tenant(t))
+    }
+    pub fn topic_uniq_msg(&self, t: TenantId, topic: &str, from: UserId, client_msg_id: &str) -> String {
+        format!("{}{topic}:uniq:msg:{}:{client_msg_id}", self.topic_base(t), from.0)
+    }
+    pub fn push_dedup(&self, t: TenantId, topic: &str, seq: Seq, uid: UserId) -> String {
+        format!("{}:push:dedup:{topic}:{seq}:{}", self.tenant(t), uid.0)
+    }
+    /// The seed's cross-node fanout channel, `im:0:group_fanout`: tenant 0 because it carries every tenant.
+    pub fn group_fanout_channel(&self) -> String {
+        format!("{}:0:group_fanout", self.prefix)
+    }
+
+    // §5.2: group governance and relations (read models of later work; named here so nobody spells them).
+
+    pub fn group_profile(&self, t: TenantId, group_id: &str) -> String {
+        format!("{}:group:{group_id}:profile", self.tenant(t))
+    }
+    pub fn group_settings(&self, t: TenantId, group_id: &str) -> String {
+        format!("{}:group:{group_id}:settings", self.tenant(t))
+    }
+    pub fn group_members(&self, t: TenantId, group_id: &str) -> String {
+        format!("{}:group:{group_id}:members", self.tenant(t))
+    }
+    pub fn group_admins(&self, t: TenantId, group_id: &str) -> String {
+        format!("{}:group:{group_id}:admins", self.tenant(t))
+    }
+    pub fn group_muted(&self, t: TenantId, group_id: &str) -> String {
+        format!("{}:group:{group_id}:muted", self.tenant(t))
+    }
+    pub fn relation_friends(&self, t: TenantId, uid: UserId) -> String {
+        format!("{}:relation:friends:{}", self.tenant(t), uid.0)
+    }
+    pub fn relation_blocklist(&self, t: TenantId, uid: UserId) -> String {
+        format!("{}:relation:blocklist:{}", self.tenant(t), uid.0)
+    }
+
+    // Cache-aside copies (§5.2, §9.1 "store.Users.Get / Topics.Get / Subs.Get").
+
+    pub fn cache_user(&self, t: TenantId, uid: UserId) -> String {
+        format!("{}:cache:user:{}", self.tenant(t), uid.0)
+    }
+    pub fn cache_topic(&self, t: TenantId, topic: &str) -> String {
+        format!("{}:cache:topic:{topic}", self.tenant(t))
+    }
+    /// One hash per topic, one field per member, so deleting a topic drops every cached membership at once.
+    pub fn cache_topic_subs(&self, t: TenantId, topic: &str) -> String {
+        format!("{}:cache:topic:{topic}:subs", self.tenant(t))
+    }
+
+    // Short state (§5.1 "短期状态", §9.1): keyed by hashes, never by a phone number or a token.
+
+    pub fn verify_code(&self, t: TenantId, scene: &str, phone_hash: &str) -> String {
+        format!("{}:verify:code:{scene}:{phone_hash}", self.tenant(t))
+    }
+    pub fn verify_rate(&self, t: TenantId, scene: &str, phone_hash: &str) -> String {
+        format!("{}:verify:rate:{scene}:{phone_hash}", self.tenant(t))
+    }
+    pub fn action_token(&self, t: TenantId, token_hash: &str) -> String {
+        format!("{}:token:action:{token_hash}", self.tenant(t))
+    }
+    pub fn lock(&self, t: TenantId, name: &str) -> String {
+        format!("{}:lock:{name}", self.tenant(t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fills the seed's literal pattern with the test values, the way a reader of the seed would.
+    fn seed(pattern: &str) -> String {
+        pattern
+            .replace("{tenant_id}", "7")
+            .replace("{uid}", "42")
+            .replace("{from_uid}", "42")
+            .replace("{node_id}", "n1")
+            .replace("{topic}", "grpAbC")
+            .replace("{seq}", "12345")
+            .replace("{client_msg_id}", "m-1")
+            .replace("{shard_id}", "3")
+            .replace("{group_id}", "grpAbC")
+    }
+
+    #[test]
+    fn builders_match_the_seed_literally() {
+        let k = Keys::new("im");
+        let (t, u, topic) = (TenantId(7), UserId(42), "grpAbC");
+        let cases = [
+            ("im:{tenant_id}:presence:user:{uid}", k.presence_user(t, u)),
+            ("im:{tenant_id}:presence:user:{uid}:sessions", k.presence_user_sessions(t, u)),
+            ("im:{tenant_id}:presence:node:{node_id}:users", k.presence_node_users(t, "n1")),
+            ("im:{tenant_id}:topic:{topic}:online_members", k.topic_online_members(t, topic)),
+            ("im:{tenant_id}:topic:{topic}:node:{node_id}:online_members", k.topic_node_online_members(t, topic, "n1")),
+            ("im:{tenant_id}:topic:{topic}:shard:{shard_id}:members", k.topic_shard_members(t, topic, 3)),
+            ("im:{tenant_id}:topic:{topic}:last_seq", k.topic_last_seq(t, topic)),
+            ("im:{tenant_id}:topic:{topic}:hot_msg_seqs", k.topic_hot_msg_seqs(t, topic)),
+            ("im:{tenant_id}:topic:{topic}:hot_msg:{seq}", k.topic_hot_msg(t, topic, 12345)),
+            ("im:{tenant_id}:topic:{topic}:uniq:msg:{from_uid}:{client_msg_id}", k.topic_uniq_msg(t, topic, u, "m-1")),
+            ("im:{tenant_id}:push:dedup:{topic}:{seq}:{uid}", k.push_dedup(t, topic, 12345, u)),
+            ("im:{tenant_id}:group:{group_id}:profile", k.group_profile(t, topic)),
+            ("im:{tenant_id}:group:{group_id}:settings", k.group_settings(t, topic)),
+            ("im:{tenant_id}:group:{group_id}:members", k.group_members(t, topic)),
+            ("im:{tenant_id}:group:{group_id}:admins", k.group_admins(t, topic)),
+            ("im:{tenant_id}:group:{group_id}:muted", k.group_muted(t, topic)),
+            ("im:{tenant_id}:relation:friends:{uid}", k.relation_friends(t, u)),
+            ("im:{tenant_id}:relation:blocklist:{uid}", k.relation_blocklist(t, u)),
+            ("im:0:group_fanout", k.group_fanout_channel()),
+        ];
+        for (pattern, built) in cases {
+            assert_eq!(built, seed(pattern), "pattern {pattern}");
+        }
+    }
+
+    #[test]
+    fn every_key_carries_prefix_and_tenant() {
+        let k = Keys::new("px");
+        let (a, b) = (TenantId(1), TenantId(2));
+        let u = UserId(9);
+        let built = [
+            (k.cache_user(a, u), k.cache_user(b, u)),
+            (k.cache_topic(a, "grpX"), k.cache_topic(b, "grpX")),
+            (k.cache_topic_subs(a, "grpX"), k.cache_topic_subs(b, "grpX")),
+            (k.topic_online_nodes(a, "grpX"), k.topic_online_nodes(b, "grpX")),
+            (k.topic_hot_msg_dels(a, "grpX"), k.topic_hot_msg_dels(b, "grpX")),
+            (k.hot_msg_index(a), k.hot_msg_index(b)),
+            (k.verify_code(a, "login", "ab"), k.verify_code(b, "login", "ab")),
+            (k.verify_rate(a, "login", "ab"), k.verify_rate(b, "login", "ab")),
+            (k.action_token(a, "ab"), k.action_token(b, "ab")),
+            (k.lock(a, "x"), k.lock(b, "x")),
+        ];
+        for (in_a, in_b) in built {
+            assert!(in_a.starts_with("px:1:") && in_b.starts_with("px:2:"), "{in_a} / {in_b}");
+            assert_ne!(in_a, in_b);
+        }
+        assert_eq!(k.topic_hot_msg(a, "grpX", 5), format!("{}grpX:hot_msg:5", k.topic_base(a)));
+    }
+}

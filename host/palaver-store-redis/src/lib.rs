@@ -1,0 +1,78 @@
+//! Redis adapters for the scale-out mode, after the seed's three-layer plan (`IM-Redis三层数据分层改造方案`):
+//! Redis holds small, hot, cross-node state; the database stays the source of truth for everything durable.
+//!
+//! What lives here, each behind one shared [`RedisClient`] (a deadpool pool, a timeout on every command):
+//!
+//! | type | port | seed | on a Redis fault |
+//! | --- | --- | --- | --- |
+//! | [`RedisSeq`] | `SeqAllocator` | §5.4 `topic:{topic}:last_seq` | `Unavailable`: the publish is refused as retryable, never numbered from the database |
+//! | [`RedisIdempotency`] | `IdempotencyStore` | §5.4 `uniq:msg` keys | `Unavailable` (the message store's unique key is the backstop) |
+//! | [`RedisPresence`] | `PresenceStore` | §5.1 presence, §5.4 online members | `Presence::Unknown` |
+//! | [`HotMessages`] | `MessageStore` decorator | §5.4 hot messages | reads and writes go to the inner store |
+//! | [`CachedUsers`], [`CachedTopics`], [`CachedSubs`] | storage decorators | §5.2, §7.3 cache-aside | reads go to the inner store |
+//! | [`ShortState`] | (inherent) | §5.1 short state | an error: security state fails closed |
+//!
+//! The decorators wrap an inner `Arc<dyn …>` port, so this crate depends on `palaver-core` only; [`CachedStorage`]
+//! stacks all four over one adapter with their copies kept coherent with each other (a message append patches
+//! the cached topic's `seq`, a soft delete drops the deleter's cached subscription).
+//!
+//! Every key is built by [`Keys`] as `{prefix}:{tenant_id}:…`, so tenants sharing a Redis never meet, and the
+//! counters of [`RedisMetrics`] follow the seed's §11 list.
+//!
+//! **Limits, by design.** The scripts name some keys they build themselves (eviction of other topics' hot
+//! copies, the online-node sets), so they assume a single Redis, not a Cluster. A cache copy whose
+//! invalidation fails stays until its TTL (`cache_ttl_seconds`), as the seed's §7.3 accepts; writes are never
+//! rolled back for it.
+
+mod cache;
+mod client;
+mod codec;
+mod coherence;
+mod config;
+mod hot;
+mod idempotency;
+mod keys;
+mod metrics;
+mod online;
+mod policy;
+mod presence;
+mod scripts;
+mod seq;
+mod short_state;
+mod storage;
+
+pub use cache::{CachedSubs, CachedTopics, CachedUsers};
+pub use client::{RedisClient, SetupError};
+pub use coherence::INVALIDATION_GRACE_MS;
+pub use config::{ConfigError, RedisConfig};
+pub use hot::HotMessages;
+pub use idempotency::RedisIdempotency;
+pub use keys::Keys;
+pub use metrics::{MetricsSnapshot, RedisMetrics};
+pub use policy::{HotPolicy, HotPredicate, MemberThreshold};
+pub use presence::RedisPresence;
+pub use seq::RedisSeq;
+pub use short_state::{MAX_SENDS_PER_HOUR, MAX_VERIFY_ATTEMPTS, ShortLock, ShortState, ShortStateError, phone_hash};
+pub use storage::CachedStorage;
+
+/// Everything the scale-out mode builds from one client: the three Redis-native ports and the short state.
+/// The storage decorators need the inner ports as well, so they are built apart ([`CachedStorage::new`]).
+#[derive(Clone, Debug)]
+pub struct RedisPorts {
+    pub seq: RedisSeq,
+    pub idempotency: RedisIdempotency,
+    pub presence: RedisPresence,
+    pub short_state: ShortState,
+}
+
+impl RedisPorts {
+    /// The Redis-native adapters of node `node_id` over one client.
+    pub fn new(client: &RedisClient, node_id: impl Into<String>) -> Self {
+        Self {
+            seq: RedisSeq::new(client.clone()),
+            idempotency: RedisIdempotency::new(client.clone()),
+            presence: RedisPresence::new(client.clone(), node_id),
+            short_state: ShortState::new(client.clone()),
+        }
+    }
+}

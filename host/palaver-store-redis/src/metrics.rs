@@ -1,0 +1,127 @@
+//! Counters for the seed's Redis metrics (§11): commands and their failures, cache hit rate, reads served by
+//! the database because Redis failed or missed, and invalidations that could not be applied.
+//!
+//! The counters are plain atomics owned by one `RedisClient` (no globals); the server reads a snapshot and
+//! exports it however it exports the rest.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Live counters, shared by every adapter built on the same client.
+#[derive(Debug, Default)]
+pub struct RedisMetrics {
+    commands: AtomicU64,
+    command_failures: AtomicU64,
+    cache_hits: AtomicU64,
+    cache_misses: AtomicU64,
+    fallbacks: AtomicU64,
+    invalidation_failures: AtomicU64,
+    fill_failures: AtomicU64,
+    hot_hits: AtomicU64,
+    hot_misses: AtomicU64,
+    hot_write_failures: AtomicU64,
+    presence_unknown: AtomicU64,
+}
+
+/// A point-in-time copy of [`RedisMetrics`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MetricsSnapshot {
+    /// Commands, pipelines and scripts sent.
+    pub commands: u64,
+    /// Of those, the ones that failed or timed out.
+    pub command_failures: u64,
+    /// Cache-aside reads answered from Redis.
+    pub cache_hits: u64,
+    /// Cache-aside reads that found nothing usable in Redis.
+    pub cache_misses: u64,
+    /// Reads answered by the inner store because Redis failed (the seed's "回源" count on faults).
+    pub fallbacks: u64,
+    /// Writes that succeeded in the inner store but whose Redis copy could not be dropped or updated.
+    pub invalidation_failures: u64,
+    /// Copies that could not be written after a miss; harmless, counted to spot a sick Redis.
+    pub fill_failures: u64,
+    /// History windows answered from hot message copies.
+    pub hot_hits: u64,
+    /// History windows the hot copies could not answer whole (gap, deletion, held message, expired).
+    pub hot_misses: u64,
+    /// Stored messages whose hot copy could not be written.
+    pub hot_write_failures: u64,
+    /// Presence reads answered `Unknown` because Redis failed.
+    pub presence_unknown: u64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+impl RedisMetrics {
+    /// Copies every counter.
+    pub fn snapshot(&self) -> MetricsSnapshot {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        MetricsSnapshot {
+            commands: get(&self.commands),
+            command_failures: get(&self.command_failures),
+            cache_hits: get(&self.cache_hits),
+            cache_misses: get(&self.cache_misses),
+            fallbacks: get(&self.fallbacks),
+            invalidation_failures: get(&self.invalidation_failures),
+            fill_failures: get(&self.fill_failures),
+            hot_hits: get(&self.hot_hits),
+            hot_misses: get(&self.hot_misses),
+            hot_write_failures: get(&self.hot_write_failures),
+            presence_unknown: get(&self.presence_unknown),
+        }
+    }
+
+    pub(crate) fn command(&self) {
+        bump(&self.commands);
+    }
+    pub(crate) fn command_failed(&self) {
+        bump(&self.command_failures);
+    }
+    pub(crate) fn cache_hit(&self) {
+        bump(&self.cache_hits);
+    }
+    pub(crate) fn cache_miss(&self) {
+        bump(&self.cache_misses);
+    }
+    pub(crate) fn fallback(&self) {
+        bump(&self.fallbacks);
+    }
+    pub(crate) fn invalidation_failed(&self) {
+        bump(&self.invalidation_failures);
+    }
+    pub(crate) fn fill_failed(&self) {
+        bump(&self.fill_failures);
+    }
+    pub(crate) fn hot_hit(&self) {
+        bump(&self.hot_hits);
+    }
+    pub(crate) fn hot_miss(&self) {
+        bump(&self.hot_misses);
+    }
+    pub(crate) fn hot_write_failed(&self) {
+        bump(&self.hot_write_failures);
+    }
+    pub(crate) fn presence_unknown(&self) {
+        bump(&self.presence_unknown);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_copies_each_counter() {
+        let m = RedisMetrics::default();
+        m.command();
+        m.command();
+        m.command_failed();
+        m.cache_hit();
+        m.fallback();
+        m.hot_miss();
+        let s = m.snapshot();
+        assert_eq!((s.commands, s.command_failures, s.cache_hits, s.fallbacks, s.hot_misses), (2, 1, 1, 1, 1));
+        assert_eq!(s.invalidation_failures, 0);
+    }
+}

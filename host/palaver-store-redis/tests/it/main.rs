@@ -1,0 +1,8 @@
+//! Integration tests of the Redis adapters against a real Redis (see `common` for where it is and how to
+//! skip), plus the storage contract suite run through the decorators.
+
+mod common;
+mod flush;
+mod hot;
+mod presence;
+mod seq;

@@ -1,0 +1,3 @@
+//! The `cargo xtask` entry point.
+
+fn main() {}
