@@ -113,49 +113,64 @@ fn raises<'a>(rows: impl Iterator<Item = &'a Row<'a>>) -> BTreeMap<&'a str, (i64
     raises
 }
 
-/// The fast path: raise every topic's seq and touched time, insert all rows with one statement per table, commit.
-/// `Ok(false)` (after rolling back) when a topic is missing or a unique key collides: the caller then answers row
-/// by row.
+/// The largest number of rows (or topics) one statement carries. Larger batches take several statements.
+const MAX_CHUNK: usize = 256;
+
+/// Splits `n` items into chunks whose sizes are powers of two (largest first, none above [`MAX_CHUNK`]).
+///
+/// Statements built for a chunk are then one of a handful of texts per table, which the connection's statement
+/// cache keeps prepared. A one-off statement would have to be closed after use, and that close (a packet the
+/// server never answers) leaves the next request waiting on Nagle's algorithm for the delayed ACK: about 40 ms
+/// per transaction on Linux, since sqlx does not set `TCP_NODELAY`.
+fn chunks(mut n: usize) -> Vec<usize> {
+    let mut sizes = Vec::new();
+    while n > 0 {
+        let size = if n >= MAX_CHUNK { MAX_CHUNK } else { 1 << n.ilog2() };
+        sizes.push(size);
+        n -= size;
+    }
+    sizes
+}
+
+/// The fast path: raise every topic's seq and touched time, insert all rows (a few multi-row statements per
+/// table), commit. `Ok(false)` (after rolling back) when a topic is missing or a unique key collides: the caller
+/// then answers row by row.
 async fn all_at_once(conn: &mut MySqlConnection, rows: &[Row<'_>]) -> StoreResult<bool> {
-    let topics = raises(rows.iter());
+    let topics: Vec<(&str, (i64, i64))> = raises(rows.iter()).into_iter().collect();
     let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(db_error)?;
     if raise_topics(&mut tx, &topics).await? < topics.len() as u64 {
         tx.rollback().await.map_err(db_error)?;
         return Ok(false);
     }
     for table in [Table::Group, Table::P2p] {
-        let Some(mut qb) = multi_row_insert(table, rows) else { continue };
-        // Batches vary in size, so each statement text is used once: caching it would only evict the static
-        // statements from the connection's cache.
-        match qb.build().persistent(false).execute(&mut *tx).await {
-            Ok(_) => {}
-            Err(err) if is_unique_violation(&err) => {
-                tx.rollback().await.map_err(db_error)?;
-                return Ok(false);
+        let part: Vec<&Row<'_>> = rows.iter().filter(|r| r.table == table).collect();
+        let mut offset = 0;
+        for size in chunks(part.len()) {
+            let mut qb = multi_row_insert(table, &part[offset..offset + size]);
+            offset += size;
+            match qb.build().execute(&mut *tx).await {
+                Ok(_) => {}
+                Err(err) if is_unique_violation(&err) => {
+                    tx.rollback().await.map_err(db_error)?;
+                    return Ok(false);
+                }
+                Err(err) => return Err(db_error(err)),
             }
-            Err(err) => return Err(db_error(err)),
         }
     }
     tx.commit().await.map_err(db_error)?;
     Ok(true)
 }
 
-/// One insert of every row of `rows` that belongs in `table`, or `None` if there are none. Built outside the
-/// async functions so that no borrowing iterator is held across an await.
-fn multi_row_insert(table: Table, rows: &[Row<'_>]) -> Option<QueryBuilder<MySql>> {
-    let mut qb: Option<QueryBuilder<MySql>> = None;
-    for row in rows.iter().filter(|r| r.table == table) {
-        match &mut qb {
-            Some(qb) => {
-                qb.push(", ");
-                row.push(qb);
-            }
-            None => {
-                let mut fresh = QueryBuilder::new(table.insert_prefix());
-                row.push(&mut fresh);
-                qb = Some(fresh);
-            }
+/// One insert of `rows`, all of which belong in `table`. Built outside the async functions so that no borrowing
+/// iterator is held across an await.
+fn multi_row_insert(table: Table, rows: &[&Row<'_>]) -> QueryBuilder<MySql> {
+    let mut qb = QueryBuilder::new(table.insert_prefix());
+    for (i, row) in rows.iter().enumerate() {
+        if i > 0 {
+            qb.push(", ");
         }
+        row.push(&mut qb);
     }
     qb
 }
@@ -183,7 +198,7 @@ async fn row_by_row(conn: &mut MySqlConnection, rows: &[Row<'_>]) -> StoreResult
             Err(err) => return Err(db_error(err)),
         }
     }
-    let topics = raises(stored.into_iter());
+    let topics: Vec<(&str, (i64, i64))> = raises(stored.into_iter()).into_iter().collect();
     if !topics.is_empty() {
         raise_topics(&mut tx, &topics).await?;
     }
@@ -216,55 +231,84 @@ async fn resolve(
     Ok(Err(StoreError::Conflict(format!("seq {} of {} is already stored: {detail}", row.msg.seq, row.msg.topic))))
 }
 
-/// Locks the named topic rows and returns the names that exist.
+/// Locks the named topic rows (sorted, so in key order) and returns the names that exist.
 async fn lock_topics(conn: &mut MySqlConnection, names: &[&str]) -> StoreResult<HashSet<String>> {
-    let found: Vec<String> = if let [name] = names {
-        sqlx::query_scalar("SELECT name FROM topics WHERE name = ? FOR UPDATE")
-            .bind(*name)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(db_error)?
-    } else {
-        let mut qb = QueryBuilder::<MySql>::new("SELECT name FROM topics WHERE name IN (");
-        push_list(&mut qb, names.iter().copied());
-        qb.push(") FOR UPDATE");
-        qb.build_query_scalar().persistent(false).fetch_all(&mut *conn).await.map_err(db_error)?
-    };
-    Ok(found.into_iter().collect())
+    let mut found = HashSet::new();
+    let mut offset = 0;
+    for size in chunks(names.len()) {
+        let mut qb = lock_statement(&names[offset..offset + size]);
+        offset += size;
+        let names: Vec<String> = qb.build_query_scalar().fetch_all(&mut *conn).await.map_err(db_error)?;
+        found.extend(names);
+    }
+    Ok(found)
+}
+
+fn lock_statement(names: &[&str]) -> QueryBuilder<MySql> {
+    let mut qb = QueryBuilder::<MySql>::new("SELECT name FROM topics WHERE name IN (");
+    let mut list = qb.separated(", ");
+    for name in names {
+        list.push_bind(name.to_string());
+    }
+    qb.push(") FOR UPDATE");
+    qb
 }
 
 /// Raises each topic's seq and touched time to at least the given values, never lowering them, and returns how
-/// many of the topics exist.
-async fn raise_topics(conn: &mut MySqlConnection, topics: &BTreeMap<&str, (i64, i64)>) -> StoreResult<u64> {
-    let done = if let Some((name, (seq, touched))) = topics.first_key_value().filter(|_| topics.len() == 1) {
-        sqlx::query("UPDATE topics SET seq = GREATEST(seq, ?), touched_at = GREATEST(touched_at, ?) WHERE name = ?")
-            .bind(*seq)
-            .bind(*touched)
-            .bind(*name)
-            .execute(&mut *conn)
-            .await
-    } else {
-        let mut qb = QueryBuilder::<MySql>::new("UPDATE topics SET seq = GREATEST(seq, CASE name");
-        for (name, (seq, _)) in topics {
-            qb.push(" WHEN ").push_bind(*name).push(" THEN ").push_bind(*seq);
-        }
-        qb.push(" END), touched_at = GREATEST(touched_at, CASE name");
-        for (name, (_, touched)) in topics {
-            qb.push(" WHEN ").push_bind(*name).push(" THEN ").push_bind(*touched);
-        }
-        qb.push(" END) WHERE name IN (");
-        push_list(&mut qb, topics.keys().copied());
-        qb.push(")");
-        qb.build().persistent(false).execute(&mut *conn).await
-    };
-    // The connection reports rows matched, not rows changed (CLIENT_FOUND_ROWS), so an unchanged topic counts.
-    Ok(done.map_err(db_error)?.rows_affected())
+/// many of the topics exist. The connection reports rows matched, not rows changed (CLIENT_FOUND_ROWS), so a
+/// topic already at those values still counts.
+async fn raise_topics(conn: &mut MySqlConnection, topics: &[(&str, (i64, i64))]) -> StoreResult<u64> {
+    let mut matched = 0;
+    let mut offset = 0;
+    for size in chunks(topics.len()) {
+        let mut qb = raise_statement(&topics[offset..offset + size]);
+        offset += size;
+        matched += qb.build().execute(&mut *conn).await.map_err(db_error)?.rows_affected();
+    }
+    Ok(matched)
 }
 
-/// Pushes `?, ?, …` bound to `items`.
-fn push_list<'a>(qb: &mut QueryBuilder<MySql>, items: impl IntoIterator<Item = &'a str>) {
+fn raise_statement(topics: &[(&str, (i64, i64))]) -> QueryBuilder<MySql> {
+    let mut qb = QueryBuilder::<MySql>::new("UPDATE topics SET seq = GREATEST(seq, CASE name");
+    for (name, (seq, _)) in topics {
+        qb.push(" WHEN ").push_bind(name.to_string()).push(" THEN ").push_bind(*seq);
+    }
+    qb.push(" END), touched_at = GREATEST(touched_at, CASE name");
+    for (name, (_, touched)) in topics {
+        qb.push(" WHEN ").push_bind(name.to_string()).push(" THEN ").push_bind(*touched);
+    }
+    qb.push(" END) WHERE name IN (");
     let mut list = qb.separated(", ");
-    for item in items {
-        list.push_bind(item.to_owned());
+    for (name, _) in topics {
+        list.push_bind(name.to_string());
+    }
+    qb.push(")");
+    qb
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_are_powers_of_two_and_add_up() {
+        assert_eq!(chunks(0), Vec::<usize>::new());
+        assert_eq!(chunks(1), vec![1]);
+        assert_eq!(chunks(37), vec![32, 4, 1]);
+        assert_eq!(chunks(200), vec![128, 64, 8]);
+        assert_eq!(chunks(600), vec![256, 256, 64, 16, 8]);
+        for n in 0..1000 {
+            let sizes = chunks(n);
+            assert_eq!(sizes.iter().sum::<usize>(), n);
+            assert!(sizes.iter().all(|s| s.is_power_of_two() && *s <= MAX_CHUNK));
+        }
+    }
+
+    #[test]
+    fn statements_for_one_size_share_one_text() {
+        let a = raise_statement(&[("grpA", (1, 2)), ("grpB", (3, 4))]).into_string();
+        let b = raise_statement(&[("grpC", (5, 6)), ("grpD", (7, 8))]).into_string();
+        assert_eq!(a, b);
+        assert_eq!(lock_statement(&["x", "y"]).into_string(), "SELECT name FROM topics WHERE name IN (?, ?) FOR UPDATE");
     }
 }

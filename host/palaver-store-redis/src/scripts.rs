@@ -7,7 +7,9 @@
 //!   append can patch them without reading the topic and a fill from an older read cannot lower them; an `inv`
 //!   field marks an invalidation in progress;
 //! - the cached subscriptions of a topic are a hash of `{uid}` → json, where `!{until_ms}` is a tombstone;
-//! - `hot_msg_dels` holds the highest deletion `hi` for everyone (`all`) and per soft-deleting user.
+//! - `hot_msg_dels` holds, per soft-deleting user, the highest `hi` of their deletions (a read by them that
+//!   may reach it goes to the store), and under `all` the hard-deleted ranges beyond `last_seq` when they
+//!   were deleted, as `low-hi,` items, so that messages stored into them later are copied as tombstones.
 //!
 //! Tombstones exist because of the cache-aside race: a reader that loaded the old record before a write and
 //! fills after the write's invalidation would otherwise put the old record back for a whole TTL. A fill is
@@ -31,7 +33,9 @@ redis.call('EXPIRE', KEYS[1], ARGV[3], 'NX')
 if ARGV[4] ~= '1' then return 0 end
 if seq > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], seq) end
 local copy = ARGV[5]
-if seq < tonumber(redis.call('HGET', KEYS[5], 'all') or '0') then copy = '~' end
+for low, hi in string.gmatch(redis.call('HGET', KEYS[5], 'all') or '', '(%d+)-(%d+)') do
+  if seq >= tonumber(low) and seq < tonumber(hi) then copy = '~' end
+end
 local ttl = tonumber(ARGV[6])
 redis.call('SET', KEYS[4], copy, 'EX', ttl)
 redis.call('ZADD', KEYS[3], seq, seq)
@@ -99,23 +103,28 @@ if not hard then
   redis.call('HSET', KEYS[2], ARGV[2], '!' .. (clock + tonumber(ARGV[8])))
   redis.call('EXPIRE', KEYS[2], ARGV[4], 'NX')
 end
-local field = ARGV[2]
-if hard then field = 'all' end
 local had_ttl = redis.call('TTL', KEYS[4])
 local last = tonumber(redis.call('GET', KEYS[5]) or '0')
-local top = tonumber(redis.call('HGET', KEYS[4], field) or '0')
+local top = tonumber(redis.call('HGET', KEYS[4], ARGV[2]) or '0')
+local ahead = redis.call('HGET', KEYS[4], 'all') or ''
 local future = false
 for i = 9, #ARGV, 2 do
   local low, hi = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
-  if hi > top then top = hi end
   if hi - 1 > last then future = true end
   if hard then
     for _, s in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], low, hi - 1)) do
       redis.call('SET', ARGV[6] .. s, '~', 'XX', 'KEEPTTL')
     end
+    if hi - 1 > last then ahead = ahead .. math.max(low, last + 1) .. '-' .. hi .. ',' end
+  elseif hi > top then
+    top = hi
   end
 end
-redis.call('HSET', KEYS[4], field, top)
+if hard then
+  if ahead ~= '' then redis.call('HSET', KEYS[4], 'all', ahead) end
+else
+  redis.call('HSET', KEYS[4], ARGV[2], top)
+end
 if future and ARGV[7] == '1' then
   redis.call('PERSIST', KEYS[4])
 elseif had_ttl ~= -1 then

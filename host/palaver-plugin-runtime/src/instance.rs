@@ -1,0 +1,182 @@
+//! Running one call on one instance: check out an instance (a warm one or a fresh one from the `InstancePre`),
+//! arm its fuel and epoch deadline, call the hook, check the output, and hand back the verdict with the buffered
+//! effects. Any fault drops the instance: a trap poisons a wasmtime store, so it is never reused.
+
+use crate::bindings::{self, before_publish, on_command, outcome_size, verdict_size, verdict_from_wit};
+use crate::config::Limits;
+use crate::error::{Fault, FaultKind};
+use crate::hooks::CommandOutcome;
+use crate::manifest::{Hook, InstanceMode};
+use crate::runtime::Runtime;
+use crate::store::{CallScope, EffectBuffer, StoreData};
+use crate::version::PluginVersion;
+use palaver_core::ports::PublishVerdict;
+use serde_json::Value;
+use wasmtime::Store;
+use wasmtime::component::Instance;
+
+/// An instantiated component with its store.
+pub(crate) struct Live {
+    store: Store<StoreData>,
+    instance: Instance,
+    publish: Option<before_publish::Guest>,
+    command: Option<on_command::Guest>,
+    uses: u32,
+}
+
+/// A call that succeeded.
+pub(crate) struct Done<T> {
+    pub(crate) value: T,
+    /// The side effects to apply now that the call succeeded.
+    pub(crate) effects: EffectBuffer,
+    /// Fuel the call burned.
+    pub(crate) fuel: u64,
+    /// Whether the call needed a fresh instance.
+    pub(crate) fresh: bool,
+}
+
+fn trap_or(kind: FaultKind, e: &wasmtime::Error, hint: Option<FaultKind>) -> Fault {
+    if hint.is_some() || e.downcast_ref::<wasmtime::Trap>().is_some() {
+        Fault::from_wasmtime(e, hint)
+    } else {
+        Fault::new(kind, format!("{e:#}"))
+    }
+}
+
+impl PluginVersion {
+    async fn checkout(&self, rt: &Runtime, scope: CallScope, limits: Limits) -> Result<(Live, bool), Fault> {
+        let reused = match self.manifest.instance.mode {
+            InstanceMode::Warm => self.warm.lock().pop(),
+            InstanceMode::Ephemeral => None,
+        };
+        let ticks = rt.config.deadline_ticks(limits.deadline);
+        let arm = |store: &mut Store<StoreData>| {
+            store.set_epoch_deadline(ticks);
+            store.set_fuel(limits.fuel).map_err(|e| Fault::new(FaultKind::Instantiate, format!("{e:#}")))
+        };
+        if let Some(mut live) = reused {
+            live.store.data_mut().reset(scope);
+            arm(&mut live.store)?;
+            return Ok((live, false));
+        }
+        let mut store = Store::new(&rt.engine, StoreData::new(scope, limits.memory_bytes));
+        store.limiter(|d| &mut d.memory);
+        store.epoch_deadline_trap();
+        arm(&mut store)?;
+        self.count_instantiation();
+        // Instantiation runs guest code (data segments, start functions), so the same fuel and deadline apply.
+        let instance = match self.pre.instantiate_async(&mut store).await {
+            Ok(i) => i,
+            Err(e) => return Err(trap_or(FaultKind::Instantiate, &e, store.data().fault_hint())),
+        };
+        Ok((Live { store, instance, publish: None, command: None, uses: 0 }, true))
+    }
+
+    /// Returns a healthy instance to the warm pool, unless it has served its quota or the pool is full.
+    fn checkin(&self, mut live: Live) {
+        let policy = self.manifest.instance;
+        live.uses += 1;
+        if policy.mode != InstanceMode::Warm || live.uses >= policy.max_invocations {
+            return;
+        }
+        let mut pool = self.warm.lock();
+        if pool.len() < usize::try_from(policy.max_idle).unwrap_or(0) {
+            pool.push(live);
+        }
+    }
+
+    /// Drops every idle warm instance, e.g. when the version is retired.
+    pub(crate) fn retire_warm(&self) {
+        self.warm.lock().clear();
+    }
+
+    /// Calls `before-publish`.
+    pub(crate) async fn judge(
+        &self,
+        rt: &Runtime,
+        scope: CallScope,
+        ctx: &before_publish::PublishContext,
+        content: &str,
+        head: Option<&str>,
+    ) -> Result<Done<PublishVerdict>, Fault> {
+        let Some(indices) = &self.publish else {
+            return Err(Fault::new(FaultKind::Instantiate, "the component does not export before-publish"));
+        };
+        let limits = self.limits(Hook::BeforePublish);
+        let (mut live, fresh) = self.checkout(rt, scope, limits).await?;
+        let guest = match &live.publish {
+            Some(g) => g.clone(),
+            None => {
+                let g = indices.load(&mut live.store, &live.instance).map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                live.publish = Some(g.clone());
+                g
+            }
+        };
+        let result = guest.call_judge(&mut live.store, ctx, content, head).await;
+        let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
+        let raw = result.map_err(|e| Fault::from_wasmtime(&e, live.store.data().fault_hint()))?;
+        let size = verdict_size(&raw);
+        if size > limits.max_output_bytes {
+            let cap = limits.max_output_bytes;
+            return Err(Fault::new(FaultKind::OutputSize, format!("verdict of {size} bytes exceeds the cap of {cap}")));
+        }
+        let value = verdict_from_wit(raw).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
+        let effects = live.store.data_mut().take_effects();
+        self.checkin(live);
+        Ok(Done { value, effects, fuel, fresh })
+    }
+
+    /// Calls `on-command`.
+    pub(crate) async fn handle(
+        &self,
+        rt: &Runtime,
+        scope: CallScope,
+        ctx: &on_command::CallContext,
+        name: &str,
+        args: &str,
+    ) -> Result<Done<CommandOutcome>, Fault> {
+        let Some(indices) = &self.command else {
+            return Err(Fault::new(FaultKind::Instantiate, "the component does not export on-command"));
+        };
+        let limits = self.limits(Hook::OnCommand);
+        let (mut live, fresh) = self.checkout(rt, scope, limits).await?;
+        let guest = match &live.command {
+            Some(g) => g.clone(),
+            None => {
+                let g = indices.load(&mut live.store, &live.instance).map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                live.command = Some(g.clone());
+                g
+            }
+        };
+        let result = guest.call_handle(&mut live.store, ctx, name, args).await;
+        let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
+        let raw = result.map_err(|e| Fault::from_wasmtime(&e, live.store.data().fault_hint()))?;
+        let size = outcome_size(&raw);
+        if size > limits.max_output_bytes {
+            let cap = limits.max_output_bytes;
+            return Err(Fault::new(FaultKind::OutputSize, format!("outcome of {size} bytes exceeds the cap of {cap}")));
+        }
+        let value = outcome_from_wit(raw).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
+        let effects = live.store.data_mut().take_effects();
+        self.checkin(live);
+        Ok(Done { value, effects, fuel, fresh })
+    }
+}
+
+/// A guest command outcome, checked and turned into the runtime's.
+fn outcome_from_wit(o: on_command::CommandOutcome) -> Result<CommandOutcome, String> {
+    use crate::bindings::palaver::plugin::types::CommandOutcome as Wit;
+    match o {
+        Wit::Ok(json) => {
+            let v: Value = serde_json::from_str(&json).map_err(|e| format!("command result is not JSON: {e}"))?;
+            Ok(CommandOutcome::Ok(v))
+        }
+        Wit::Rejected(r) => {
+            bindings::check_code(r.code)?;
+            if r.reason_code.is_empty() || r.reason_code.len() > 64 {
+                return Err("reason codes are 1 to 64 bytes".to_owned());
+            }
+            Ok(CommandOutcome::Rejected { code: r.code, reason_code: r.reason_code, message: r.message })
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The seed's degradation table (§10) with Redis unreachable (a closed port) or hanging (a listener that never
+//! answers): seq refuses as retryable, presence answers unknown, cached reads come from the inner store, and
+//! security state fails closed.
+
+use crate::common::{self, group, msg, sub, user};
+use palaver_core::ports::{IdempotencyStore, MessageStore, PresenceStore, SeqAllocator, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::{MessageQuery, Presence, PresenceMeta, StoreError, TenantId, UserId};
+use palaver_store_memory::MemoryStore;
+use palaver_store_redis::{CachedStorage, HotPolicy, RedisClient, RedisConfig, RedisIdempotency, RedisPresence, RedisSeq, ShortState, ShortStateError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const T: TenantId = TenantId(7);
+
+fn unavailable<T: std::fmt::Debug>(r: Result<T, StoreError>, what: &str) {
+    assert!(matches!(r, Err(StoreError::Unavailable(_))), "{what}: expected Unavailable, got {r:?}");
+}
+
+#[tokio::test]
+async fn redis_native_ports_refuse_or_answer_unknown() {
+    let client = common::dead_client("degrade-native");
+    let started = Instant::now();
+    unavailable(RedisSeq::new(client.clone()).next_seq(T, "grpA", 10).await, "seq: 503, never a seq from the store");
+    unavailable(RedisSeq::new(client.clone()).rebaseline(T, "grpA", 10).await, "rebaseline");
+    unavailable(RedisIdempotency::new(client.clone()).claim(T, "grpA", UserId(1), "m").await, "claim");
+    let presence = RedisPresence::new(client.clone(), "n1");
+    assert_eq!(presence.get_presence(T, UserId(1)).await, Presence::Unknown);
+    let meta = PresenceMeta { node_id: "n1".into(), device: None, user_agent: None, now: 1 };
+    unavailable(presence.mark_online(T, UserId(1), "s", &meta).await, "mark_online");
+    unavailable(client.ping().await, "ping");
+    assert!(started.elapsed() < Duration::from_secs(10), "a refused connection fails fast");
+    let m = client.metrics().snapshot();
+    assert_eq!(m.presence_unknown, 1);
+    assert!(m.command_failures >= 5, "{m:?}");
+}
+
+#[tokio::test]
+async fn cached_reads_and_writes_are_served_by_the_inner_store() {
+    let client = common::dead_client("degrade-cache");
+    let inner = MemoryStore::new();
+    let stack = CachedStorage::over(client.clone(), Arc::new(inner.clone()), HotPolicy::Always);
+    stack.create_user(T, &user(10), None).await.unwrap();
+    stack.create_topic(T, &group("grpD")).await.unwrap();
+    stack.upsert_sub(T, &sub("grpD", 10)).await.unwrap();
+    assert_eq!(stack.append(T, &msg("grpD", 1, 10)).await.unwrap(), palaver_core::AppendOutcome::Stored);
+    assert_eq!(stack.get_user(T, UserId(10)).await.unwrap(), Some(user(10)));
+    assert_eq!(stack.get_topic(T, "grpD").await.unwrap().unwrap().seq, 1);
+    assert_eq!(stack.get_sub(T, "grpD", UserId(10)).await.unwrap(), Some(sub("grpD", 10)));
+    let all = MessageQuery { since: None, before: None, limit: 10 };
+    assert_eq!(stack.list_messages(T, "grpD", UserId(10), &all).await.unwrap(), vec![msg("grpD", 1, 10)]);
+    let m = client.metrics().snapshot();
+    assert_eq!(m.fallbacks, 4, "one per read: {m:?}");
+    assert!(m.invalidation_failures >= 3 && m.hot_write_failures == 1, "writes were kept and counted: {m:?}");
+}
+
+#[tokio::test]
+async fn security_state_fails_closed() {
+    let s = ShortState::new(common::dead_client("degrade-short"));
+    let closed = |r: Result<_, ShortStateError>| matches!(r, Err(ShortStateError::Unavailable(_)));
+    assert!(closed(s.issue_code(T, "login", "+15550100", "1").await.map(|_| ())), "no code sent unlimited");
+    assert!(closed(s.verify_code(T, "login", "+15550100", "1").await.map(|_| ())), "never 'valid'");
+    assert!(closed(s.has_active_code(T, "login", "+15550100").await.map(|_| ())));
+    assert!(closed(s.create_action_token(T, "reset", "x", None).await.map(|_| ())));
+    assert!(closed(s.consume_action_token(T, "reset", "token").await.map(|_| ())));
+    assert!(closed(s.try_lock(T, "x", Duration::from_secs(1)).await.map(|_| ())), "never 'locked'");
+}
+
+#[tokio::test]
+async fn a_hanging_server_times_out_as_unavailable() {
+    // The listener accepts into its backlog but never answers, like a Redis stuck behind a partition.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = RedisConfig {
+        dial_timeout_ms: 200,
+        read_timeout_ms: 200,
+        write_timeout_ms: 100,
+        ..RedisConfig::with_addr(addr.to_string())
+    };
+    let client = RedisClient::connect(config).unwrap();
+    let started = Instant::now();
+    unavailable(RedisSeq::new(client).next_seq(T, "grpA", 0).await, "hung seq");
+    assert!(started.elapsed() < Duration::from_secs(3), "bounded by the configured timeouts: {:?}", started.elapsed());
+    drop(listener);
+}
+
+#[test]
+fn bad_settings_are_refused_at_build() {
+    assert!(RedisClient::connect(RedisConfig { key_prefix: String::new(), ..RedisConfig::default() }).is_err());
+    assert!(RedisClient::connect(RedisConfig::with_addr("host:notaport")).is_err());
+    assert!(RedisClient::connect(RedisConfig { pending_ttl_seconds: 0, ..RedisConfig::default() }).is_err());
+}
