@@ -137,37 +137,10 @@ impl MessageStore for SqliteStore {
     async fn append(&self, tenant_id: TenantId, msg: &Message) -> StoreResult<AppendOutcome> {
         let t = tenant(tenant_id);
         let table = Table::of(&msg.topic);
-        let mut tx = self.begin_write().await?;
-        // The write lock is held from BEGIN IMMEDIATE, so nothing can slip in between this check and the insert.
-        // The key is checked before the seq so that a retry which was handed a fresh seq still resolves to the
-        // copy already stored.
-        if let Some(mid) = &msg.client_mid {
-            let existing: Option<i64> = sqlx::query_scalar(table.find_mid_sql())
-                .bind(t)
-                .bind(&msg.topic)
-                .bind(user_col(msg.from))
-                .bind(mid)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_error)?;
-            if let Some(seq) = existing {
-                return Ok(AppendOutcome::Duplicate { seq });
-            }
-        }
-        let raised = sqlx::query(
-            "UPDATE topics SET seq = MAX(seq, ?), touched_at = MAX(touched_at, ?) WHERE tenant_id = ? AND name = ?",
-        )
-        .bind(msg.seq)
-        .bind(msg.created)
-        .bind(t)
-        .bind(&msg.topic)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if raised.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        sqlx::query(table.insert_sql())
+        // One autocommit INSERT on the writer connection: the schema's triggers refuse a missing topic and raise
+        // the topic's seq and touched time in the same statement, so an append is a single round trip to
+        // SQLite's worker thread. Unique violations are sorted out afterwards, which is the rare path.
+        let inserted = sqlx::query(table.insert_sql())
             .bind(t)
             .bind(&msg.topic)
             .bind(msg.seq)
@@ -179,16 +152,38 @@ impl MessageStore for SqliteStore {
             .bind(!msg.risk_flags.is_empty())
             .bind(risk_flags_col(&msg.risk_flags))
             .bind(msg.created)
-            .execute(&mut *tx)
-            .await
-            .map_err(|err| match db_error(err) {
-                StoreError::Conflict(detail) => {
-                    StoreError::Conflict(format!("seq {} of {} is already stored: {detail}", msg.seq, msg.topic))
+            .execute(&self.writer)
+            .await;
+        let err = match inserted {
+            Ok(_) => return Ok(AppendOutcome::Stored),
+            Err(err) => err,
+        };
+        if let sqlx::Error::Database(db) = &err
+            && db.message().contains("palaver: topic not found")
+        {
+            return Err(StoreError::NotFound);
+        }
+        match db_error(err) {
+            StoreError::Conflict(detail) => {
+                // The idempotency key wins over the seq: a retry that was handed a fresh seq still resolves to
+                // the copy already stored.
+                if let Some(mid) = &msg.client_mid {
+                    let existing: Option<i64> = sqlx::query_scalar(table.find_mid_sql())
+                        .bind(t)
+                        .bind(&msg.topic)
+                        .bind(user_col(msg.from))
+                        .bind(mid)
+                        .fetch_optional(&self.writer)
+                        .await
+                        .map_err(db_error)?;
+                    if let Some(seq) = existing {
+                        return Ok(AppendOutcome::Duplicate { seq });
+                    }
                 }
-                other => other,
-            })?;
-        tx.commit().await.map_err(db_error)?;
-        Ok(AppendOutcome::Stored)
+                Err(StoreError::Conflict(format!("seq {} of {} is already stored: {detail}", msg.seq, msg.topic)))
+            }
+            other => Err(other),
+        }
     }
 
     #[tracing::instrument(name = "palaver.store.find_by_client_mid", skip_all, fields(tenant = %tenant_id))]
