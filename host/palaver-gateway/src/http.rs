@@ -36,7 +36,7 @@ pub(crate) async fn route(
                 .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; version=0.0.4"));
             resp
         }
-        (_, "/v0/channels") => crate::ws::upgrade(shared, req, remote),
+        (_, "/v0/channels") => crate::ws::upgrade(shared, req, remote).await,
         (_, "/v0/channels/lp") => crate::longpoll::handle(shared, req, remote).await,
         _ => text(StatusCode::NOT_FOUND, "not found"),
     };
@@ -114,14 +114,14 @@ fn percent_decode(s: &str) -> String {
 }
 
 /// Resolves the tenant from the API key in the `X-Tinode-APIKey` header or the `apikey` parameter.
-pub(crate) fn tenant_of(shared: &Shared, req: &Request<Incoming>) -> Option<TenantId> {
+pub(crate) async fn tenant_of(shared: &Shared, req: &Request<Incoming>) -> Option<TenantId> {
     let key = req
         .headers()
         .get("x-tinode-apikey")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
         .or_else(|| query_param(req, "apikey"));
-    key.as_deref().and_then(|k| shared.tenants.resolve(k))
+    shared.tenants.resolve(key.as_deref()?).await
 }
 
 /// The answer to a missing or invalid API key: HTTP 403 and no session.

@@ -67,7 +67,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>, remote: 
     if req.method() != Method::GET && req.method() != Method::POST {
         return json(StatusCode::METHOD_NOT_ALLOWED, ctrl_body(Code::OperationNotAllowed, None));
     }
-    let Some(tenant) = tenant_of(&shared, &req) else { return bad_key() };
+    let Some(tenant) = tenant_of(&shared, &req).await else { return bad_key() };
     let Some(sid) = query_param(&req, "sid").filter(|s| !s.is_empty()) else {
         if shared.service.is_draining() {
             return json(StatusCode::SERVICE_UNAVAILABLE, ctrl_body(Code::ServiceUnavailable, None));

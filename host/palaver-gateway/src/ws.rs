@@ -19,8 +19,8 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 /// Answers the upgrade request and spawns the connection.
-pub(crate) fn upgrade(shared: Arc<Shared>, mut req: Request<Incoming>, remote: SocketAddr) -> Response<Body> {
-    let Some(tenant) = tenant_of(&shared, &req) else { return bad_key() };
+pub(crate) async fn upgrade(shared: Arc<Shared>, mut req: Request<Incoming>, remote: SocketAddr) -> Response<Body> {
+    let Some(tenant) = tenant_of(&shared, &req).await else { return bad_key() };
     if shared.service.is_draining() {
         return text(StatusCode::SERVICE_UNAVAILABLE, "draining");
     }

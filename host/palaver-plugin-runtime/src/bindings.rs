@@ -36,26 +36,29 @@ pub(crate) fn topic_kind_to_wit(kind: TopicKind) -> types::TopicKind {
     }
 }
 
+fn identity(d: &mut StoreData) -> &mut StoreData {
+    d
+}
+
 /// A linker with the shared types and exactly the granted interfaces: an ungranted import cannot link, which backs
 /// up the explicit check done before.
 pub(crate) fn linker(engine: &Engine, grants: &[Grant]) -> wasmtime::Result<Linker<StoreData>> {
     let mut l = Linker::<StoreData>::new(engine);
-    let get = |d: &mut StoreData| d;
-    types::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, get)?;
+    types::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?;
     for g in grants {
         match g {
-            Grant::Kv => palaver::plugin::kv::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, get)?,
+            Grant::Kv => palaver::plugin::kv::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?,
             Grant::Directory => {
-                palaver::plugin::directory::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, get)?;
+                palaver::plugin::directory::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?;
             }
-            Grant::Events => palaver::plugin::events::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, get)?,
+            Grant::Events => palaver::plugin::events::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?,
             Grant::Notifications => {
-                palaver::plugin::notifications::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, get)?;
+                palaver::plugin::notifications::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?;
             }
-            Grant::Log => palaver::plugin::log::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, get)?,
-            Grant::Clock => palaver::plugin::clock::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, get)?,
+            Grant::Log => palaver::plugin::log::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?,
+            Grant::Clock => palaver::plugin::clock::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?,
             Grant::Settings => {
-                palaver::plugin::settings::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, get)?;
+                palaver::plugin::settings::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?;
             }
         }
     }
@@ -134,5 +137,5 @@ pub(crate) fn check_code(code: u16) -> Result<(), String> {
 
 /// The head as JSON text, the way the guest receives it.
 pub(crate) fn head_text(head: Option<&Map<String, Value>>) -> Option<String> {
-    head.map(|h| Value::Object(h.clone()).to_string())
+    head.and_then(|h| serde_json::to_string(h).ok())
 }

@@ -73,6 +73,9 @@ pub enum RegistryError {
     /// Tenant settings do not validate against the plugin's schema.
     #[error("invalid settings for plugin {plugin:?}: {message}")]
     Settings { plugin: String, message: String },
+    /// The directory watcher could not be started.
+    #[error("cannot start the watcher: {0}")]
+    Watch(String),
     /// Loading the new version failed; the old one keeps running.
     #[error(transparent)]
     Load(#[from] LoadError),

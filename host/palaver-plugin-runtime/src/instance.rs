@@ -31,8 +31,6 @@ pub(crate) struct Done<T> {
     pub(crate) effects: EffectBuffer,
     /// Fuel the call burned.
     pub(crate) fuel: u64,
-    /// Whether the call needed a fresh instance.
-    pub(crate) fresh: bool,
 }
 
 fn trap_or(kind: FaultKind, e: &wasmtime::Error, hint: Option<FaultKind>) -> Fault {
@@ -44,7 +42,7 @@ fn trap_or(kind: FaultKind, e: &wasmtime::Error, hint: Option<FaultKind>) -> Fau
 }
 
 impl PluginVersion {
-    async fn checkout(&self, rt: &Runtime, scope: CallScope, limits: Limits) -> Result<(Live, bool), Fault> {
+    async fn checkout(&self, rt: &Runtime, scope: CallScope, limits: Limits) -> Result<Live, Fault> {
         let reused = match self.manifest.instance.mode {
             InstanceMode::Warm => self.warm.lock().pop(),
             InstanceMode::Ephemeral => None,
@@ -57,7 +55,7 @@ impl PluginVersion {
         if let Some(mut live) = reused {
             live.store.data_mut().reset(scope);
             arm(&mut live.store)?;
-            return Ok((live, false));
+            return Ok(live);
         }
         let mut store = Store::new(&rt.engine, StoreData::new(scope, limits.memory_bytes));
         store.limiter(|d| &mut d.memory);
@@ -69,25 +67,23 @@ impl PluginVersion {
             Ok(i) => i,
             Err(e) => return Err(trap_or(FaultKind::Instantiate, &e, store.data().fault_hint())),
         };
-        Ok((Live { store, instance, publish: None, command: None, uses: 0 }, true))
+        Ok(Live { store, instance, publish: None, command: None, uses: 0 })
     }
 
     /// Returns a healthy instance to the warm pool, unless it has served its quota or the pool is full.
     fn checkin(&self, mut live: Live) {
         let policy = self.manifest.instance;
         live.uses += 1;
-        if policy.mode != InstanceMode::Warm || live.uses >= policy.max_invocations {
+        if policy.mode != InstanceMode::Warm
+            || live.uses >= policy.max_invocations
+            || self.retired.load(std::sync::atomic::Ordering::SeqCst)
+        {
             return;
         }
         let mut pool = self.warm.lock();
         if pool.len() < usize::try_from(policy.max_idle).unwrap_or(0) {
             pool.push(live);
         }
-    }
-
-    /// Drops every idle warm instance, e.g. when the version is retired.
-    pub(crate) fn retire_warm(&self) {
-        self.warm.lock().clear();
     }
 
     /// Calls `before-publish`.
@@ -103,7 +99,7 @@ impl PluginVersion {
             return Err(Fault::new(FaultKind::Instantiate, "the component does not export before-publish"));
         };
         let limits = self.limits(Hook::BeforePublish);
-        let (mut live, fresh) = self.checkout(rt, scope, limits).await?;
+        let mut live = self.checkout(rt, scope, limits).await?;
         let guest = match &live.publish {
             Some(g) => g.clone(),
             None => {
@@ -123,7 +119,7 @@ impl PluginVersion {
         let value = verdict_from_wit(raw).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
         let effects = live.store.data_mut().take_effects();
         self.checkin(live);
-        Ok(Done { value, effects, fuel, fresh })
+        Ok(Done { value, effects, fuel })
     }
 
     /// Calls `on-command`.
@@ -139,7 +135,7 @@ impl PluginVersion {
             return Err(Fault::new(FaultKind::Instantiate, "the component does not export on-command"));
         };
         let limits = self.limits(Hook::OnCommand);
-        let (mut live, fresh) = self.checkout(rt, scope, limits).await?;
+        let mut live = self.checkout(rt, scope, limits).await?;
         let guest = match &live.command {
             Some(g) => g.clone(),
             None => {
@@ -159,7 +155,7 @@ impl PluginVersion {
         let value = outcome_from_wit(raw).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
         let effects = live.store.data_mut().take_effects();
         self.checkin(live);
-        Ok(Done { value, effects, fuel, fresh })
+        Ok(Done { value, effects, fuel })
     }
 }
 

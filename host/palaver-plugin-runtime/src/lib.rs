@@ -1,4 +1,74 @@
-//! Palaver's plugin runtime: sandboxed WebAssembly components behind the host's hook ports.
+//! Palaver's plugin runtime: business logic as sandboxed WebAssembly components behind the host's hook ports.
+//!
+//! A plugin is a component built against the `palaver:plugin@0.1.0` WIT package (`wit/` at the repository root)
+//! plus a TOML manifest beside it. The runtime:
+//!
+//! - keeps **one wasmtime `Engine`** per process with fuel, epoch interruption (a ticker thread advances the
+//!   epoch), the pooling allocator and, when configured, wasmtime's disk cache of compiled code keyed by the
+//!   component's content hash and the engine's version and settings;
+//! - runs every load through a **gate** off the hot path: the bytes must be a component, its imports must be host
+//!   interfaces its manifest grants (no WASI: the linker defines nothing else), its exports must be its world's
+//!   hooks, stored tenant settings must fit the new schema, and its golden fixtures must pass; then one
+//!   `InstancePre` per version is swapped in atomically, with the previous version kept for a one-call rollback;
+//! - runs every call under an epoch **deadline**, a **fuel** budget, a **memory cap**, an **output cap** and a
+//!   **host-call cap**; a trap or breached limit discards the instance, is counted, and the hook's **failure
+//!   policy** answers (fail-open for `before-publish`, fail-closed for `on-command`, per plugin and hook);
+//! - buffers a call's **side effects** (key-value writes, events, notifications) and applies them only if the
+//!   call succeeded;
+//! - switches off a plugin that keeps failing with a **circuit breaker** and retries it after a cool-down.
+//!
+//! The server wires it like this:
+//!
+//! ```text
+//! let services = HostServices::new(kv, Arc::new(PortsDirectory::new(users, topics, subs)), effects, clock);
+//! let registry = Arc::new(PluginRegistry::new(RuntimeConfig::default().with_cache_dir(cache), services)?);
+//! registry.load_dir(&plugins_dir);                       // at start (in spawn_blocking: it compiles)
+//! let _watcher = registry.watch(&plugins_dir, Duration::from_secs(1))?;
+//! ports.hooks = Arc::new(PluginHooks::new(registry.clone()));
+//! // SIGHUP: registry.rescan(); GET /v1/admin/plugins: registry.list(); /metrics: registry.render_metrics()
+//! ```
+//!
+//! It depends on palaver-core only (plus wasmtime): the world beyond the sandbox is reached through
+//! [`PluginKv`], [`Directory`] and [`Effects`], which the server implements over its own ports.
 
+mod admin;
 #[allow(unreachable_pub)]
 mod bindings;
+mod breaker;
+mod config;
+mod directory;
+mod dispatch;
+mod effects;
+mod error;
+mod fixtures;
+mod hooks;
+mod imports;
+mod instance;
+mod kv;
+mod manifest;
+mod metrics;
+mod registry;
+mod runtime;
+mod services;
+mod settings;
+mod store;
+mod tenants;
+mod version;
+mod watch;
+
+pub use admin::{HookCounts, PluginInfo, PluginState};
+pub use config::{BreakerConfig, Limits, PoolingConfig, RuntimeConfig};
+pub use directory::{Directory, DirectoryError, MemberInfo, NoDirectory, PortsDirectory, TopicInfo, UserInfo};
+pub use effects::{EffectError, Effects, EventTarget, NullEffects, PluginEvent, PluginNotification, RecordingEffects};
+pub use error::{CommandError, Fault, FaultKind, LoadError, RegistryError, RuntimeError};
+pub use fixtures::{Expect, Fixture};
+pub use hooks::{CommandContext, CommandOutcome, PluginHooks, UNAVAILABLE};
+pub use kv::{KvError, KvOp, KvScope, MemoryKv, PluginKv};
+pub use manifest::{
+    FailurePolicy, Grant, Hook, HookConfig, Hooks, InstanceMode, InstancePolicy, LimitsOverride, Manifest, World,
+};
+pub use registry::{LoadOutcome, LoadReport, PluginRegistry, Rollback};
+pub use services::{Clock, HostServices, ManualClock, SystemClock};
+pub use settings::{SettingSpec, SettingType, SettingsSchema};
+pub use tenants::TenantChoice;
+pub use watch::DirWatcher;

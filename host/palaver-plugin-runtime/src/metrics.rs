@@ -193,9 +193,9 @@ pub(crate) fn render(rows: &[Row<'_>]) -> String {
         ("palaver_plugin_breaker_open", "gauge", "1 while the circuit breaker keeps the plugin off.", |r| u64::from(r.breaker_open)),
         ("palaver_plugin_breaker_trips_total", "counter", "How often the circuit breaker opened.", |r| r.breaker_trips),
         ("palaver_plugin_instantiations_total", "counter", "Instances created for the live version.", |r| r.instantiations),
-        ("palaver_plugin_loads_total", "counter", "Versions that passed the load gate.", |r| load(&r.metrics.loads_ok)),
-        ("palaver_plugin_load_refusals_total", "counter", "Versions the load gate refused.", |r| load(&r.metrics.loads_refused)),
-        ("palaver_plugin_effect_errors_total", "counter", "Events or notifications that could not be delivered.", |r| load(&r.metrics.effect_errors)),
+        ("palaver_plugin_loads_total", "counter", "Versions that passed the load gate.", |r| r.metrics.loads_ok.load(Ordering::Relaxed)),
+        ("palaver_plugin_load_refusals_total", "counter", "Versions the load gate refused.", |r| r.metrics.loads_refused.load(Ordering::Relaxed)),
+        ("palaver_plugin_effect_errors_total", "counter", "Events or notifications that could not be delivered.", |r| r.metrics.effect_errors.load(Ordering::Relaxed)),
     ];
     for (name, kind, help, value) in gauges {
         family(&mut o, name, kind, help);

@@ -64,7 +64,7 @@ fn check(key: &str, spec: &SettingSpec, v: &Value) -> Result<(), String> {
 }
 
 /// Checks that every default fits its declared type.
-pub fn validate_schema(schema: &SettingsSchema) -> Result<(), String> {
+pub(crate) fn validate_schema(schema: &SettingsSchema) -> Result<(), String> {
     for (key, spec) in schema {
         if let Some(d) = &spec.default {
             check(key, spec, d).map_err(|e| format!("default of {e}"))?;
@@ -77,7 +77,7 @@ pub fn validate_schema(schema: &SettingsSchema) -> Result<(), String> {
 }
 
 /// Checks a tenant's values (a JSON object) against the schema: only declared keys, each of its type.
-pub fn validate_values(schema: &SettingsSchema, values: &Value) -> Result<(), String> {
+pub(crate) fn validate_values(schema: &SettingsSchema, values: &Value) -> Result<(), String> {
     let Some(obj) = values.as_object() else {
         return Err("settings must be a JSON object".to_owned());
     };
@@ -91,7 +91,7 @@ pub fn validate_values(schema: &SettingsSchema, values: &Value) -> Result<(), St
 }
 
 /// The settings a call sees: the defaults, overridden by the tenant's values, as one JSON object.
-pub fn resolve(schema: &SettingsSchema, values: Option<&Value>) -> Map<String, Value> {
+pub(crate) fn resolve(schema: &SettingsSchema, values: Option<&Value>) -> Map<String, Value> {
     let mut out = Map::new();
     for (key, spec) in schema {
         if let Some(d) = &spec.default {

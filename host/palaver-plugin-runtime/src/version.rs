@@ -9,10 +9,11 @@ use crate::instance::Live;
 use crate::manifest::{Grant, Hook, Manifest};
 use crate::runtime::Runtime;
 use crate::store::StoreData;
+use crate::tenants::SettingsCache;
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use wasmtime::Engine;
 use wasmtime::component::{Component, InstancePre};
 
@@ -33,6 +34,10 @@ pub(crate) struct PluginVersion {
     pub(crate) warm: Mutex<Vec<Live>>,
     /// Instances created for this version, warm or not.
     pub(crate) instantiations: AtomicU64,
+    /// Set while the version is not live, so that calls still finishing on it do not refill its warm pool.
+    pub(crate) retired: AtomicBool,
+    /// Each tenant's resolved settings for this version's schema.
+    pub(crate) settings_cache: SettingsCache,
 }
 
 /// The SHA-256 of `bytes`, hex.
@@ -83,6 +88,8 @@ impl PluginVersion {
             command_limits,
             warm: Mutex::new(Vec::new()),
             instantiations: AtomicU64::new(0),
+            retired: AtomicBool::new(false),
+            settings_cache: SettingsCache::default(),
         })
     }
 
@@ -91,6 +98,14 @@ impl PluginVersion {
         match hook {
             Hook::BeforePublish => self.publish_limits,
             Hook::OnCommand => self.command_limits,
+        }
+    }
+
+    /// Takes the version out of service (or back in, on rollback); retiring drops its idle warm instances.
+    pub(crate) fn set_retired(&self, retired: bool) {
+        self.retired.store(retired, Ordering::SeqCst);
+        if retired {
+            self.warm.lock().clear();
         }
     }
 

@@ -4,6 +4,7 @@
 //! Environment variables name a key by its TOML path with `__` between levels, e.g.
 //! `PALAVER_SERVER__LISTEN=0.0.0.0:6060` or `PALAVER_LIMITS__MAX_MESSAGE_SIZE=65536`.
 
+use palaver_store_redis::RedisConfig;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -101,61 +102,8 @@ impl Default for StoreConfig {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreServices {
+    /// Redis, with the seed's keys and TTLs; its fields are documented on the adapter's struct.
     pub redis: Option<RedisConfig>,
-}
-
-/// Redis, with the seed's keys and TTLs.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct RedisConfig {
-    pub addr: String,
-    pub username: String,
-    pub password: String,
-    pub db: i64,
-    pub key_prefix: String,
-    pub dial_timeout_ms: u64,
-    pub read_timeout_ms: u64,
-    pub write_timeout_ms: u64,
-    pub pending_ttl_seconds: u64,
-    pub done_ttl_seconds: u64,
-    pub failed_ttl_seconds: u64,
-    pub hot_message_ttl_seconds: u64,
-    pub presence_ttl_seconds: u64,
-    pub cache_ttl_seconds: u64,
-    pub short_state_ttl_seconds: u64,
-    pub group_fanout_enabled: bool,
-    /// Connections in the Redis pool.
-    pub pool_size: usize,
-    /// Groups with at least this many members keep their last day of messages hot in Redis.
-    pub hot_group_min_members: usize,
-    /// Most hot messages kept per tenant.
-    pub hot_capacity_per_tenant: usize,
-}
-
-impl Default for RedisConfig {
-    fn default() -> Self {
-        RedisConfig {
-            addr: "127.0.0.1:6379".into(),
-            username: String::new(),
-            password: String::new(),
-            db: 0,
-            key_prefix: "im".into(),
-            dial_timeout_ms: 2000,
-            read_timeout_ms: 2000,
-            write_timeout_ms: 2000,
-            pending_ttl_seconds: 120,
-            done_ttl_seconds: 86_400,
-            failed_ttl_seconds: 600,
-            hot_message_ttl_seconds: 86_400,
-            presence_ttl_seconds: 120,
-            cache_ttl_seconds: 300,
-            short_state_ttl_seconds: 600,
-            group_fanout_enabled: false,
-            pool_size: 16,
-            hot_group_min_members: 500,
-            hot_capacity_per_tenant: 200_000,
-        }
-    }
 }
 
 /// API keys.
@@ -358,13 +306,10 @@ impl Config {
         if self.store.max_connections_per_tenant == 0 || self.store.batch_max_rows == 0 {
             return bad("store.max_connections_per_tenant and store.batch_max_rows must be ≥ 1".into());
         }
-        if let Some(r) = &self.store_config.redis {
-            if r.addr.is_empty() || r.key_prefix.is_empty() || r.pool_size == 0 {
-                return bad("store_config.redis needs addr, key_prefix and pool_size ≥ 1".into());
-            }
-            if r.pending_ttl_seconds == 0 || r.done_ttl_seconds == 0 || r.failed_ttl_seconds == 0 {
-                return bad("store_config.redis TTLs must be ≥ 1 second".into());
-            }
+        if let Some(r) = &self.store_config.redis
+            && let Err(e) = r.validate()
+        {
+            return bad(format!("store_config.redis: {e}"));
         }
         if palaver_gateway::apikey::decode_salt(&self.api.key_salt).is_err() {
             return bad("api.key_salt must be standard base64".into());
@@ -414,8 +359,8 @@ impl Config {
             shown.auth.token_key = "<redacted>".into();
         }
         shown.store.url = redact_url(&shown.store.url);
-        if let Some(r) = shown.store_config.redis.as_mut().filter(|r| !r.password.is_empty()) {
-            r.password = "<redacted>".into();
+        if let Some(r) = shown.store_config.redis.as_mut() {
+            *r = r.redacted();
         }
         toml::to_string_pretty(&shown).unwrap_or_else(|e| format!("# cannot render: {e}"))
     }

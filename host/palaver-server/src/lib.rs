@@ -2,4 +2,5 @@
 //! binary and the integration tests start servers the same way.
 
 pub mod config;
+pub mod tenants;
 pub mod wiring;

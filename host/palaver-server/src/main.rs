@@ -4,6 +4,7 @@
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use palaver_server::config::{CliOverrides, Config};
+use palaver_server::tenants::TenantCommand;
 use palaver_server::wiring;
 use std::path::PathBuf;
 
@@ -23,6 +24,13 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Manages tenants (scale-out store only).
+    Tenant {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(subcommand)]
+        command: TenantCmd,
+    },
     /// Prints a new API key signed with the configured salt.
     Apikey {
         #[command(flatten)]
@@ -31,6 +39,26 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         app_id: u32,
     },
+}
+
+#[derive(Subcommand)]
+enum TenantCmd {
+    /// Creates a tenant and its database, and prints it with a fresh API key.
+    Create {
+        /// A short code: 1–32 of a–z, 0–9 and _.
+        code: String,
+        /// A display name (defaults to the code).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Lists the tenants.
+    List,
+    /// Disables a tenant: its clients are refused with HTTP 403.
+    Disable { code: String },
+    /// Enables a disabled tenant.
+    Enable { code: String },
+    /// Adds a fresh API key to a tenant and prints it.
+    Key { code: String },
 }
 
 #[derive(Subcommand)]
@@ -78,6 +106,19 @@ fn main() -> anyhow::Result<()> {
         Command::Config { command: ConfigCommand::Print(args) } => {
             print!("{}", args.load()?.to_redacted_toml());
             Ok(())
+        }
+        Command::Tenant { common, command } => {
+            let cfg = common.load()?;
+            init_tracing("warn");
+            let command = match command {
+                TenantCmd::Create { code, name } => TenantCommand::Create { code, name },
+                TenantCmd::List => TenantCommand::List,
+                TenantCmd::Disable { code } => TenantCommand::SetState { code, active: false },
+                TenantCmd::Enable { code } => TenantCommand::SetState { code, active: true },
+                TenantCmd::Key { code } => TenantCommand::NewKey { code },
+            };
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            runtime.block_on(palaver_server::tenants::run(&cfg, command))
         }
         Command::Apikey { common, app_id } => {
             let cfg = common.load()?;

@@ -5,25 +5,43 @@ use crate::config::Config;
 use anyhow::Context;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use crate::config::StoreKind;
 use palaver_core::TenantId;
-use palaver_core::ports::{NoHooks, Ports};
-use palaver_gateway::apikey::{SaltedKeys, decode_salt};
+use palaver_core::ports::{MessageStore, NoHooks, Ports, SubscriptionStore, TenantStore, TopicStore, UserStore};
+use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
 use palaver_service::auth::{HashCost, TokenSigner};
 use palaver_service::{Service, ServiceConfig};
 use palaver_store_memory::{MemoryBus, MemoryIdempotency, MemoryPresence, MemorySeq};
+use palaver_store_mysql::{MysqlConfig, MysqlStore};
+use palaver_store_redis::{CachedStorage, HotPolicy, RedisClient, RedisPorts};
 use palaver_store_sqlite::SqliteStore;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The storage backend a node runs on, kept so that shutdown can close it.
+enum Backend {
+    Sqlite(Arc<SqliteStore>),
+    Mysql(MysqlStore),
+}
+
+impl Backend {
+    async fn close(&self) {
+        match self {
+            Backend::Sqlite(s) => s.close().await,
+            Backend::Mysql(s) => s.close().await,
+        }
+    }
+}
+
 /// A running node: its address, and what it takes to stop it.
 pub struct Node {
     addr: SocketAddr,
     gateway: Gateway,
     service: Service,
-    store: Arc<SqliteStore>,
+    backend: Backend,
     serving: tokio::task::JoinHandle<std::io::Result<()>>,
     grace: Duration,
 }
@@ -46,7 +64,7 @@ impl Node {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.serving.abort();
-        self.store.close().await;
+        self.backend.close().await;
         tracing::info!("stopped");
     }
 }
@@ -59,40 +77,122 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts a node on the embedded store and returns once it is listening.
+/// Starts a node and returns once it is listening.
 pub async fn start(cfg: Config) -> anyhow::Result<Node> {
     std::fs::create_dir_all(&cfg.server.data_dir)
         .with_context(|| format!("creating the data directory {}", cfg.server.data_dir.display()))?;
-    let db = cfg.server.data_dir.join("palaver.db");
-    let store = SqliteStore::open(&db).await.with_context(|| format!("opening {}", db.display()))?;
-    let store = Arc::new(store);
-    let ports = Ports {
-        users: store.clone(),
-        topics: store.clone(),
-        subs: store.clone(),
-        messages: store.clone(),
-        seq: Arc::new(MemorySeq::new()),
-        idempotency: Arc::new(MemoryIdempotency::default()),
-        presence: Arc::new(MemoryPresence::new()),
-        bus: Arc::new(MemoryBus::new()),
-        hooks: Arc::new(NoHooks),
-    };
+    let salt = decode_salt(&cfg.api.key_salt)?;
+    let (storage, tenants, backend) = open_storage(&cfg, salt).await?;
+    let ports = with_shared_state(&cfg, storage)?;
     let signer = TokenSigner::new(token_key(&cfg)?);
     let service = Service::new(ports, service_config(&cfg), signer);
-    let salt = decode_salt(&cfg.api.key_salt)?;
-    let tenants = Arc::new(SaltedKeys::new(salt, TenantId::DEFAULT));
     let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants);
     let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
         .await
         .with_context(|| format!("binding {}", cfg.server.listen))?;
-    tracing::info!(listen = %listener.local_addr()?, node = %cfg.server.node_id, data = %cfg.server.data_dir.display(), "palaver is serving");
     let addr = listener.local_addr()?;
+    tracing::info!(listen = %addr, node = %cfg.server.node_id, store = ?cfg.store.kind,
+        redis = cfg.store_config.redis.is_some(), "palaver is serving");
     let serving = tokio::spawn({
         let gateway = gateway.clone();
         async move { gateway.serve(listener).await }
     });
     let grace = Duration::from_millis(cfg.server.drain_grace_ms);
-    Ok(Node { addr, gateway, service, store, serving, grace })
+    Ok(Node { addr, gateway, service, backend, serving, grace })
+}
+
+/// The four storage ports, seen as one value before Redis decorates them.
+struct Storage {
+    users: Arc<dyn UserStore>,
+    topics: Arc<dyn TopicStore>,
+    subs: Arc<dyn SubscriptionStore>,
+    messages: Arc<dyn MessageStore>,
+}
+
+impl Storage {
+    fn of<S: UserStore + TopicStore + SubscriptionStore + MessageStore + 'static>(store: Arc<S>) -> Self {
+        Storage { users: store.clone(), topics: store.clone(), subs: store.clone(), messages: store }
+    }
+}
+
+/// Opens the configured store, and the resolver that maps API keys to its tenants.
+async fn open_storage(cfg: &Config, salt: Vec<u8>) -> anyhow::Result<(Storage, Arc<dyn TenantResolver>, Backend)> {
+    match cfg.store.kind {
+        StoreKind::Sqlite => {
+            let db = cfg.server.data_dir.join("palaver.db");
+            let store = Arc::new(SqliteStore::open(&db).await.with_context(|| format!("opening {}", db.display()))?);
+            let tenants: Arc<dyn TenantResolver> = Arc::new(SaltedKeys::new(salt, TenantId::DEFAULT));
+            Ok((Storage::of(store.clone()), tenants, Backend::Sqlite(store)))
+        }
+        StoreKind::Mysql => {
+            let store = MysqlStore::connect(mysql_config(cfg)).await.context("connecting to the control database")?;
+            let report = store.migrate_all().await.context("migrating tenant databases")?;
+            tracing::info!(?report, "tenant databases are up to date");
+            store.ensure_default_tenant(DEMO_KEY).await.context("ensuring the default tenant")?;
+            let registry: Arc<dyn TenantStore> = Arc::new(store.clone());
+            let tenants: Arc<dyn TenantResolver> =
+                Arc::new(RegistryKeys::new(salt, registry, Duration::from_secs(TENANT_CACHE_SECONDS)));
+            Ok((Storage::of(Arc::new(store.clone())), tenants, Backend::Mysql(store)))
+        }
+    }
+}
+
+/// How long a resolved API key is trusted before the registry is asked again (the seed's 60 s refresh).
+const TENANT_CACHE_SECONDS: u64 = 60;
+
+/// Adds seq, idempotency, presence and the bus: Redis-backed (with the storage decorated by its caches) when
+/// `[store_config.redis]` is set, in-process otherwise, which keeps the node's single-node behaviour.
+fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<Ports> {
+    let Some(redis) = &cfg.store_config.redis else {
+        return Ok(Ports {
+            users: storage.users,
+            topics: storage.topics,
+            subs: storage.subs,
+            messages: storage.messages,
+            seq: Arc::new(MemorySeq::new()),
+            idempotency: Arc::new(MemoryIdempotency::default()),
+            presence: Arc::new(MemoryPresence::new()),
+            bus: Arc::new(MemoryBus::new()),
+            hooks: Arc::new(NoHooks),
+        });
+    };
+    let client = RedisClient::connect(redis.clone()).context("configuring Redis")?;
+    let shared = RedisPorts::new(&client, cfg.server.node_id.clone());
+    let policy = HotPolicy::min_members(
+        storage.subs.clone(),
+        redis.hot_group_min_members,
+        Duration::from_secs(HOT_RECHECK_SECONDS),
+    );
+    let cached = CachedStorage::new(client, storage.users, storage.topics, storage.subs, storage.messages, policy);
+    Ok(Ports {
+        users: Arc::new(cached.users),
+        topics: Arc::new(cached.topics),
+        subs: Arc::new(cached.subs),
+        messages: Arc::new(cached.messages),
+        seq: Arc::new(shared.seq),
+        idempotency: Arc::new(shared.idempotency),
+        presence: Arc::new(shared.presence),
+        bus: Arc::new(MemoryBus::new()),
+        hooks: Arc::new(NoHooks),
+    })
+}
+
+/// How often a group's member count is re-read to decide whether its messages stay hot in Redis.
+const HOT_RECHECK_SECONDS: u64 = 60;
+
+/// The MySQL adapter's settings from the `[store]` section.
+pub fn mysql_config(cfg: &Config) -> MysqlConfig {
+    let s = &cfg.store;
+    MysqlConfig {
+        max_connections_per_tenant: s.max_connections_per_tenant,
+        control_max_connections: s.control_max_connections,
+        max_tenant_pools: s.max_open_tenant_pools,
+        idle_pool_timeout: Duration::from_secs(s.idle_pool_timeout_seconds),
+        acquire_timeout: Duration::from_millis(s.acquire_timeout_ms),
+        batch_max_rows: s.batch_max_rows,
+        batch_max_delay: Duration::from_millis(s.batch_max_delay_ms),
+        ..MysqlConfig::new(s.url.clone())
+    }
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {

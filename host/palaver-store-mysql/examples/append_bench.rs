@@ -105,6 +105,8 @@ async fn main() -> Result<(), String> {
         ("single (1 row per transaction)", 1, Duration::ZERO, appenders),
         ("batched (200 rows, 2 ms)", 200, Duration::from_millis(2), 1),
         ("batched (200 rows, 2 ms)", 200, Duration::from_millis(2), appenders),
+        ("batched (200 rows, no wait)", 200, Duration::ZERO, 1),
+        ("batched (200 rows, no wait)", 200, Duration::ZERO, appenders),
     ];
     println!("append_bench: {seconds} s per mode, server {server}");
     let mut outcome = Ok(());

@@ -309,6 +309,9 @@ mod tests {
         let a = raise_statement(&[("grpA", (1, 2)), ("grpB", (3, 4))]).into_string();
         let b = raise_statement(&[("grpC", (5, 6)), ("grpD", (7, 8))]).into_string();
         assert_eq!(a, b);
-        assert_eq!(lock_statement(&["x", "y"]).into_string(), "SELECT name FROM topics WHERE name IN (?, ?) FOR UPDATE");
+        assert_eq!(
+            lock_statement(&["x", "y"]).into_string(),
+            "SELECT name FROM topics WHERE name IN (?, ?) FOR UPDATE"
+        );
     }
 }

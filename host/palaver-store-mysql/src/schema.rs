@@ -65,20 +65,6 @@ pub(crate) async fn create_database(base: &MySqlConnectOptions, database: &str) 
     conn.close().await.map_err(db_error)
 }
 
-/// Drops `database` if it exists. Only the tests and tools that own a database call this.
-#[cfg(test)]
-pub(crate) async fn drop_database(base: &MySqlConnectOptions, database: &str) -> StoreResult<()> {
-    if !spliceable(database) {
-        return Err(StoreError::Internal(format!("refusing to drop database {database:?}")));
-    }
-    let mut conn = base.connect().await.map_err(db_error)?;
-    sqlx::query(AssertSqlSafe(format!("DROP DATABASE IF EXISTS `{database}`")))
-        .execute(&mut conn)
-        .await
-        .map_err(db_error)?;
-    conn.close().await.map_err(db_error)
-}
-
 /// Applies the control migrations over one of the control pool's connections.
 pub(crate) async fn migrate_control(pool: &sqlx::MySqlPool) -> StoreResult<()> {
     let mut conn = pool.acquire().await.map_err(db_error)?;

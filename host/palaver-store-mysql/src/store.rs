@@ -98,6 +98,7 @@ impl MysqlStore {
 
     /// Brings every registered tenant's database to the current schema version, continuing past failures. Each
     /// tenant's outcome is also recorded in the registry (`schema_version`, `migrate_error`).
+    #[tracing::instrument(name = "palaver.store.migrate_all", skip_all)]
     pub async fn migrate_all(&self) -> StoreResult<MigrationReport> {
         let tenants: Vec<(u64, String)> = sqlx::query_as("SELECT id, database_name FROM tenants ORDER BY id")
             .fetch_all(&self.inner.control)

@@ -66,6 +66,7 @@ impl TenantRow {
 impl MysqlStore {
     /// Makes sure the `default` tenant exists (created with id 1, [`TenantId::DEFAULT`], when that id is free)
     /// and owns `api_key`, the demo key. Safe to call on every start. `Conflict` if another tenant owns the key.
+    #[tracing::instrument(name = "palaver.store.ensure_default_tenant", skip_all)]
     pub async fn ensure_default_tenant(&self, api_key: &str) -> StoreResult<Tenant> {
         let tenant = match self.find_tenant_by_code(DEFAULT_TENANT_CODE).await? {
             Some(tenant) => tenant,

@@ -3,6 +3,10 @@
 
 mod common;
 
+use palaver_core::ports::TenantStore;
+use palaver_core::{StoreResult, Tenant, TenantId, TenantState};
+use palaver_store_mysql::MysqlStore;
+
 palaver_contract::storage_contract_tests!(
     fixture = {
         if common::skip() {
@@ -13,12 +17,48 @@ palaver_contract::storage_contract_tests!(
 );
 
 mod registry {
-    use super::common;
+    use super::{common, registry};
 
     palaver_contract::tenant_contract_tests!({
         if common::skip() {
             return;
         }
-        common::registry()
+        registry()
     });
+}
+
+/// A registry over a fresh control database, for the tenant contract; its databases go when it is dropped.
+struct Registry {
+    store: MysqlStore,
+    _scratch: common::Scratch,
+}
+
+async fn registry() -> Registry {
+    let scratch = common::Scratch::new();
+    Registry { store: scratch.store().await, _scratch: scratch }
+}
+
+#[async_trait::async_trait]
+impl TenantStore for Registry {
+    async fn create_tenant(&self, code: &str, name: &str) -> StoreResult<Tenant> {
+        self.store.create_tenant(code, name).await
+    }
+    async fn get_tenant(&self, id: TenantId) -> StoreResult<Option<Tenant>> {
+        self.store.get_tenant(id).await
+    }
+    async fn find_tenant_by_code(&self, code: &str) -> StoreResult<Option<Tenant>> {
+        self.store.find_tenant_by_code(code).await
+    }
+    async fn find_tenant_by_api_key(&self, key: &str) -> StoreResult<Option<Tenant>> {
+        self.store.find_tenant_by_api_key(key).await
+    }
+    async fn list_tenants(&self) -> StoreResult<Vec<Tenant>> {
+        self.store.list_tenants().await
+    }
+    async fn set_tenant_state(&self, id: TenantId, state: TenantState) -> StoreResult<()> {
+        self.store.set_tenant_state(id, state).await
+    }
+    async fn add_api_key(&self, id: TenantId, key: &str) -> StoreResult<()> {
+        self.store.add_api_key(id, key).await
+    }
 }

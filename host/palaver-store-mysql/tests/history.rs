@@ -81,8 +81,15 @@ async fn derived_columns_routing_and_stubs() {
         audit: AuditStatus::Pending,
         risk_flags: vec!["spam".into()],
     };
-    let plain = Message { seq: 1, head: None, content: json!("hi"), client_mid: None, audit: AuditStatus::Pass,
-        risk_flags: Vec::new(), ..flagged.clone() };
+    let plain = Message {
+        seq: 1,
+        head: None,
+        content: json!("hi"),
+        client_mid: None,
+        audit: AuditStatus::Pass,
+        risk_flags: Vec::new(),
+        ..flagged.clone()
+    };
     store.append(t, &plain).await.unwrap();
     store.append(t, &flagged).await.unwrap();
     store.append(t, &Message { topic: p2p.clone(), ..plain.clone() }).await.unwrap();
@@ -117,11 +124,14 @@ async fn derived_columns_routing_and_stubs() {
         .await
         .unwrap();
     assert_eq!(p2p_rows, 1, "P2P history goes to im_messages");
-    let read_back = store.list_messages(t, &name, UserId(u64::MAX), &palaver_core::MessageQuery {
-        since: None, before: None, limit: 10 }).await.unwrap();
+    let read_back = store
+        .list_messages(t, &name, UserId(u64::MAX), &palaver_core::MessageQuery { since: None, before: None, limit: 10 })
+        .await
+        .unwrap();
     assert_eq!(read_back, vec![flagged.clone(), plain.clone()], "times and every field round-trip");
 
-    let request = DeleteMessages { ranges: vec![SeqRange { low: 2, hi: 3 }], hard: true, for_user: UserId(1), when: 99 };
+    let request =
+        DeleteMessages { ranges: vec![SeqRange { low: 2, hi: 3 }], hard: true, for_user: UserId(1), when: 99 };
     store.delete_messages(t, &name, &request).await.unwrap();
     let stub: (String, Option<String>, Option<String>, Option<String>) = sqlx::query_as(
         "SELECT status, content, head, DATE_FORMAT(deleted_at, '%Y-%m-%d %H:%i:%s.%f') \

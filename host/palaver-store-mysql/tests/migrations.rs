@@ -4,8 +4,8 @@
 mod common;
 
 use common::Scratch;
-use palaver_core::ports::{TenantStore, UserStore};
 use palaver_core::UserId;
+use palaver_core::ports::{TenantStore, UserStore};
 use sqlx::Executor;
 
 /// The tenant migrations as files, to replay them by hand like an operator finishing a half-applied run.
@@ -72,8 +72,11 @@ async fn a_half_applied_tenant_fails_alone_and_recovers_as_documented() {
     assert_eq!(report.failed[0].0, acme.id);
     assert!(report.failed[0].1.contains("partially applied"), "{}", report.failed[0].1);
     let mut control = scratch.connect("control").await;
-    let error: Option<String> =
-        sqlx::query_scalar("SELECT migrate_error FROM tenants WHERE id = ?").bind(acme.id.0).fetch_one(&mut control).await.unwrap();
+    let error: Option<String> = sqlx::query_scalar("SELECT migrate_error FROM tenants WHERE id = ?")
+        .bind(acme.id.0)
+        .fetch_one(&mut control)
+        .await
+        .unwrap();
     assert!(error.is_some_and(|e| e.contains("partially applied")));
 
     // The README's recovery: delete the dirty row, run migrate_all again.
@@ -87,8 +90,11 @@ async fn a_half_applied_tenant_fails_alone_and_recovers_as_documented() {
     .await
     .unwrap();
     assert_eq!(tables, 1, "the missing table was created by the rerun");
-    let error: Option<String> =
-        sqlx::query_scalar("SELECT migrate_error FROM tenants WHERE id = ?").bind(acme.id.0).fetch_one(&mut control).await.unwrap();
+    let error: Option<String> = sqlx::query_scalar("SELECT migrate_error FROM tenants WHERE id = ?")
+        .bind(acme.id.0)
+        .fetch_one(&mut control)
+        .await
+        .unwrap();
     assert_eq!(error, None);
 }
 

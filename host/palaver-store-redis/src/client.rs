@@ -1,14 +1,23 @@
 //! The pooled Redis client every adapter of this crate shares: one deadpool pool of multiplexed connections,
 //! one timeout around every command, and the mapping from Redis failures to `StoreError`.
+//!
+//! deadpool checks a connection with a `PING` each time it is taken from the pool, which would double the
+//! round trips of every command. The client therefore keeps `pool_size` connections checked out in slots and
+//! runs commands on clones of their multiplexed handles (a multiplexed connection carries concurrent requests
+//! by design). A slot whose command fails in transport is emptied, which returns its connection to the pool;
+//! refilling the slot takes a connection from the pool again, where the `PING` discards a dead one. So the pool
+//! still creates, bounds and health-checks the connections, and the steady state costs one round trip.
 
 use crate::config::{ConfigError, RedisConfig};
 use crate::keys::Keys;
 use crate::metrics::RedisMetrics;
-use deadpool_redis::{Manager, Pool, PoolError, Runtime, Timeouts};
+use deadpool_redis::{Connection, Manager, Pool, PoolError, Runtime, Timeouts};
+use parking_lot::Mutex;
+use redis::aio::MultiplexedConnection;
 use palaver_core::{StoreError, StoreResult};
 use redis::{AsyncConnectionConfig, ConnectionAddr, FromRedisValue, IntoConnectionInfo, ServerErrorKind};
-use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Why a client could not be built. Building does no I/O, so an unreachable server is not among these: it
@@ -27,6 +36,7 @@ pub enum SetupError {
 #[derive(Clone)]
 pub struct RedisClient {
     pool: Pool,
+    slots: Arc<Slots>,
     keys: Keys,
     config: Arc<RedisConfig>,
     metrics: Arc<RedisMetrics>,
@@ -62,6 +72,7 @@ impl RedisClient {
             .map_err(|e| SetupError::Pool(e.to_string()))?;
         Ok(Self {
             pool,
+            slots: Arc::new(Slots::new(config.pool_size)),
             keys: Keys::new(&config.key_prefix),
             command_timeout: config.command_timeout(),
             config: Arc::new(config),
@@ -92,42 +103,110 @@ impl RedisClient {
 
     /// Runs one command.
     pub async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd) -> StoreResult<T> {
-        self.guarded(async {
-            let mut conn = self.pool.get().await.map_err(pool_error)?;
-            cmd.query_async(&mut conn).await.map_err(redis_error)
-        })
-        .await
+        self.guarded(async |mut conn: MultiplexedConnection| cmd.query_async(&mut conn).await).await
     }
 
     /// Runs a pipeline (atomic if it was built with `atomic()`).
     pub async fn pipeline<T: FromRedisValue>(&self, pipe: &redis::Pipeline) -> StoreResult<T> {
-        self.guarded(async {
-            let mut conn = self.pool.get().await.map_err(pool_error)?;
-            pipe.query_async(&mut conn).await.map_err(redis_error)
-        })
-        .await
+        self.guarded(async |mut conn: MultiplexedConnection| pipe.query_async(&mut conn).await).await
     }
 
     /// Runs a Lua script by its SHA, loading it on the first `NOSCRIPT`.
     pub async fn script<T: FromRedisValue>(&self, invocation: &redis::ScriptInvocation<'_>) -> StoreResult<T> {
-        self.guarded(async {
-            let mut conn = self.pool.get().await.map_err(pool_error)?;
-            invocation.invoke_async(&mut conn).await.map_err(redis_error)
-        })
-        .await
+        self.guarded(async |mut conn: MultiplexedConnection| invocation.invoke_async(&mut conn).await).await
     }
 
-    /// Bounds a command by the configured timeout and counts its outcome.
-    async fn guarded<T>(&self, command: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+    /// A handle on the connection of one slot, taking a connection from the pool if the slot is empty.
+    async fn handle(&self) -> StoreResult<(usize, MultiplexedConnection)> {
+        let slot = self.slots.pick();
+        if let Some(conn) = self.slots.get(slot) {
+            return Ok((slot, conn));
+        }
+        // One filler per slot: the slots hold every pooled connection, so a second filler of the same slot
+        // could wait for a connection that no one will ever return.
+        let _filling = self.slots.filling[slot].lock().await;
+        if let Some(conn) = self.slots.get(slot) {
+            return Ok((slot, conn));
+        }
+        let object = self.pool.get().await.map_err(pool_error)?;
+        Ok((slot, self.slots.fill(slot, object)))
+    }
+
+    /// Runs `command` on a slot's connection, bounded by the configured timeout, and counts its outcome. A
+    /// transport failure or a timeout empties the slot, so the next command there gets a checked connection.
+    async fn guarded<T, F>(&self, command: F) -> StoreResult<T>
+    where
+        F: AsyncFnOnce(MultiplexedConnection) -> redis::RedisResult<T>,
+    {
         self.metrics.command();
-        let result = match tokio::time::timeout(self.command_timeout, command).await {
+        let run = async {
+            let (slot, conn) = self.handle().await?;
+            command(conn).await.map_err(|e| {
+                let error = redis_error(e);
+                if matches!(error, StoreError::Unavailable(_)) {
+                    self.slots.empty(slot);
+                }
+                error
+            })
+        };
+        let result = match tokio::time::timeout(self.command_timeout, run).await {
             Ok(result) => result,
-            Err(_) => Err(StoreError::Unavailable(format!("redis command timed out after {:?}", self.command_timeout))),
+            Err(_) => {
+                self.slots.empty_all();
+                Err(StoreError::Unavailable(format!("redis command timed out after {:?}", self.command_timeout)))
+            }
         };
         if result.is_err() {
             self.metrics.command_failed();
         }
         result
+    }
+}
+
+/// Pool connections held checked out, one per slot, used round-robin.
+struct Slots {
+    held: Mutex<Vec<Option<Connection>>>,
+    filling: Vec<tokio::sync::Mutex<()>>,
+    next: AtomicUsize,
+}
+
+impl Slots {
+    fn new(size: usize) -> Self {
+        let size = size.max(1);
+        Self {
+            held: Mutex::new((0..size).map(|_| None).collect()),
+            filling: (0..size).map(|_| tokio::sync::Mutex::new(())).collect(),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    fn pick(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % self.filling.len()
+    }
+
+    fn get(&self, slot: usize) -> Option<MultiplexedConnection> {
+        self.held.lock().get(slot).and_then(|c| c.as_ref().map(|c| MultiplexedConnection::clone(c)))
+    }
+
+    /// Keeps `object` in the slot and answers a handle on it.
+    fn fill(&self, slot: usize, object: Connection) -> MultiplexedConnection {
+        let handle = MultiplexedConnection::clone(&object);
+        if let Some(entry) = self.held.lock().get_mut(slot) {
+            entry.get_or_insert(object);
+        }
+        handle
+    }
+
+    /// Returns the slot's connection to the pool, whose next check decides whether it is reused.
+    fn empty(&self, slot: usize) {
+        let dropped = self.held.lock().get_mut(slot).and_then(Option::take);
+        drop(dropped);
+    }
+
+    /// After a timeout it is unknown which connection hung, so every slot is refilled through the pool.
+    fn empty_all(&self) {
+        let dropped: Vec<_> = self.held.lock().iter_mut().filter_map(Option::take).collect();
+        drop(dropped);
     }
 }
 

@@ -14,10 +14,6 @@ use palaver_core::{
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// How long an invalidation blocks fills of the record it dropped. A reader that loaded the old record just
-/// before the write has this long to finish before its fill could land; 2 s is far above a database read.
-pub const INVALIDATION_GRACE_MS: u64 = 2000;
-
 /// The most hot copies one history read looks at before giving up and asking the inner store, so that a long
 /// run of tombstones cannot make one script block Redis.
 const MAX_READ_STEPS: usize = 2000;
@@ -130,7 +126,7 @@ impl Coherence {
             .arg(self.cfg().hot_message_ttl_seconds)
             .arg(self.copy_head(tenant, topic))
             .arg(if hot { "1" } else { "0" })
-            .arg(INVALIDATION_GRACE_MS);
+            .arg(self.cfg().cache_invalidation_grace_ms);
         for range in request.ranges.iter().copied().map(normalize) {
             call.arg(range.low).arg(range.hi);
         }
@@ -153,7 +149,7 @@ impl Coherence {
             .key(keys.topic_hot_msg_seqs(tenant, topic))
             .key(keys.topic_hot_msg_dels(tenant, topic))
             .arg(self.copy_head(tenant, topic))
-            .arg(INVALIDATION_GRACE_MS);
+            .arg(self.cfg().cache_invalidation_grace_ms);
         let _: i64 = self.client.script(&call).await?;
         Ok(())
     }
@@ -182,7 +178,10 @@ impl Coherence {
 
     pub(crate) async fn invalidate_topic(&self, tenant: TenantId, name: &str) -> StoreResult<()> {
         let key = self.client.keys().cache_topic(tenant, name);
-        let _: i64 = self.client.script(self.scripts.invalidate_topic.key(&key).arg(INVALIDATION_GRACE_MS)).await?;
+        let _: i64 = self
+            .client
+            .script(self.scripts.invalidate_topic.key(&key).arg(self.cfg().cache_invalidation_grace_ms))
+            .await?;
         Ok(())
     }
 
@@ -213,7 +212,7 @@ impl Coherence {
     pub(crate) async fn invalidate_sub(&self, tenant: TenantId, topic: &str, user: UserId) -> StoreResult<()> {
         let key = self.client.keys().cache_topic_subs(tenant, topic);
         let mut call = self.scripts.invalidate_sub.key(&key);
-        call.arg(user.0).arg(INVALIDATION_GRACE_MS).arg(self.cfg().cache_ttl_seconds);
+        call.arg(user.0).arg(self.cfg().cache_invalidation_grace_ms).arg(self.cfg().cache_ttl_seconds);
         let _: i64 = self.client.script(&call).await?;
         Ok(())
     }
@@ -239,8 +238,10 @@ impl Coherence {
 
     pub(crate) async fn invalidate_user(&self, tenant: TenantId, id: UserId) -> StoreResult<()> {
         let key = self.client.keys().cache_user(tenant, id);
-        let _: () =
-            self.client.query(redis::cmd("SET").arg(&key).arg("!").arg("PX").arg(INVALIDATION_GRACE_MS)).await?;
+        let _: () = self
+            .client
+            .query(redis::cmd("SET").arg(&key).arg("!").arg("PX").arg(self.cfg().cache_invalidation_grace_ms))
+            .await?;
         Ok(())
     }
 }

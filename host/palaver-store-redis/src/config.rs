@@ -38,6 +38,9 @@ pub struct RedisConfig {
     pub presence_last_seen_ttl_seconds: u64,
     /// How long a cache-aside copy of a user, topic or subscription lives.
     pub cache_ttl_seconds: u64,
+    /// How long an invalidated cache copy refuses to be filled again, so that a read which loaded the old
+    /// record just before a write cannot put it back for a whole TTL. Far above one database read.
+    pub cache_invalidation_grace_ms: u64,
     /// How long verification codes and action tokens live unless the caller says otherwise.
     pub short_state_ttl_seconds: u64,
     /// Publish group messages to other nodes over Redis Pub/Sub (used by the multi-node work; off by default).
@@ -70,6 +73,7 @@ impl Default for RedisConfig {
             presence_ttl_seconds: 120,
             presence_last_seen_ttl_seconds: 86_400,
             cache_ttl_seconds: 300,
+            cache_invalidation_grace_ms: 2000,
             short_state_ttl_seconds: 600,
             group_fanout_enabled: false,
             hot_group_min_members: 500,
@@ -121,6 +125,7 @@ impl RedisConfig {
             ("presence_ttl_seconds", self.presence_ttl_seconds),
             ("presence_last_seen_ttl_seconds", self.presence_last_seen_ttl_seconds),
             ("cache_ttl_seconds", self.cache_ttl_seconds),
+            ("cache_invalidation_grace_ms", self.cache_invalidation_grace_ms),
             ("short_state_ttl_seconds", self.short_state_ttl_seconds),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {

@@ -43,7 +43,6 @@ mod storage;
 
 pub use cache::{CachedSubs, CachedTopics, CachedUsers};
 pub use client::{RedisClient, SetupError};
-pub use coherence::INVALIDATION_GRACE_MS;
 pub use config::{ConfigError, RedisConfig};
 pub use hot::HotMessages;
 pub use idempotency::RedisIdempotency;

@@ -5,7 +5,7 @@ use crate::common::{self, group, msg, sub, user};
 use palaver_core::ports::{MessageStore, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{AccessMode, AuthRecord, DeleteMessages, SeqRange, TenantId, TopicUpdate, UserId, UserUpdate};
 use palaver_store_memory::MemoryStore;
-use palaver_store_redis::{CachedStorage, HotPolicy, INVALIDATION_GRACE_MS, RedisClient};
+use palaver_store_redis::{CachedStorage, HotPolicy, RedisClient, RedisConfig};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ fn hits(client: &RedisClient) -> u64 {
 
 /// Waits out the invalidation grace, after which fills are accepted again.
 async fn after_grace() {
-    tokio::time::sleep(Duration::from_millis(INVALIDATION_GRACE_MS + 100)).await;
+    tokio::time::sleep(Duration::from_millis(RedisConfig::default().cache_invalidation_grace_ms + 100)).await;
 }
 
 /// Every key and value under the client's prefix, to look for what must never be stored.
@@ -97,7 +97,8 @@ async fn topics_stay_coherent_with_message_writes() {
     let topic = stack.get_topic(T, "grpC").await.unwrap().unwrap();
     assert_eq!((topic.public, topic.seq), (Some(serde_json::json!({ "fn": "New" })), 3));
     // Within the grace period the invalidation blocks fills, so an older concurrent read cannot land.
-    let raw: Option<String> = common::raw(&client, redis::cmd("HGET").arg(client.keys().cache_topic(T, "grpC")).arg("json")).await;
+    let raw: Option<String> =
+        common::raw(&client, redis::cmd("HGET").arg(client.keys().cache_topic(T, "grpC")).arg("json")).await;
     assert_eq!(raw, None, "no fill during the grace period");
 
     stack.delete_topic(T, "grpC").await.unwrap();

@@ -7,8 +7,8 @@
 
 #![allow(dead_code)]
 
-use palaver_core::{AuditStatus, Message, RecordState, Subscription, Topic, TopicKind, UnixMillis, UserId};
 use palaver_core::{AccessMode, DefaultAccess, User};
+use palaver_core::{AuditStatus, Message, RecordState, Subscription, Topic, TopicKind, UnixMillis, UserId};
 use palaver_store_redis::{RedisClient, RedisConfig};
 
 /// The Redis the tests use.

@@ -3,10 +3,15 @@
 //! security state fails closed.
 
 use crate::common::{self, group, msg, sub, user};
-use palaver_core::ports::{IdempotencyStore, MessageStore, PresenceStore, SeqAllocator, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{
+    IdempotencyStore, MessageStore, PresenceStore, SeqAllocator, SubscriptionStore, TopicStore, UserStore,
+};
 use palaver_core::{MessageQuery, Presence, PresenceMeta, StoreError, TenantId, UserId};
 use palaver_store_memory::MemoryStore;
-use palaver_store_redis::{CachedStorage, HotPolicy, RedisClient, RedisConfig, RedisIdempotency, RedisPresence, RedisSeq, ShortState, ShortStateError};
+use palaver_store_redis::{
+    CachedStorage, HotPolicy, RedisClient, RedisConfig, RedisIdempotency, RedisPresence, RedisSeq, ShortState,
+    ShortStateError,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

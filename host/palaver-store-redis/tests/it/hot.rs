@@ -51,7 +51,8 @@ impl Rig {
     }
 
     async fn delete(&self, low: Seq, hi: Seq, hard: bool, user: u64) {
-        let request = DeleteMessages { ranges: vec![SeqRange { low, hi }], hard, for_user: UserId(user), when: common::T0 };
+        let request =
+            DeleteMessages { ranges: vec![SeqRange { low, hi }], hard, for_user: UserId(user), when: common::T0 };
         self.stack.delete_messages(T, TOPIC, &request).await.unwrap();
     }
 
@@ -75,7 +76,8 @@ async fn whole_windows_are_answered_from_redis() {
     assert_eq!(rig.list(2, q(Some(5), Some(5), 10)).await.0, Vec::<Seq>::new());
 
     let keys = rig.client.keys();
-    let seqs: Vec<i64> = common::raw(&rig.client, redis::cmd("ZRANGE").arg(keys.topic_hot_msg_seqs(T, TOPIC)).arg(0).arg(-1)).await;
+    let seqs: Vec<i64> =
+        common::raw(&rig.client, redis::cmd("ZRANGE").arg(keys.topic_hot_msg_seqs(T, TOPIC)).arg(0).arg(-1)).await;
     assert_eq!(seqs, (1..=10).collect::<Vec<_>>());
     let ttl: i64 = common::raw(&rig.client, redis::cmd("TTL").arg(keys.topic_hot_msg(T, TOPIC, 3))).await;
     assert!(ttl > 86_000, "hot copies live hot_message_ttl_seconds, got {ttl}");
@@ -163,7 +165,8 @@ async fn recalled_messages_leave_tombstones_not_gaps() {
 
 #[tokio::test]
 async fn the_tenant_cap_evicts_the_oldest_copies() {
-    let config = RedisConfig { hot_max_messages_per_tenant: 5, hot_message_max_bytes: 400, ..common::config("hot-cap") };
+    let config =
+        RedisConfig { hot_max_messages_per_tenant: 5, hot_message_max_bytes: 400, ..common::config("hot-cap") };
     let Some(rig) = Rig::new(config).await else { return };
     for _ in 0..8 {
         rig.publish(1, AuditStatus::Pass).await;

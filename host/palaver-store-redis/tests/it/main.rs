@@ -3,9 +3,11 @@
 
 mod cache;
 mod common;
+mod contract;
 mod degrade;
 mod flush;
 mod hot;
+mod keys;
 mod presence;
 mod seq;
 mod short_state;

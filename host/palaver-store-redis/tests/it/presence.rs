@@ -26,10 +26,14 @@ async fn sessions_count_and_the_last_one_leaving_records_last_seen() {
     assert_eq!(p.mark_online(T, u, "s2", &meta("n1", t0 + 15)).await.unwrap(), 2, "same session counts once");
     p.refresh(T, u, "s1", t0 + 50).await.unwrap();
     p.refresh(T, u, "unknown", t0 + 60).await.unwrap();
-    assert_eq!(p.get_presence(T, u).await, Presence::Online { sessions: 2, node_id: "n1".into(), last_active: t0 + 50 });
+    assert_eq!(
+        p.get_presence(T, u).await,
+        Presence::Online { sessions: 2, node_id: "n1".into(), last_active: t0 + 50 }
+    );
     assert_eq!(p.get_presence(TenantId(8), u).await, Presence::Offline { last_seen: None }, "tenants apart");
 
-    let hash: HashMap<String, String> = common::raw(&client, redis::cmd("HGETALL").arg(client.keys().presence_user(T, u))).await;
+    let hash: HashMap<String, String> =
+        common::raw(&client, redis::cmd("HGETALL").arg(client.keys().presence_user(T, u))).await;
     assert_eq!(hash.get("online").map(String::as_str), Some("1"));
     assert_eq!(hash.get("session_count").map(String::as_str), Some("2"));
     assert_eq!(hash.get("device").map(String::as_str), Some("web"));
@@ -45,7 +49,8 @@ async fn sessions_count_and_the_last_one_leaving_records_last_seen() {
     assert_eq!(p.get_presence(T, u).await, Presence::Offline { last_seen: Some(t0 + 200) });
     assert!(p.node_users(T, "n1").await.unwrap().is_empty());
 
-    let hash: HashMap<String, String> = common::raw(&client, redis::cmd("HGETALL").arg(client.keys().presence_user(T, u))).await;
+    let hash: HashMap<String, String> =
+        common::raw(&client, redis::cmd("HGETALL").arg(client.keys().presence_user(T, u))).await;
     assert_eq!((hash["online"].as_str(), hash["session_count"].as_str()), ("0", "0"));
     assert_eq!(hash["last_seen_at"], (t0 + 200).to_string());
 }
@@ -59,7 +64,10 @@ async fn equal_session_ids_on_two_nodes_are_two_sessions() {
     assert_eq!(a.mark_online(T, u, "1", &meta("n1", now)).await.unwrap(), 1);
     assert_eq!(b.mark_online(T, u, "1", &meta("n2", now + 1)).await.unwrap(), 2);
     assert_eq!(a.mark_offline(T, u, "1", now + 2).await.unwrap(), 1);
-    assert_eq!(b.get_presence(T, u).await, Presence::Online { sessions: 1, node_id: "n2".into(), last_active: now + 1 });
+    assert_eq!(
+        b.get_presence(T, u).await,
+        Presence::Online { sessions: 1, node_id: "n2".into(), last_active: now + 1 }
+    );
     assert!(a.node_users(T, "n1").await.unwrap().is_empty());
     assert_eq!(a.node_users(T, "n2").await.unwrap(), vec![u]);
 }

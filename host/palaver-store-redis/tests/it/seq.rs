@@ -89,7 +89,12 @@ async fn idempotency_keys_walk_through_their_states() {
 
 #[tokio::test]
 async fn idempotency_keys_expire_after_their_ttls() {
-    let config = RedisConfig { pending_ttl_seconds: 1, done_ttl_seconds: 1, failed_ttl_seconds: 1, ..common::config("idem-ttl") };
+    let config = RedisConfig {
+        pending_ttl_seconds: 1,
+        done_ttl_seconds: 1,
+        failed_ttl_seconds: 1,
+        ..common::config("idem-ttl")
+    };
     let Some(client) = common::live(config).await else { return };
     let s = RedisIdempotency::new(client);
     assert_eq!(s.claim(T, "grpA", U, "p").await.unwrap(), Claim::Acquired);

@@ -7,6 +7,9 @@ use hmac::{Hmac, Mac};
 use md5::Md5;
 use palaver_core::TenantId;
 
+mod registry;
+pub use registry::RegistryKeys;
+
 /// The demo key that ships with Tinode's clients; it checks out against [`DEMO_SALT`].
 pub const DEMO_KEY: &str = "AQEAAAABAAD_rAp4DJh05a1HAwFT3A6K";
 
@@ -48,9 +51,10 @@ pub fn make_key(app_id: u32, salt: &[u8]) -> String {
 }
 
 /// Maps an API key to the tenant it belongs to.
+#[async_trait::async_trait]
 pub trait TenantResolver: Send + Sync {
-    /// The tenant of a valid key, or `None` (answered with HTTP 403).
-    fn resolve(&self, api_key: &str) -> Option<TenantId>;
+    /// The tenant of a valid key of an active tenant, or `None` (answered with HTTP 403).
+    async fn resolve(&self, api_key: &str) -> Option<TenantId>;
 }
 
 /// The single-tenant resolver of the embedded mode: every key signed with the salt belongs to one tenant.
@@ -67,8 +71,9 @@ impl SaltedKeys {
     }
 }
 
+#[async_trait::async_trait]
 impl TenantResolver for SaltedKeys {
-    fn resolve(&self, api_key: &str) -> Option<TenantId> {
+    async fn resolve(&self, api_key: &str) -> Option<TenantId> {
         key_is_valid(api_key, &self.salt).then_some(self.tenant)
     }
 }

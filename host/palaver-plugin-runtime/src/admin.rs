@@ -1,0 +1,170 @@
+//! The admin view of the registry: one [`PluginInfo`] per plugin with its live version, hash, state, last load
+//! error and call and fault counts. The server serves `list()` as JSON at `GET /v1/admin/plugins`.
+
+use crate::error::FaultKind;
+use crate::manifest::{Grant, Hook, InstanceMode, World};
+use crate::registry::{PluginRegistry, Slot};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+/// Whether a plugin is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PluginState {
+    /// A version is live and its breaker is closed.
+    Active,
+    /// A version is live but the breaker keeps it off until the cool-down ends (or a trial call is running).
+    BreakerOpen,
+    /// No version is live: every load so far was refused.
+    Failed,
+}
+
+/// Counters of one hook.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HookCounts {
+    pub calls: u64,
+    pub faults: u64,
+    /// Calls skipped because the breaker was open.
+    pub skipped: u64,
+    /// Faults by kind; kinds that never happened are left out.
+    pub faults_by_kind: BTreeMap<FaultKind, u64>,
+}
+
+/// One plugin as `GET /v1/admin/plugins` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PluginInfo {
+    pub name: String,
+    /// The live version, if any.
+    pub version: Option<String>,
+    /// The live component's SHA-256.
+    pub hash: Option<String>,
+    pub state: PluginState,
+    /// `closed`, `open` or `half-open`.
+    pub breaker: &'static str,
+    /// Why the latest load was refused; cleared by the next successful one.
+    pub last_error: Option<String>,
+    /// The version a rollback would bring back.
+    pub previous_version: Option<String>,
+    pub world: Option<World>,
+    pub hooks: Vec<Hook>,
+    pub grants: Vec<Grant>,
+    pub instance_mode: Option<InstanceMode>,
+    pub priority: Option<i32>,
+    pub enabled_by_default: Option<bool>,
+    /// When the live version went live, in Unix milliseconds.
+    pub loaded_at_ms: Option<u64>,
+    /// The manifest file it came from.
+    pub source: Option<String>,
+    /// Calls and faults over both hooks, across versions.
+    pub calls: u64,
+    pub faults: u64,
+    pub before_publish: HookCounts,
+    pub on_command: HookCounts,
+    pub loads: u64,
+    pub load_refusals: u64,
+}
+
+fn counts(slot: &Slot, hook: Hook) -> HookCounts {
+    let m = slot.metrics.hook(hook);
+    HookCounts {
+        calls: m.calls.load(Ordering::Relaxed),
+        faults: m.faults(),
+        skipped: m.skipped.load(Ordering::Relaxed),
+        faults_by_kind: FaultKind::ALL
+            .into_iter()
+            .map(|k| (k, m.faults_of(k)))
+            .filter(|(_, n)| *n > 0)
+            .collect(),
+    }
+}
+
+fn info(slot: &Slot) -> PluginInfo {
+    let v = slot.current.load_full();
+    let manifest = v.as_ref().map(|v| &v.manifest);
+    let breaker = slot.breaker.state();
+    let state = match (&v, breaker) {
+        (None, _) => PluginState::Failed,
+        (Some(_), "closed") => PluginState::Active,
+        (Some(_), _) => PluginState::BreakerOpen,
+    };
+    let (bp, oc) = (counts(slot, Hook::BeforePublish), counts(slot, Hook::OnCommand));
+    PluginInfo {
+        name: slot.name.clone(),
+        version: v.as_ref().map(|v| v.version.to_string()),
+        hash: v.as_ref().map(|v| v.hash.clone()),
+        state,
+        breaker,
+        last_error: slot.last_error.lock().clone(),
+        previous_version: slot.previous.lock().as_ref().map(|p| p.version.to_string()),
+        world: manifest.map(|m| m.world),
+        hooks: manifest.map(|m| m.world.hooks().to_vec()).unwrap_or_default(),
+        grants: manifest.map(|m| m.grants.clone()).unwrap_or_default(),
+        instance_mode: manifest.map(|m| m.instance.mode),
+        priority: manifest.map(|m| m.priority),
+        enabled_by_default: manifest.map(|m| m.enabled_by_default),
+        loaded_at_ms: v.as_ref().map(|v| v.loaded_at_ms),
+        source: slot.source.lock().as_ref().map(|p| p.display().to_string()),
+        calls: bp.calls + oc.calls,
+        faults: bp.faults + oc.faults,
+        before_publish: bp,
+        on_command: oc,
+        loads: slot.metrics.loads_ok.load(Ordering::Relaxed),
+        load_refusals: slot.metrics.loads_refused.load(Ordering::Relaxed),
+    }
+}
+
+impl PluginRegistry {
+    /// Every plugin, by name: what `GET /v1/admin/plugins` returns.
+    pub fn list(&self) -> Vec<PluginInfo> {
+        self.slots().iter().map(|s| info(s)).collect()
+    }
+
+    /// One plugin, or `None`.
+    pub fn info(&self, name: &str) -> Option<PluginInfo> {
+        self.slot(name).ok().map(|s| info(&s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listing_serialises_with_stable_names() {
+        let i = PluginInfo {
+            name: "m".to_owned(),
+            version: Some("1.0.0".to_owned()),
+            hash: Some("ab".to_owned()),
+            state: PluginState::BreakerOpen,
+            breaker: "open",
+            last_error: None,
+            previous_version: None,
+            world: Some(World::PublishFilter),
+            hooks: vec![Hook::BeforePublish],
+            grants: vec![Grant::Log],
+            instance_mode: Some(InstanceMode::Warm),
+            priority: Some(100),
+            enabled_by_default: Some(true),
+            loaded_at_ms: Some(1),
+            source: None,
+            calls: 3,
+            faults: 1,
+            before_publish: HookCounts {
+                calls: 3,
+                faults: 1,
+                skipped: 0,
+                faults_by_kind: [(FaultKind::OutputSize, 1)].into_iter().collect(),
+            },
+            on_command: HookCounts::default(),
+            loads: 1,
+            load_refusals: 0,
+        };
+        let v = serde_json::to_value(&i).unwrap();
+        assert_eq!(v["state"], "breaker-open");
+        assert_eq!(v["world"], "publish-filter");
+        assert_eq!(v["hooks"][0], "before-publish");
+        assert_eq!(v["instance_mode"], "warm");
+        assert_eq!(v["before_publish"]["faults_by_kind"]["output-size"], 1);
+    }
+}

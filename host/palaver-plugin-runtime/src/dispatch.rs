@@ -1,0 +1,188 @@
+//! One plugin call as the registry makes it: consult the breaker, resolve the tenant's settings, run the hook on
+//! the version the call pinned, commit the buffered effects if it succeeded, and count everything. A fault is
+//! logged and counted here; what it means for the message or command is the caller's failure policy.
+
+use crate::bindings::{on_command, publish_context};
+use crate::breaker::Admission;
+use crate::error::{Fault, FaultKind};
+use crate::hooks::CommandOutcome;
+use crate::instance::Done;
+use crate::kv::KvError;
+use crate::manifest::Hook;
+use crate::metrics::Outcome;
+use crate::registry::{PluginRegistry, Slot};
+use crate::settings::resolve;
+use crate::store::{CallScope, EffectBuffer};
+use crate::version::PluginVersion;
+use palaver_core::TenantId;
+use palaver_core::ports::{PublishContext, PublishVerdict};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// How one plugin call ended.
+#[derive(Debug)]
+pub(crate) enum Ran<T> {
+    Done(T),
+    Failed,
+    /// The breaker is open; the plugin was not called.
+    Skipped,
+}
+
+/// What the booking of a finished call needs to know about it.
+struct Call<'a> {
+    slot: &'a Slot,
+    v: &'a PluginVersion,
+    hook: Hook,
+    tenant: TenantId,
+    admission: Admission,
+    started: Instant,
+}
+
+impl PluginRegistry {
+    fn scope(&self, v: &PluginVersion, hook: Hook, tenant: TenantId) -> CallScope {
+        let n = self.requests.fetch_add(1, Ordering::Relaxed);
+        let generation = self.tenants.generation();
+        let settings = v.settings_cache.get_or(tenant, generation, || {
+            Value::Object(resolve(&v.manifest.settings, self.tenants.settings(tenant, &v.manifest.name).as_ref()))
+                .to_string()
+        });
+        CallScope {
+            tenant,
+            plugin: v.name.clone(),
+            version: v.version.clone(),
+            request_id: format!("{}-{n:x}", self.rt.config.node),
+            settings,
+            services: self.rt.services.clone(),
+            max_host_calls: v.limits(hook).max_host_calls,
+            max_effects: self.rt.config.max_effects,
+            max_log_bytes: self.rt.config.max_log_bytes,
+        }
+    }
+
+    /// Applies a successful call's effects: key-value writes first (a conflict fails the call), then events and
+    /// notifications (a delivery failure is logged and counted; the verdict stands).
+    async fn commit(&self, slot: &Slot, tenant: TenantId, effects: EffectBuffer) -> Result<(), Fault> {
+        if effects.is_empty() {
+            return Ok(());
+        }
+        let scope = crate::kv::KvScope { tenant, plugin: &slot.name };
+        match self.rt.services.kv.commit(scope, &effects.kv_ops).await {
+            Ok(()) => {}
+            Err(KvError::Conflict(key)) => {
+                return Err(Fault::new(FaultKind::Conflict, format!("key {key:?} changed during the call")));
+            }
+            Err(KvError::Unavailable(m)) => return Err(Fault::new(FaultKind::Conflict, format!("kv unavailable: {m}"))),
+        }
+        let sink = &self.rt.services.effects;
+        for e in effects.events {
+            if let Err(err) = sink.emit(tenant, e).await {
+                slot.metrics.effect_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(plugin = %slot.name, error = %err, "plugin event not delivered");
+            }
+        }
+        for n in effects.notifications {
+            if let Err(err) = sink.notify(tenant, n).await {
+                slot.metrics.effect_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(plugin = %slot.name, error = %err, "plugin notification not delivered");
+            }
+        }
+        Ok(())
+    }
+
+    /// Books a finished call: breaker, counters, latency, the fault log line.
+    async fn finish<T>(&self, call: Call<'_>, result: Result<Done<T>, Fault>, outcome: impl Fn(&T) -> Outcome) -> Ran<T> {
+        let Call { slot, v, hook, tenant, admission, started } = call;
+        let m = slot.metrics.hook(hook);
+        let result = match result {
+            Ok(done) => {
+                let fuel = done.fuel;
+                self.commit(slot, tenant, done.effects).await.map(|()| (done.value, fuel))
+            }
+            Err(f) => Err(f),
+        };
+        m.latency.observe(started.elapsed());
+        match result {
+            Ok((value, fuel)) => {
+                slot.breaker.record(admission, true);
+                m.fuel.fetch_add(fuel, Ordering::Relaxed);
+                m.outcome(outcome(&value));
+                Ran::Done(value)
+            }
+            Err(fault) => {
+                slot.breaker.record(admission, false);
+                m.fault(fault.kind);
+                tracing::warn!(
+                    plugin = %slot.name, version = %v.version, %hook, %tenant, kind = fault.kind.as_str(),
+                    error = %fault.message, "plugin call failed; its instance was discarded"
+                );
+                Ran::Failed
+            }
+        }
+    }
+
+    /// Runs one plugin's `before-publish` on the version `v` the caller pinned.
+    pub(crate) async fn run_publish(
+        &self,
+        slot: &Slot,
+        v: &Arc<PluginVersion>,
+        ctx: &PublishContext,
+        content: &str,
+        head: Option<&str>,
+    ) -> Ran<PublishVerdict> {
+        let m = slot.metrics.hook(Hook::BeforePublish);
+        let admission = slot.breaker.admit();
+        if admission == Admission::Skip {
+            m.skipped.fetch_add(1, Ordering::Relaxed);
+            return Ran::Skipped;
+        }
+        m.calls.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let scope = self.scope(v, Hook::BeforePublish, ctx.tenant);
+        let wit = publish_context(ctx, scope.request_id.clone());
+        let result = v.judge(&self.rt, scope, &wit, content, head).await;
+        let call = Call { slot, v, hook: Hook::BeforePublish, tenant: ctx.tenant, admission, started };
+        self.finish(call, result, |verdict| match verdict {
+            PublishVerdict::Allow => Outcome::Allow,
+            PublishVerdict::Reject { .. } => Outcome::Reject,
+            PublishVerdict::Rewrite { .. } => Outcome::Rewrite,
+            PublishVerdict::Hold { .. } => Outcome::Hold,
+        })
+        .await
+    }
+
+    /// Runs one plugin's `on-command` on the version `v` the caller pinned.
+    pub(crate) async fn run_command_on(
+        &self,
+        slot: &Slot,
+        v: &Arc<PluginVersion>,
+        ctx: &crate::hooks::CommandContext,
+        name: &str,
+        args: &str,
+    ) -> Ran<CommandOutcome> {
+        let m = slot.metrics.hook(Hook::OnCommand);
+        let admission = slot.breaker.admit();
+        if admission == Admission::Skip {
+            m.skipped.fetch_add(1, Ordering::Relaxed);
+            return Ran::Skipped;
+        }
+        m.calls.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let scope = self.scope(v, Hook::OnCommand, ctx.tenant);
+        let wit = on_command::CallContext {
+            tenant: ctx.tenant.0,
+            actor: ctx.actor.to_string(),
+            session: ctx.session.clone(),
+            node: if ctx.node.is_empty() { self.rt.config.node.clone() } else { ctx.node.clone() },
+            request_id: scope.request_id.clone(),
+        };
+        let result = v.handle(&self.rt, scope, &wit, name, args).await;
+        let call = Call { slot, v, hook: Hook::OnCommand, tenant: ctx.tenant, admission, started };
+        self.finish(call, result, |o| match o {
+            CommandOutcome::Ok(_) => Outcome::Ok,
+            CommandOutcome::Rejected { .. } => Outcome::Rejected,
+        })
+        .await
+    }
+}

@@ -1,0 +1,241 @@
+//! Golden fixtures: inputs a plugin ships in its manifest with the verdicts they must give. The load gate runs
+//! every fixture on the new version, in isolation (a scratch key-value store, an empty directory, effects
+//! recorded and dropped), and refuses the version if any fixture faults or disagrees.
+
+use crate::bindings::{self, publish_context};
+use crate::effects::RecordingEffects;
+use crate::error::LoadError;
+use crate::hooks::CommandOutcome;
+use crate::manifest::Hook;
+use crate::runtime::Runtime;
+use crate::services::HostServices;
+use crate::settings::{resolve, validate_values};
+use crate::store::CallScope;
+use crate::version::PluginVersion;
+use palaver_core::ports::{PublishContext, PublishVerdict};
+use palaver_core::{TenantId, TopicKind, UserId};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+/// One golden input and what it must give.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fixture {
+    pub name: String,
+    #[serde(default = "default_hook")]
+    pub hook: Hook,
+    /// `before-publish`: the message content (a string or a Drafty object).
+    #[serde(default)]
+    pub content: Option<Value>,
+    #[serde(default)]
+    pub head: Option<Map<String, Value>>,
+    /// `before-publish`: `group` (default) or `p2p`.
+    #[serde(default)]
+    pub topic_kind: Option<String>,
+    /// The tenant settings the call runs with (defaults fill the rest).
+    #[serde(default)]
+    pub settings: Option<Value>,
+    /// `on-command`: the command name and its arguments.
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Option<Value>,
+    pub expect: Expect,
+}
+
+fn default_hook() -> Hook {
+    Hook::BeforePublish
+}
+
+/// The verdict a fixture expects. Fields left out are not compared.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum Expect {
+    Allow,
+    Reject {
+        #[serde(default)]
+        code: Option<u16>,
+        /// A substring of the reason.
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    Rewrite {
+        #[serde(default)]
+        content: Option<Value>,
+    },
+    Hold {
+        #[serde(default)]
+        flags: Option<Vec<String>>,
+    },
+    Ok {
+        #[serde(default)]
+        result: Option<Value>,
+    },
+    Rejected {
+        #[serde(default)]
+        code: Option<u16>,
+        #[serde(default)]
+        reason_code: Option<String>,
+    },
+}
+
+/// Runs every fixture of `v`; the first failure refuses the version.
+pub(crate) fn run_all(rt: &Runtime, v: &PluginVersion) -> Result<(), LoadError> {
+    for f in &v.manifest.fixtures {
+        run_one(rt, v, f).map_err(|message| LoadError::Fixture { name: f.name.clone(), message })?;
+    }
+    Ok(())
+}
+
+fn run_one(rt: &Runtime, v: &PluginVersion, f: &Fixture) -> Result<(), String> {
+    if let Some(s) = &f.settings {
+        validate_values(&v.manifest.settings, s)?;
+    }
+    let settings = Value::Object(resolve(&v.manifest.settings, f.settings.as_ref())).to_string();
+    let services = HostServices::in_memory().with_effects(Arc::new(RecordingEffects::new()));
+    let scope = CallScope {
+        tenant: TenantId::DEFAULT,
+        plugin: v.name.clone(),
+        version: v.version.clone(),
+        request_id: format!("fixture:{}", f.name),
+        settings: Arc::from(settings),
+        services,
+        max_host_calls: v.limits(f.hook).max_host_calls,
+        max_effects: rt.config.max_effects,
+        max_log_bytes: rt.config.max_log_bytes,
+    };
+    let actor = UserId(0x0123_4567_89ab_cdef);
+    match f.hook {
+        Hook::BeforePublish => {
+            let kind = match f.topic_kind.as_deref() {
+                None | Some("group") => TopicKind::Group,
+                Some("p2p") => TopicKind::P2p,
+                Some(other) => return Err(format!("topic_kind {other:?} is neither group nor p2p")),
+            };
+            let ctx = PublishContext {
+                tenant: TenantId::DEFAULT,
+                topic: if kind == TopicKind::P2p { palaver_core::p2p_name(actor, UserId(42)) } else { "grpFixture".to_owned() },
+                kind,
+                from: actor,
+                session: "fixture".to_owned(),
+                node: rt.config.node.clone(),
+            };
+            let content = f.content.clone().unwrap_or(Value::String(String::new())).to_string();
+            let head = bindings::head_text(f.head.as_ref());
+            let wit = publish_context(&ctx, scope.request_id.clone());
+            let done = block_on(v.judge(rt, scope, &wit, &content, head.as_deref())).map_err(|e| format!("faulted: {e}"))?;
+            compare_verdict(&f.expect, &done.value)
+        }
+        Hook::OnCommand => {
+            let name = f.command.as_deref().ok_or("an on-command fixture needs `command`")?;
+            let args = f.args.clone().unwrap_or(Value::Null).to_string();
+            let wit = bindings::palaver::plugin::types::CallContext {
+                tenant: TenantId::DEFAULT.0,
+                actor: actor.to_string(),
+                session: "fixture".to_owned(),
+                node: rt.config.node.clone(),
+                request_id: scope.request_id.clone(),
+            };
+            let done = block_on(v.handle(rt, scope, &wit, name, &args)).map_err(|e| format!("faulted: {e}"))?;
+            compare_outcome(&f.expect, &done.value)
+        }
+    }
+}
+
+fn mismatch(expect: &Expect, got: impl std::fmt::Debug) -> Result<(), String> {
+    Err(format!("expected {expect:?}, got {got:?}"))
+}
+
+fn compare_verdict(expect: &Expect, got: &PublishVerdict) -> Result<(), String> {
+    let ok = match (expect, got) {
+        (Expect::Allow, PublishVerdict::Allow) => true,
+        (Expect::Reject { code, reason }, PublishVerdict::Reject { code: c, reason: r }) => {
+            code.is_none_or(|code| code == *c) && reason.as_ref().is_none_or(|s| r.contains(s.as_str()))
+        }
+        (Expect::Rewrite { content }, PublishVerdict::Rewrite { content: c, .. }) => content.as_ref().is_none_or(|x| x == c),
+        (Expect::Hold { flags }, PublishVerdict::Hold { flags: f }) => flags.as_ref().is_none_or(|x| x == f),
+        _ => false,
+    };
+    if ok { Ok(()) } else { mismatch(expect, got) }
+}
+
+fn compare_outcome(expect: &Expect, got: &CommandOutcome) -> Result<(), String> {
+    let ok = match (expect, got) {
+        (Expect::Ok { result }, CommandOutcome::Ok(v)) => result.as_ref().is_none_or(|r| r == v),
+        (Expect::Rejected { code, reason_code }, CommandOutcome::Rejected { code: c, reason_code: r, .. }) => {
+            code.is_none_or(|code| code == *c) && reason_code.as_ref().is_none_or(|x| x == r)
+        }
+        _ => false,
+    };
+    if ok { Ok(()) } else { mismatch(expect, got) }
+}
+
+struct ThreadWaker(std::thread::Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Drives a future to completion on the current thread. The load gate uses it to run fixtures from synchronous
+/// code: their services are in memory, so the futures are ready at once and nothing waits on an I/O reactor.
+pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => return v,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fixtures_parse_from_toml() {
+        let f: Fixture = toml::from_str(
+            "name = \"n\"\ncontent = \"hi\"\nsettings = { words = [\"x\"] }\nexpect = { verdict = \"reject\", code = 422 }\n",
+        )
+        .unwrap();
+        assert_eq!(f.hook, Hook::BeforePublish);
+        assert_eq!(f.content, Some(json!("hi")));
+        assert_eq!(f.expect, Expect::Reject { code: Some(422), reason: None });
+    }
+
+    #[test]
+    fn verdicts_compare_only_what_is_given() {
+        let got = PublishVerdict::Reject { code: 422, reason: "blocked word".to_owned() };
+        assert!(compare_verdict(&Expect::Reject { code: None, reason: None }, &got).is_ok());
+        assert!(compare_verdict(&Expect::Reject { code: Some(422), reason: Some("word".to_owned()) }, &got).is_ok());
+        assert!(compare_verdict(&Expect::Reject { code: Some(403), reason: None }, &got).is_err());
+        assert!(compare_verdict(&Expect::Allow, &got).is_err());
+        let ok = CommandOutcome::Ok(json!({ "n": 1 }));
+        assert!(compare_outcome(&Expect::Ok { result: Some(json!({ "n": 1 })) }, &ok).is_ok());
+        assert!(compare_outcome(&Expect::Ok { result: Some(json!({ "n": 2 })) }, &ok).is_err());
+    }
+
+    #[test]
+    fn block_on_runs_ready_and_woken_futures() {
+        assert_eq!(block_on(async { 7 }), 7);
+        let mut polled = false;
+        let fut = std::future::poll_fn(|cx| {
+            if polled {
+                Poll::Ready(1)
+            } else {
+                polled = true;
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        });
+        assert_eq!(block_on(fut), 1);
+    }
+}

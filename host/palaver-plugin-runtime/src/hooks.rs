@@ -1,0 +1,153 @@
+//! [`PluginHooks`]: the plugins as palaver-core's `PublishHook` port, and the entry point for business commands.
+//! Every plugin enabled for the tenant runs in priority order; the first reject or hold wins, rewrites chain (each
+//! plugin sees the content as the one before it left it), and a faulted or skipped plugin answers with its
+//! failure policy: fail-open acts as allow, fail-closed rejects with a retryable 503.
+
+use crate::bindings::head_text;
+use crate::dispatch::Ran;
+use crate::error::CommandError;
+use crate::manifest::{FailurePolicy, Hook};
+use crate::registry::PluginRegistry;
+use palaver_core::ports::{PublishContext, PublishHook, PublishVerdict};
+use palaver_core::{TenantId, UserId};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Who runs a business command, from where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandContext {
+    pub tenant: TenantId,
+    pub actor: UserId,
+    /// The actor's session, empty for an HTTP call.
+    pub session: String,
+    /// The node, empty for the runtime's own.
+    pub node: String,
+}
+
+impl CommandContext {
+    /// A command by `actor` in `tenant`, from no particular session.
+    pub fn new(tenant: TenantId, actor: UserId) -> CommandContext {
+        CommandContext { tenant, actor, session: String::new(), node: String::new() }
+    }
+}
+
+/// What a business command gave.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum CommandOutcome {
+    /// Done, with a JSON result.
+    Ok(Value),
+    /// Refused: a Tinode ctrl code, a stable reason code (such as `FRIEND_LIMIT`) and a message.
+    Rejected { code: u16, reason_code: String, message: String },
+}
+
+/// The code a fail-closed hook answers with: retryable, like any other unavailable dependency.
+pub const UNAVAILABLE: u16 = 503;
+
+/// The plugin platform as the server sees it.
+#[derive(Clone)]
+pub struct PluginHooks {
+    registry: Arc<PluginRegistry>,
+}
+
+impl PluginHooks {
+    /// Hooks over the plugins of `registry`.
+    pub fn new(registry: Arc<PluginRegistry>) -> PluginHooks {
+        PluginHooks { registry }
+    }
+
+    /// The registry behind the hooks, for admin calls.
+    pub fn registry(&self) -> &Arc<PluginRegistry> {
+        &self.registry
+    }
+
+    /// Runs business command `name` with JSON `args` on the first plugin (by priority) enabled for the tenant
+    /// that handles it.
+    pub async fn run_command(
+        &self,
+        ctx: &CommandContext,
+        name: &str,
+        args: &Value,
+    ) -> Result<CommandOutcome, CommandError> {
+        let order = self.registry.order.load_full();
+        for slot in order.iter() {
+            let Some(v) = slot.current.load_full() else { continue };
+            let m = &v.manifest;
+            if !m.handles_command(name) || !self.registry.tenants.enabled(ctx.tenant, &slot.name, m.enabled_by_default) {
+                continue;
+            }
+            let args = args.to_string();
+            return Ok(match self.registry.run_command_on(slot, &v, ctx, name, &args).await {
+                Ran::Done(o) => o,
+                Ran::Failed | Ran::Skipped => match slot.policy(&v, Hook::OnCommand) {
+                    FailurePolicy::Open => CommandOutcome::Ok(Value::Null),
+                    FailurePolicy::Closed => CommandOutcome::Rejected {
+                        code: UNAVAILABLE,
+                        reason_code: "PLUGIN_UNAVAILABLE".to_owned(),
+                        message: format!("plugin {} is unavailable; try again later", slot.name),
+                    },
+                },
+            });
+        }
+        Err(CommandError::UnknownCommand(name.to_owned()))
+    }
+
+    /// The verdict of every enabled plugin on one message, combined.
+    pub async fn judge(
+        &self,
+        ctx: &PublishContext,
+        content: &Value,
+        head: Option<&Map<String, Value>>,
+    ) -> PublishVerdict {
+        let order = self.registry.order.load_full();
+        // Serialised once, and again only after a rewrite, however many plugins run.
+        let mut text: Option<(String, Option<String>)> = None;
+        let mut rewritten: Option<(Value, Option<Map<String, Value>>)> = None;
+        for slot in order.iter() {
+            let Some(v) = slot.current.load_full() else { continue };
+            if !v.manifest.has_hook(Hook::BeforePublish)
+                || !self.registry.tenants.enabled(ctx.tenant, &slot.name, v.manifest.enabled_by_default)
+            {
+                continue;
+            }
+            let (c, h) = text.get_or_insert_with(|| match &rewritten {
+                Some((c, h)) => (c.to_string(), head_text(h.as_ref())),
+                None => (content.to_string(), head_text(head)),
+            });
+            match self.registry.run_publish(slot, &v, ctx, c, h.as_deref()).await {
+                Ran::Done(PublishVerdict::Allow) => {}
+                Ran::Done(PublishVerdict::Rewrite { content, head }) => {
+                    rewritten = Some((content, head));
+                    text = None;
+                }
+                Ran::Done(verdict) => return verdict,
+                Ran::Failed | Ran::Skipped => match slot.policy(&v, Hook::BeforePublish) {
+                    FailurePolicy::Open => {}
+                    FailurePolicy::Closed => {
+                        return PublishVerdict::Reject {
+                            code: UNAVAILABLE,
+                            reason: format!("plugin {} is unavailable; try again later", slot.name),
+                        };
+                    }
+                },
+            }
+        }
+        match rewritten {
+            Some((content, head)) => PublishVerdict::Rewrite { content, head },
+            None => PublishVerdict::Allow,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl PublishHook for PluginHooks {
+    async fn before_publish(
+        &self,
+        ctx: &PublishContext,
+        content: &Value,
+        head: Option<&Map<String, Value>>,
+    ) -> PublishVerdict {
+        self.judge(ctx, content, head).await
+    }
+}

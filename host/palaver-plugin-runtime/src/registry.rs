@@ -1,0 +1,394 @@
+//! The plugin registry: the loaded plugins, each with its live and previous version, its breaker and counters;
+//! loading through the gate off the hot path, atomic swaps, rollback, unload, the admin listing, per-tenant
+//! choices and the metrics text. The call path (dispatch.rs) reads the live order with one atomic load.
+
+use crate::breaker::Breaker;
+use crate::config::RuntimeConfig;
+use crate::error::{LoadError, RegistryError, RuntimeError};
+use crate::fixtures;
+use crate::manifest::{FailurePolicy, Hook, Manifest};
+use crate::metrics::{self, PluginMetrics};
+use crate::runtime::Runtime;
+use crate::services::HostServices;
+use crate::settings::{resolve, validate_values};
+use crate::tenants::{TenantChoice, TenantTable};
+use crate::version::{PluginVersion, sha256_hex};
+use arc_swap::{ArcSwap, ArcSwapOption};
+use palaver_core::TenantId;
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One plugin, across its versions.
+pub(crate) struct Slot {
+    pub(crate) name: String,
+    pub(crate) current: ArcSwapOption<PluginVersion>,
+    pub(crate) previous: Mutex<Option<Arc<PluginVersion>>>,
+    /// The manifest file it was loaded from, for `reload`.
+    pub(crate) source: Mutex<Option<PathBuf>>,
+    pub(crate) last_error: Mutex<Option<String>>,
+    pub(crate) breaker: Breaker,
+    pub(crate) metrics: PluginMetrics,
+    /// Failure policies set at run time, overriding the manifest's: `[before-publish, on-command]`.
+    pub(crate) policy: Mutex<[Option<FailurePolicy>; 2]>,
+}
+
+impl Slot {
+    /// The failure policy of `hook` for version `v`.
+    pub(crate) fn policy(&self, v: &PluginVersion, hook: Hook) -> FailurePolicy {
+        self.policy.lock()[hook as usize].unwrap_or_else(|| v.manifest.policy(hook))
+    }
+}
+
+/// What a load did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadOutcome {
+    /// A new version went live; `replaced` names the version it replaced.
+    Loaded { name: String, version: String, hash: String, replaced: Option<String> },
+    /// The same component and manifest are live already; nothing changed.
+    Unchanged { name: String, version: String },
+}
+
+/// The outcome of loading a directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    pub loaded: Vec<LoadOutcome>,
+    /// Manifests that were refused, with why.
+    pub refused: Vec<(PathBuf, String)>,
+}
+
+/// A rollback that happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rollback {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+}
+
+/// The loaded plugins and everything needed to run them.
+pub struct PluginRegistry {
+    pub(crate) rt: Runtime,
+    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
+    /// Slots with a live version, by priority then name: what the call path walks.
+    pub(crate) order: ArcSwap<Vec<Arc<Slot>>>,
+    pub(crate) tenants: TenantTable,
+    dirs: Mutex<Vec<PathBuf>>,
+    /// Loads run one at a time, so two reloads of a plugin never interleave their swaps.
+    load_lock: Mutex<()>,
+    pub(crate) requests: AtomicU64,
+}
+
+impl PluginRegistry {
+    /// A registry with no plugins, and the engine and ticker it runs them on.
+    pub fn new(config: RuntimeConfig, services: HostServices) -> Result<PluginRegistry, RuntimeError> {
+        Ok(PluginRegistry {
+            rt: Runtime::new(config, services)?,
+            slots: RwLock::new(BTreeMap::new()),
+            order: ArcSwap::from_pointee(Vec::new()),
+            tenants: TenantTable::new(),
+            dirs: Mutex::new(Vec::new()),
+            load_lock: Mutex::new(()),
+            requests: AtomicU64::new(0),
+        })
+    }
+
+    /// The configuration the registry runs with.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.rt.config
+    }
+
+    /// Whether the pooling allocator could be set up.
+    pub fn pooling(&self) -> bool {
+        self.rt.pooling
+    }
+
+    /// The engine's code-format id, the second half of the compile cache's key.
+    pub fn engine_id(&self) -> &str {
+        &self.rt.engine_id
+    }
+
+    pub(crate) fn slot(&self, name: &str) -> Result<Arc<Slot>, RegistryError> {
+        self.slots.read().get(name).cloned().ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))
+    }
+
+    fn slot_or_create(&self, name: &str) -> Arc<Slot> {
+        if let Some(s) = self.slots.read().get(name) {
+            return s.clone();
+        }
+        let mut slots = self.slots.write();
+        slots
+            .entry(name.to_owned())
+            .or_insert_with(|| {
+                Arc::new(Slot {
+                    name: name.to_owned(),
+                    current: ArcSwapOption::empty(),
+                    previous: Mutex::new(None),
+                    source: Mutex::new(None),
+                    last_error: Mutex::new(None),
+                    breaker: Breaker::new(self.rt.config.breaker),
+                    metrics: PluginMetrics::default(),
+                    policy: Mutex::new([None, None]),
+                })
+            })
+            .clone()
+    }
+
+    fn rebuild_order(&self) {
+        let mut live: Vec<(i32, Arc<Slot>)> = self
+            .slots
+            .read()
+            .values()
+            .filter_map(|s| s.current.load_full().map(|v| (v.manifest.priority, s.clone())))
+            .collect();
+        live.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
+        self.order.store(Arc::new(live.into_iter().map(|(_, s)| s).collect()));
+    }
+
+    /// Loads every plugin in `dir` (each `*.toml` manifest with its component beside it) and remembers the
+    /// directory for [`PluginRegistry::rescan`]. Of several versions of one plugin only the highest is loaded.
+    pub fn load_dir(&self, dir: &Path) -> LoadReport {
+        {
+            let mut dirs = self.dirs.lock();
+            if !dirs.iter().any(|d| d == dir) {
+                dirs.push(dir.to_owned());
+            }
+        }
+        let mut report = LoadReport::default();
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                report.refused.push((dir.to_owned(), LoadError::io(dir, e).to_string()));
+                return report;
+            }
+        };
+        let mut best: BTreeMap<String, (Vec<u64>, PathBuf)> = BTreeMap::new();
+        for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            if path.extension().is_none_or(|x| x != "toml") {
+                continue;
+            }
+            let Some((name, version)) = peek_identity(&path) else {
+                report.refused.push((path.clone(), "invalid manifest: no name or version".to_owned()));
+                continue;
+            };
+            let key = version_key(&version);
+            if best.get(&name).is_none_or(|(k, _)| key > *k) {
+                best.insert(name, (key, path));
+            }
+        }
+        for (_, (_, path)) in best {
+            match self.load_file(&path) {
+                Ok(o) => report.loaded.push(o),
+                Err(e) => report.refused.push((path, e.to_string())),
+            }
+        }
+        report
+    }
+
+    /// Loads every remembered directory again: what the server does on SIGHUP. Unchanged plugins stay as they are.
+    pub fn rescan(&self) -> LoadReport {
+        let dirs = self.dirs.lock().clone();
+        let mut report = LoadReport::default();
+        for d in dirs {
+            let r = self.load_dir(&d);
+            report.loaded.extend(r.loaded);
+            report.refused.extend(r.refused);
+        }
+        report
+    }
+
+    /// Loads the plugin described by a manifest file, with its component beside it.
+    pub fn load_file(&self, manifest_path: &Path) -> Result<LoadOutcome, RegistryError> {
+        let fail = |e: LoadError| {
+            // A manifest that does not parse still names the plugin, most of the time: blame that plugin.
+            if let Some((name, _)) = peek_identity(manifest_path)
+                && let Ok(slot) = self.slot(&name)
+            {
+                self.refused(&slot, &e);
+            }
+            tracing::warn!(path = %manifest_path.display(), error = %e, "plugin refused");
+            RegistryError::Load(e)
+        };
+        let manifest = Manifest::from_file(manifest_path).map_err(fail)?;
+        let file = manifest.component.clone().map_or_else(|| manifest_path.with_extension("wasm"), |c| manifest_path.with_file_name(c));
+        let wasm = std::fs::read(&file).map_err(|e| fail(LoadError::io(&file, e)))?;
+        self.install(manifest, &wasm, Some(manifest_path.to_owned()))
+    }
+
+    /// Loads a plugin from a manifest and component bytes (an admin upload).
+    pub fn load_bytes(&self, manifest: Manifest, wasm: &[u8]) -> Result<LoadOutcome, RegistryError> {
+        self.install(manifest, wasm, None)
+    }
+
+    /// Loads the plugin's manifest file again, e.g. after it was replaced in place.
+    pub fn reload(&self, name: &str) -> Result<LoadOutcome, RegistryError> {
+        let source = self.slot(name)?.source.lock().clone();
+        let source = source.ok_or_else(|| RegistryError::NoSource(name.to_owned()))?;
+        self.load_file(&source)
+    }
+
+    fn refused(&self, slot: &Slot, e: &LoadError) {
+        *slot.last_error.lock() = Some(e.to_string());
+        slot.metrics.loads_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn install(&self, manifest: Manifest, wasm: &[u8], source: Option<PathBuf>) -> Result<LoadOutcome, RegistryError> {
+        let _g = self.load_lock.lock();
+        let slot = self.slot_or_create(&manifest.name);
+        let hash = sha256_hex(wasm);
+        if let Some(cur) = slot.current.load_full()
+            && cur.hash == hash
+            && cur.manifest == manifest
+        {
+            if source.is_some() {
+                *slot.source.lock() = source;
+            }
+            return Ok(LoadOutcome::Unchanged { name: manifest.name, version: manifest.version });
+        }
+        let (name, version) = (manifest.name.clone(), manifest.version.clone());
+        let started = std::time::Instant::now();
+        let built = self.gate(manifest, wasm);
+        let v = match built {
+            Ok(v) => Arc::new(v),
+            Err(e) => {
+                self.refused(&slot, &e);
+                tracing::warn!(plugin = %name, %version, error = %e, "plugin version refused; the live version stays");
+                return Err(e.into());
+            }
+        };
+        let old = slot.current.swap(Some(v.clone()));
+        if let Some(old) = &old {
+            old.set_retired(true);
+        }
+        *slot.previous.lock() = old.clone();
+        if source.is_some() {
+            *slot.source.lock() = source;
+        }
+        *slot.last_error.lock() = None;
+        slot.breaker.reset();
+        slot.metrics.loads_ok.fetch_add(1, Ordering::Relaxed);
+        self.rebuild_order();
+        let replaced = old.map(|o| o.version.to_string());
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        tracing::info!(plugin = %name, %version, hash = %v.hash, ?replaced, load_ms = ms, "plugin version live");
+        Ok(LoadOutcome::Loaded { name, version, hash: v.hash.clone(), replaced })
+    }
+
+    /// The load gate: compile, check imports against grants and exports against the world, check stored tenant
+    /// settings against the new schema, run the golden fixtures.
+    fn gate(&self, manifest: Manifest, wasm: &[u8]) -> Result<PluginVersion, LoadError> {
+        let v = PluginVersion::build(&self.rt, manifest, wasm)?;
+        for (tenant, values) in self.tenants.settings_of(&v.manifest.name) {
+            validate_values(&v.manifest.settings, &values)
+                .map_err(|message| LoadError::TenantSettings { tenant: tenant.0, message })?;
+        }
+        fixtures::run_all(&self.rt, &v)?;
+        Ok(v)
+    }
+
+    /// Puts the previous version back live (and keeps the current one as the new previous): one pointer swap,
+    /// no gate, since that version passed it before.
+    pub fn rollback(&self, name: &str) -> Result<Rollback, RegistryError> {
+        let _g = self.load_lock.lock();
+        let slot = self.slot(name)?;
+        let prev = slot.previous.lock().take().ok_or_else(|| RegistryError::NoPrevious(name.to_owned()))?;
+        prev.set_retired(false);
+        let cur = slot.current.swap(Some(prev.clone()));
+        if let Some(c) = &cur {
+            c.set_retired(true);
+        }
+        let from = cur.as_ref().map(|c| c.version.to_string()).unwrap_or_default();
+        *slot.previous.lock() = cur;
+        slot.breaker.reset();
+        self.rebuild_order();
+        tracing::info!(plugin = %name, %from, to = %prev.version, "plugin rolled back");
+        Ok(Rollback { name: name.to_owned(), from, to: prev.version.to_string() })
+    }
+
+    /// Removes a plugin; calls in flight finish on the version they hold.
+    pub fn unload(&self, name: &str) -> Result<(), RegistryError> {
+        let _g = self.load_lock.lock();
+        let slot = self.slots.write().remove(name).ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))?;
+        if let Some(v) = slot.current.swap(None) {
+            v.set_retired(true);
+        }
+        self.rebuild_order();
+        Ok(())
+    }
+
+    /// Enables or disables a plugin for a tenant; `None` goes back to the manifest's default.
+    pub fn set_enabled(&self, tenant: TenantId, name: &str, enabled: Option<bool>) -> Result<(), RegistryError> {
+        self.slot(name)?;
+        self.tenants.set_enabled(tenant, name, enabled);
+        Ok(())
+    }
+
+    /// Sets a tenant's settings for a plugin (a JSON object, checked against the live version's schema);
+    /// `None` goes back to the defaults.
+    pub fn set_settings(&self, tenant: TenantId, name: &str, settings: Option<Value>) -> Result<(), RegistryError> {
+        let slot = self.slot(name)?;
+        if let (Some(v), Some(s)) = (slot.current.load_full(), &settings) {
+            validate_values(&v.manifest.settings, s)
+                .map_err(|message| RegistryError::Settings { plugin: name.to_owned(), message })?;
+        }
+        self.tenants.set_settings(tenant, name, settings);
+        Ok(())
+    }
+
+    /// The settings a call of the plugin for the tenant sees: defaults merged with the tenant's values.
+    pub fn settings(&self, tenant: TenantId, name: &str) -> Result<Value, RegistryError> {
+        let v = self.slot(name)?.current.load_full().ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))?;
+        Ok(Value::Object(resolve(&v.manifest.settings, self.tenants.settings(tenant, name).as_ref())))
+    }
+
+    /// What a tenant chose, plugin by plugin.
+    pub fn tenant_choices(&self, tenant: TenantId) -> Vec<TenantChoice> {
+        self.tenants.choices(tenant)
+    }
+
+    /// Overrides (or, with `None`, restores) the manifest's failure policy of a plugin's hook.
+    pub fn set_failure_policy(&self, name: &str, hook: Hook, p: Option<FailurePolicy>) -> Result<(), RegistryError> {
+        self.slot(name)?.policy.lock()[hook as usize] = p;
+        Ok(())
+    }
+
+    pub(crate) fn slots(&self) -> Vec<Arc<Slot>> {
+        self.slots.read().values().cloned().collect()
+    }
+
+    /// Every counter and histogram in the Prometheus text format, under `palaver_plugin_*`.
+    pub fn render_metrics(&self) -> String {
+        let slots = self.slots();
+        let versions: Vec<Option<Arc<PluginVersion>>> = slots.iter().map(|s| s.current.load_full()).collect();
+        let rows: Vec<metrics::Row<'_>> = slots
+            .iter()
+            .zip(&versions)
+            .map(|(s, v)| metrics::Row {
+                name: &s.name,
+                version: v.as_ref().map(|v| &*v.version),
+                hash: v.as_ref().map(|v| v.hash.as_str()),
+                breaker_open: s.breaker.state() != "closed",
+                breaker_trips: s.breaker.trips(),
+                instantiations: v.as_ref().map_or(0, |v| v.instantiations.load(Ordering::Relaxed)),
+                metrics: &s.metrics,
+            })
+            .collect();
+        metrics::render(&rows)
+    }
+}
+
+/// The name and version a manifest file declares, read leniently so that a broken manifest can still be blamed
+/// on its plugin.
+pub(crate) fn peek_identity(path: &Path) -> Option<(String, String)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let table: toml::Table = toml::from_str(&text).ok()?;
+    Some((table.get("name")?.as_str()?.to_owned(), table.get("version")?.as_str()?.to_owned()))
+}
+
+/// A version's numeric parts, for picking the highest of several.
+fn version_key(v: &str) -> Vec<u64> {
+    let core = v.split_once('-').map_or(v, |(c, _)| c);
+    core.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}

@@ -1,0 +1,65 @@
+//! The keys the adapters actually write, read back from Redis under the seed's own prefix `im` (with a tenant
+//! id no other run uses), compared with the seed's literal names.
+
+use crate::common::{self, group, msg};
+use palaver_core::ports::{IdempotencyStore, MessageStore, PresenceStore, SeqAllocator, SubscriptionStore, TopicStore};
+use palaver_core::{PresenceMeta, TenantId, UserId};
+use palaver_store_memory::MemoryStore;
+use palaver_store_redis::{CachedStorage, HotPolicy, RedisConfig, RedisIdempotency, RedisPresence, RedisSeq};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+#[tokio::test]
+async fn adapters_write_the_seeds_key_names() {
+    let config = RedisConfig { key_prefix: "im".into(), ..common::config("keys") };
+    let Some(client) = common::live(config).await else { return };
+    // A random tenant id keeps this run's `im:` keys apart from any other user of the server.
+    let tenant = TenantId(1_000_000 + u64::from(rand::random::<u32>()));
+    let (t, topic, uid) = (tenant.0, "grpKeys", UserId(42));
+
+    let floor = RedisSeq::new(client.clone()).next_seq(tenant, topic, 0).await.unwrap();
+    RedisIdempotency::new(client.clone()).claim(tenant, topic, uid, "cmid-1").await.unwrap();
+    let presence = RedisPresence::new(client.clone(), "node-a");
+    let meta = PresenceMeta { node_id: "node-a".into(), device: None, user_agent: None, now: common::now() };
+    presence.mark_online(tenant, uid, "s1", &meta).await.unwrap();
+    presence.join_topic(tenant, topic, uid).await.unwrap();
+    let stack = CachedStorage::over(client.clone(), Arc::new(MemoryStore::new()), HotPolicy::Groups);
+    stack.create_topic(tenant, &group(topic)).await.unwrap();
+    stack.upsert_sub(tenant, &common::sub(topic, 42)).await.unwrap();
+    stack.append(tenant, &msg(topic, floor, 42)).await.unwrap();
+
+    let pattern = format!("im:{t}:*");
+    let mut found = BTreeSet::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) =
+            common::raw(&client, redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(1000))
+                .await;
+        found.extend(keys);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    let expected: BTreeSet<String> = [
+        format!("im:{t}:topic:grpKeys:last_seq"),
+        format!("im:{t}:topic:grpKeys:uniq:msg:42:cmid-1"),
+        format!("im:{t}:presence:user:42"),
+        format!("im:{t}:presence:user:42:sessions"),
+        format!("im:{t}:presence:node:node-a:users"),
+        format!("im:{t}:topic:grpKeys:online_members"),
+        format!("im:{t}:topic:grpKeys:node:node-a:online_members"),
+        format!("im:{t}:topic:grpKeys:online_nodes"),
+        format!("im:{t}:topic:grpKeys:hot_msg_seqs"),
+        format!("im:{t}:topic:grpKeys:hot_msg:1"),
+        format!("im:{t}:hot_msg_index"),
+        format!("im:{t}:cache:topic:grpKeys"),
+        format!("im:{t}:cache:topic:grpKeys:subs"),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(found, expected);
+    for key in &found {
+        let _: i64 = common::raw(&client, redis::cmd("DEL").arg(key)).await;
+    }
+}
