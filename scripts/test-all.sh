@@ -29,11 +29,28 @@ cargo test --locked --workspace
 step "building the server for the end-to-end suite"
 cargo build --locked -p palaver-server
 
-step "end-to-end: tinode-sdk against target/debug/palaver"
+step "end-to-end: tinode-sdk against target/debug/palaver on the embedded store"
 (
   cd tests/e2e
   npm ci --no-audit --no-fund --loglevel=error
   PALAVER_BIN="$PWD/../../target/debug/palaver" npm test
 )
+
+step "end-to-end: tinode-sdk against target/debug/palaver on MariaDB + Redis"
+scaleout_dir=$(mktemp -d)
+control_db="palaver_e2e_$(date +%s)"
+PALAVER_SERVER__LISTEN=127.0.0.1:16061 PALAVER_STORE__URL="mysql://palaver:palaver@127.0.0.1:3306/$control_db" \
+  PALAVER_STORE_CONFIG__REDIS='{ addr = "127.0.0.1:6379", key_prefix = "im_e2e" }' \
+  target/debug/palaver serve --config deploy/scaleout.toml --data-dir "$scaleout_dir" >"$scaleout_dir/server.log" 2>&1 &
+scaleout_pid=$!
+trap 'kill "$scaleout_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 1 60); do
+  curl -fs http://127.0.0.1:16061/readyz >/dev/null 2>&1 && break
+  kill -0 "$scaleout_pid" 2>/dev/null || { cat "$scaleout_dir/server.log"; exit 1; }
+  sleep 1
+done
+(cd tests/e2e && PALAVER_URL=127.0.0.1:16061 npm test) || { tail -50 "$scaleout_dir/server.log"; exit 1; }
+kill "$scaleout_pid" && wait "$scaleout_pid" 2>/dev/null || true
+trap - EXIT
 
 step "all tests passed"

@@ -136,7 +136,9 @@ async fn main() {
         Err(e) => return println!("bad Redis settings: {e}"),
     };
     if let Err(e) = client.ping().await {
-        return println!("Redis at {url} is unreachable ({e}); start it with `. scripts/lib/services.sh && start_redis`");
+        return println!(
+            "Redis at {url} is unreachable ({e}); start it with `. scripts/lib/services.sh && start_redis`"
+        );
     }
     println!(
         "seq_bench: {} messages, {} tasks, {} topics, Redis {url} (3 Redis round trips per message)",
@@ -157,6 +159,7 @@ async fn main() {
     compare(&client, &url, &args, rate).await;
     let keys = client.keys().clone();
     for i in 0..args.topics {
-        let _: Result<i64, _> = client.query(redis::cmd("DEL").arg(keys.topic_last_seq(TENANT, &format!("grpBench{i}")))).await;
+        let _: Result<i64, _> =
+            client.query(redis::cmd("DEL").arg(keys.topic_last_seq(TENANT, &format!("grpBench{i}")))).await;
     }
 }
