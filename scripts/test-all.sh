@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Runs every check and test: formatting, clippy, the Rust unit/integration/contract tests, and the end-to-end
-# suite that drives a real server with the npm tinode-sdk over WebSocket and long polling.
+# Runs every check and test: formatting, clippy, the Rust unit/integration/contract tests (against real
+# MariaDB and Redis, which it installs and starts when missing), and the end-to-end suite that drives a real
+# server with the npm tinode-sdk over WebSocket and long polling, on the embedded store and on MariaDB + Redis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
 . scripts/lib/services.sh
 ensure_rust
 ensure_node
-# The MariaDB store's tests need a server and fail without one; PALAVER_SKIP_MYSQL=1 skips them instead.
-if [ "${PALAVER_SKIP_MYSQL:-}" != "1" ]; then
-  start_mariadb
-fi
+# The MariaDB and Redis adapters' tests fail (rather than skip) without their servers, so both are started here.
+start_mariadb
+start_redis
 
 start=$(date +%s)
 step() { log "$1 ($(( $(date +%s) - start )) s so far)"; }

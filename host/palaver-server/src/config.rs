@@ -78,7 +78,8 @@ pub struct StoreConfig {
     pub acquire_timeout_ms: u64,
     /// Most messages written in one batch insert.
     pub batch_max_rows: usize,
-    /// How long the batch writer waits to fill a batch, in milliseconds.
+    /// How long the batch writer waits to fill a batch, in milliseconds. 0 (the default) writes at once what is
+    /// queued: while one batch commits the next fills by itself, and a lone writer pays no wait.
     pub batch_max_delay_ms: u64,
 }
 
@@ -93,7 +94,7 @@ impl Default for StoreConfig {
             idle_pool_timeout_seconds: 300,
             acquire_timeout_ms: 3000,
             batch_max_rows: 200,
-            batch_max_delay_ms: 2,
+            batch_max_delay_ms: 0,
         }
     }
 }
