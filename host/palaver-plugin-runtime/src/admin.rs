@@ -71,11 +71,7 @@ fn counts(slot: &Slot, hook: Hook) -> HookCounts {
         calls: m.calls.load(Ordering::Relaxed),
         faults: m.faults(),
         skipped: m.skipped.load(Ordering::Relaxed),
-        faults_by_kind: FaultKind::ALL
-            .into_iter()
-            .map(|k| (k, m.faults_of(k)))
-            .filter(|(_, n)| *n > 0)
-            .collect(),
+        faults_by_kind: FaultKind::ALL.into_iter().map(|k| (k, m.faults_of(k))).filter(|(_, n)| *n > 0).collect(),
     }
 }
 

@@ -19,10 +19,16 @@ pub(crate) enum Admission {
 
 #[derive(Debug, Clone, Copy)]
 enum State {
-    Closed { failures: u32 },
-    Open { until: Instant },
+    Closed {
+        failures: u32,
+    },
+    Open {
+        until: Instant,
+    },
     /// One trial call is in flight since `since`.
-    HalfOpen { since: Instant },
+    HalfOpen {
+        since: Instant,
+    },
 }
 
 /// A circuit breaker; cheap to consult (one uncontended lock) on every call.

@@ -112,13 +112,7 @@ impl PortsDirectory {
 }
 
 fn user_info(u: User) -> UserInfo {
-    UserInfo {
-        id: u.id,
-        active: u.state == RecordState::Active,
-        public: u.public,
-        tags: u.tags,
-        created_ms: u.created,
-    }
+    UserInfo { id: u.id, active: u.state == RecordState::Active, public: u.public, tags: u.tags, created_ms: u.created }
 }
 
 fn topic_info(t: Topic) -> TopicInfo {

@@ -73,7 +73,9 @@ impl PluginRegistry {
             Err(KvError::Conflict(key)) => {
                 return Err(Fault::new(FaultKind::Conflict, format!("key {key:?} changed during the call")));
             }
-            Err(KvError::Unavailable(m)) => return Err(Fault::new(FaultKind::Conflict, format!("kv unavailable: {m}"))),
+            Err(KvError::Unavailable(m)) => {
+                return Err(Fault::new(FaultKind::Conflict, format!("kv unavailable: {m}")));
+            }
         }
         let sink = &self.rt.services.effects;
         for e in effects.events {
@@ -92,7 +94,12 @@ impl PluginRegistry {
     }
 
     /// Books a finished call: breaker, counters, latency, the fault log line.
-    async fn finish<T>(&self, call: Call<'_>, result: Result<Done<T>, Fault>, outcome: impl Fn(&T) -> Outcome) -> Ran<T> {
+    async fn finish<T>(
+        &self,
+        call: Call<'_>,
+        result: Result<Done<T>, Fault>,
+        outcome: impl Fn(&T) -> Outcome,
+    ) -> Ran<T> {
         let Call { slot, v, hook, tenant, admission, started } = call;
         let m = slot.metrics.hook(hook);
         let result = match result {

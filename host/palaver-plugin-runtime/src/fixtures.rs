@@ -117,7 +117,11 @@ fn run_one(rt: &Runtime, v: &PluginVersion, f: &Fixture) -> Result<(), String> {
             };
             let ctx = PublishContext {
                 tenant: TenantId::DEFAULT,
-                topic: if kind == TopicKind::P2p { palaver_core::p2p_name(actor, UserId(42)) } else { "grpFixture".to_owned() },
+                topic: if kind == TopicKind::P2p {
+                    palaver_core::p2p_name(actor, UserId(42))
+                } else {
+                    "grpFixture".to_owned()
+                },
                 kind,
                 from: actor,
                 session: "fixture".to_owned(),
@@ -126,7 +130,8 @@ fn run_one(rt: &Runtime, v: &PluginVersion, f: &Fixture) -> Result<(), String> {
             let content = f.content.clone().unwrap_or(Value::String(String::new())).to_string();
             let head = bindings::head_text(f.head.as_ref());
             let wit = publish_context(&ctx, scope.request_id.clone());
-            let done = block_on(v.judge(rt, scope, &wit, &content, head.as_deref())).map_err(|e| format!("faulted: {e}"))?;
+            let done =
+                block_on(v.judge(rt, scope, &wit, &content, head.as_deref())).map_err(|e| format!("faulted: {e}"))?;
             compare_verdict(&f.expect, &done.value)
         }
         Hook::OnCommand => {
@@ -155,7 +160,9 @@ fn compare_verdict(expect: &Expect, got: &PublishVerdict) -> Result<(), String> 
         (Expect::Reject { code, reason }, PublishVerdict::Reject { code: c, reason: r }) => {
             code.is_none_or(|code| code == *c) && reason.as_ref().is_none_or(|s| r.contains(s.as_str()))
         }
-        (Expect::Rewrite { content }, PublishVerdict::Rewrite { content: c, .. }) => content.as_ref().is_none_or(|x| x == c),
+        (Expect::Rewrite { content }, PublishVerdict::Rewrite { content: c, .. }) => {
+            content.as_ref().is_none_or(|x| x == c)
+        }
         (Expect::Hold { flags }, PublishVerdict::Hold { flags: f }) => flags.as_ref().is_none_or(|x| x == f),
         _ => false,
     };

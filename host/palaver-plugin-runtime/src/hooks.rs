@@ -74,7 +74,8 @@ impl PluginHooks {
         for slot in order.iter() {
             let Some(v) = slot.current.load_full() else { continue };
             let m = &v.manifest;
-            if !m.handles_command(name) || !self.registry.tenants.enabled(ctx.tenant, &slot.name, m.enabled_by_default) {
+            if !m.handles_command(name) || !self.registry.tenants.enabled(ctx.tenant, &slot.name, m.enabled_by_default)
+            {
                 continue;
             }
             let args = args.to_string();

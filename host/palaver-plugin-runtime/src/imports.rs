@@ -1,7 +1,9 @@
 //! The host side of every import a plugin may be granted. Each call is counted against the host-call cap, scoped
 //! to the call's tenant and plugin, and writes go into the call's buffer rather than the world.
 
-use crate::bindings::palaver::plugin::types::{self, HostError, LogLevel, MemberInfo, Notification, TopicInfo, UserInfo};
+use crate::bindings::palaver::plugin::types::{
+    self, HostError, LogLevel, MemberInfo, Notification, TopicInfo, UserInfo,
+};
 use crate::bindings::palaver::plugin::{clock, directory, events, kv, log, notifications, settings};
 use crate::bindings::topic_kind_to_wit;
 use crate::effects::{EventTarget, PluginNotification};

@@ -2,7 +2,7 @@
 //! arm its fuel and epoch deadline, call the hook, check the output, and hand back the verdict with the buffered
 //! effects. Any fault drops the instance: a trap poisons a wasmtime store, so it is never reused.
 
-use crate::bindings::{self, before_publish, on_command, outcome_size, verdict_size, verdict_from_wit};
+use crate::bindings::{self, before_publish, on_command, outcome_size, verdict_from_wit, verdict_size};
 use crate::config::Limits;
 use crate::error::{Fault, FaultKind};
 use crate::hooks::CommandOutcome;
@@ -103,7 +103,9 @@ impl PluginVersion {
         let guest = match &live.publish {
             Some(g) => g.clone(),
             None => {
-                let g = indices.load(&mut live.store, &live.instance).map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                let g = indices
+                    .load(&mut live.store, &live.instance)
+                    .map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
                 live.publish = Some(g.clone());
                 g
             }
@@ -139,7 +141,9 @@ impl PluginVersion {
         let guest = match &live.command {
             Some(g) => g.clone(),
             None => {
-                let g = indices.load(&mut live.store, &live.instance).map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                let g = indices
+                    .load(&mut live.store, &live.instance)
+                    .map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
                 live.command = Some(g.clone());
                 g
             }

@@ -18,10 +18,21 @@ pub struct KvScope<'a> {
 /// One buffered write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KvOp {
-    Set { key: String, value: Vec<u8>, ttl_ms: Option<u64> },
-    Delete { key: String },
+    Set {
+        key: String,
+        value: Vec<u8>,
+        ttl_ms: Option<u64>,
+    },
+    Delete {
+        key: String,
+    },
     /// Replace (`value: None` deletes) only if the current value is `expected` (`None`: absent).
-    CompareAndSet { key: String, expected: Option<Vec<u8>>, value: Option<Vec<u8>>, ttl_ms: Option<u64> },
+    CompareAndSet {
+        key: String,
+        expected: Option<Vec<u8>>,
+        value: Option<Vec<u8>>,
+        ttl_ms: Option<u64>,
+    },
 }
 
 /// Why a key-value operation failed.
@@ -191,7 +202,8 @@ mod tests {
         let err = block_on(kv.commit(scope(1), &[set("other", b"x", None), stale])).unwrap_err();
         assert_eq!(err, KvError::Conflict("n".to_owned()));
         assert_eq!(kv.snapshot(scope(1)), vec![("n".to_owned(), b"1".to_vec())]);
-        let fresh = KvOp::CompareAndSet { key: "n".to_owned(), expected: Some(b"1".to_vec()), value: None, ttl_ms: None };
+        let fresh =
+            KvOp::CompareAndSet { key: "n".to_owned(), expected: Some(b"1".to_vec()), value: None, ttl_ms: None };
         block_on(kv.commit(scope(1), &[fresh])).unwrap();
         assert!(kv.snapshot(scope(1)).is_empty());
     }

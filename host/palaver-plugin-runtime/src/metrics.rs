@@ -133,7 +133,12 @@ pub(crate) fn render(rows: &[Row<'_>]) -> String {
     family(&mut o, "palaver_plugin_calls_total", "counter", "Hook calls, including faulted ones.");
     for r in rows {
         for h in hooks {
-            let _ = writeln!(o, "palaver_plugin_calls_total{{plugin=\"{}\",hook=\"{h}\"}} {}", r.name, load(&r.metrics.hook(h).calls));
+            let _ = writeln!(
+                o,
+                "palaver_plugin_calls_total{{plugin=\"{}\",hook=\"{h}\"}} {}",
+                r.name,
+                load(&r.metrics.hook(h).calls)
+            );
         }
     }
     family(&mut o, "palaver_plugin_faults_total", "counter", "Calls stopped by a trap or a limit, by kind.");
@@ -141,7 +146,12 @@ pub(crate) fn render(rows: &[Row<'_>]) -> String {
         for h in hooks {
             for k in FaultKind::ALL {
                 let n = r.metrics.hook(h).faults_of(k);
-                let _ = writeln!(o, "palaver_plugin_faults_total{{plugin=\"{}\",hook=\"{h}\",kind=\"{}\"}} {n}", r.name, k.as_str());
+                let _ = writeln!(
+                    o,
+                    "palaver_plugin_faults_total{{plugin=\"{}\",hook=\"{h}\",kind=\"{}\"}} {n}",
+                    r.name,
+                    k.as_str()
+                );
             }
         }
     }
@@ -150,7 +160,12 @@ pub(crate) fn render(rows: &[Row<'_>]) -> String {
         for h in hooks {
             for v in Outcome::ALL {
                 let n = load(&r.metrics.hook(h).outcomes[v as usize]);
-                let _ = writeln!(o, "palaver_plugin_verdicts_total{{plugin=\"{}\",hook=\"{h}\",verdict=\"{}\"}} {n}", r.name, v.as_str());
+                let _ = writeln!(
+                    o,
+                    "palaver_plugin_verdicts_total{{plugin=\"{}\",hook=\"{h}\",verdict=\"{}\"}} {n}",
+                    r.name,
+                    v.as_str()
+                );
             }
         }
     }
@@ -164,13 +179,23 @@ pub(crate) fn render(rows: &[Row<'_>]) -> String {
     family(&mut o, "palaver_plugin_skipped_total", "counter", "Calls skipped because the circuit breaker was open.");
     for r in rows {
         for h in hooks {
-            let _ = writeln!(o, "palaver_plugin_skipped_total{{plugin=\"{}\",hook=\"{h}\"}} {}", r.name, load(&r.metrics.hook(h).skipped));
+            let _ = writeln!(
+                o,
+                "palaver_plugin_skipped_total{{plugin=\"{}\",hook=\"{h}\"}} {}",
+                r.name,
+                load(&r.metrics.hook(h).skipped)
+            );
         }
     }
     family(&mut o, "palaver_plugin_fuel_consumed_total", "counter", "Fuel burned by successful calls.");
     for r in rows {
         for h in hooks {
-            let _ = writeln!(o, "palaver_plugin_fuel_consumed_total{{plugin=\"{}\",hook=\"{h}\"}} {}", r.name, load(&r.metrics.hook(h).fuel));
+            let _ = writeln!(
+                o,
+                "palaver_plugin_fuel_consumed_total{{plugin=\"{}\",hook=\"{h}\"}} {}",
+                r.name,
+                load(&r.metrics.hook(h).fuel)
+            );
         }
     }
     family(&mut o, "palaver_plugin_call_duration_seconds", "histogram", "Wall time of hook calls.");
@@ -181,21 +206,48 @@ pub(crate) fn render(rows: &[Row<'_>]) -> String {
             for (i, b) in BUCKETS_US.iter().enumerate() {
                 cumulative += load(&hist.buckets[i]);
                 let le = *b as f64 / 1e6;
-                let _ = writeln!(o, "palaver_plugin_call_duration_seconds_bucket{{plugin=\"{}\",hook=\"{h}\",le=\"{le}\"}} {cumulative}", r.name);
+                let _ = writeln!(
+                    o,
+                    "palaver_plugin_call_duration_seconds_bucket{{plugin=\"{}\",hook=\"{h}\",le=\"{le}\"}} {cumulative}",
+                    r.name
+                );
             }
             let count = load(&hist.count);
-            let _ = writeln!(o, "palaver_plugin_call_duration_seconds_bucket{{plugin=\"{}\",hook=\"{h}\",le=\"+Inf\"}} {count}", r.name);
-            let _ = writeln!(o, "palaver_plugin_call_duration_seconds_sum{{plugin=\"{}\",hook=\"{h}\"}} {}", r.name, load(&hist.sum_ns) as f64 / 1e9);
-            let _ = writeln!(o, "palaver_plugin_call_duration_seconds_count{{plugin=\"{}\",hook=\"{h}\"}} {count}", r.name);
+            let _ = writeln!(
+                o,
+                "palaver_plugin_call_duration_seconds_bucket{{plugin=\"{}\",hook=\"{h}\",le=\"+Inf\"}} {count}",
+                r.name
+            );
+            let _ = writeln!(
+                o,
+                "palaver_plugin_call_duration_seconds_sum{{plugin=\"{}\",hook=\"{h}\"}} {}",
+                r.name,
+                load(&hist.sum_ns) as f64 / 1e9
+            );
+            let _ =
+                writeln!(o, "palaver_plugin_call_duration_seconds_count{{plugin=\"{}\",hook=\"{h}\"}} {count}", r.name);
         }
     }
     let gauges: [(&str, &str, &str, fn(&Row<'_>) -> u64); 6] = [
-        ("palaver_plugin_breaker_open", "gauge", "1 while the circuit breaker keeps the plugin off.", |r| u64::from(r.breaker_open)),
+        ("palaver_plugin_breaker_open", "gauge", "1 while the circuit breaker keeps the plugin off.", |r| {
+            u64::from(r.breaker_open)
+        }),
         ("palaver_plugin_breaker_trips_total", "counter", "How often the circuit breaker opened.", |r| r.breaker_trips),
-        ("palaver_plugin_instantiations_total", "counter", "Instances created for the live version.", |r| r.instantiations),
-        ("palaver_plugin_loads_total", "counter", "Versions that passed the load gate.", |r| r.metrics.loads_ok.load(Ordering::Relaxed)),
-        ("palaver_plugin_load_refusals_total", "counter", "Versions the load gate refused.", |r| r.metrics.loads_refused.load(Ordering::Relaxed)),
-        ("palaver_plugin_effect_errors_total", "counter", "Events or notifications that could not be delivered.", |r| r.metrics.effect_errors.load(Ordering::Relaxed)),
+        ("palaver_plugin_instantiations_total", "counter", "Instances created for the live version.", |r| {
+            r.instantiations
+        }),
+        ("palaver_plugin_loads_total", "counter", "Versions that passed the load gate.", |r| {
+            r.metrics.loads_ok.load(Ordering::Relaxed)
+        }),
+        ("palaver_plugin_load_refusals_total", "counter", "Versions the load gate refused.", |r| {
+            r.metrics.loads_refused.load(Ordering::Relaxed)
+        }),
+        (
+            "palaver_plugin_effect_errors_total",
+            "counter",
+            "Events or notifications that could not be delivered.",
+            |r| r.metrics.effect_errors.load(Ordering::Relaxed),
+        ),
     ];
     for (name, kind, help, value) in gauges {
         family(&mut o, name, kind, help);
@@ -219,7 +271,15 @@ mod tests {
         m.publish.calls.fetch_add(3, Ordering::Relaxed);
         m.publish.fault(FaultKind::Fuel);
         m.publish.outcome(Outcome::Reject);
-        let row = Row { name: "p", version: Some("1.0.0"), hash: Some("ab"), breaker_open: false, breaker_trips: 0, instantiations: 2, metrics: &m };
+        let row = Row {
+            name: "p",
+            version: Some("1.0.0"),
+            hash: Some("ab"),
+            breaker_open: false,
+            breaker_trips: 0,
+            instantiations: 2,
+            metrics: &m,
+        };
         let text = render(&[row]);
         assert!(text.contains("palaver_plugin_calls_total{plugin=\"p\",hook=\"before-publish\"} 3"), "{text}");
         assert!(text.contains("le=\"0.000005\"} 1"), "{text}");

@@ -212,7 +212,10 @@ impl PluginRegistry {
             RegistryError::Load(e)
         };
         let manifest = Manifest::from_file(manifest_path).map_err(fail)?;
-        let file = manifest.component.clone().map_or_else(|| manifest_path.with_extension("wasm"), |c| manifest_path.with_file_name(c));
+        let file = manifest
+            .component
+            .clone()
+            .map_or_else(|| manifest_path.with_extension("wasm"), |c| manifest_path.with_file_name(c));
         let wasm = std::fs::read(&file).map_err(|e| fail(LoadError::io(&file, e)))?;
         self.install(manifest, &wasm, Some(manifest_path.to_owned()))
     }

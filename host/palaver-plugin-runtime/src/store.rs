@@ -88,7 +88,13 @@ pub(crate) struct StoreData {
 
 impl StoreData {
     pub(crate) fn new(scope: CallScope, memory_cap: u64) -> StoreData {
-        StoreData { scope, memory: MemoryLimiter::new(memory_cap), host_calls: 0, buffer: EffectBuffer::default(), hint: None }
+        StoreData {
+            scope,
+            memory: MemoryLimiter::new(memory_cap),
+            host_calls: 0,
+            buffer: EffectBuffer::default(),
+            hint: None,
+        }
     }
 
     /// Prepares a warm store for its next call.

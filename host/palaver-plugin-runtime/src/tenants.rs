@@ -40,7 +40,11 @@ pub(crate) struct TenantTable {
 
 impl TenantTable {
     pub(crate) fn new() -> TenantTable {
-        TenantTable { snapshot: ArcSwap::from_pointee(Table::new()), write: Mutex::new(()), generation: AtomicU64::new(0) }
+        TenantTable {
+            snapshot: ArcSwap::from_pointee(Table::new()),
+            write: Mutex::new(()),
+            generation: AtomicU64::new(0),
+        }
     }
 
     fn update(&self, tenant: TenantId, plugin: &str, f: impl FnOnce(&mut Entry)) {
@@ -72,10 +76,8 @@ impl TenantTable {
     /// Every tenant's own values for `plugin`, to check them against a new version's schema.
     pub(crate) fn settings_of(&self, plugin: &str) -> Vec<(TenantId, Value)> {
         let table = self.snapshot.load();
-        let mut out: Vec<(TenantId, Value)> = table
-            .iter()
-            .filter_map(|(t, m)| m.get(plugin).and_then(|e| e.settings.clone()).map(|s| (*t, s)))
-            .collect();
+        let mut out: Vec<(TenantId, Value)> =
+            table.iter().filter_map(|(t, m)| m.get(plugin).and_then(|e| e.settings.clone()).map(|s| (*t, s))).collect();
         out.sort_by_key(|(t, _)| *t);
         out
     }

@@ -66,8 +66,11 @@ impl PluginVersion {
             .then(|| before_publish::GuestIndices::new(&pre))
             .transpose()
             .map_err(link)?;
-        let command =
-            manifest.has_hook(Hook::OnCommand).then(|| on_command::GuestIndices::new(&pre)).transpose().map_err(link)?;
+        let command = manifest
+            .has_hook(Hook::OnCommand)
+            .then(|| on_command::GuestIndices::new(&pre))
+            .transpose()
+            .map_err(link)?;
         let mut publish_limits = rt.config.publish_limits.with_overrides(&manifest.limits);
         let mut command_limits = rt.config.command_limits.with_overrides(&manifest.limits);
         // A pool slot cannot hold more memory than it was sized for; cap the plugin's limit at the slot size.
@@ -146,14 +149,19 @@ pub(crate) fn check_imports(component: &Component, engine: &Engine, grants: &[Gr
             return Err(LoadError::UnsupportedImport(format!("`{name}`: the host provides only {PACKAGE} (no WASI)")));
         };
         if !compatible(version) {
-            return Err(LoadError::UnsupportedImport(format!("`{name}`: the host implements {PACKAGE}@{}", version_text())));
+            return Err(LoadError::UnsupportedImport(format!(
+                "`{name}`: the host implements {PACKAGE}@{}",
+                version_text()
+            )));
         }
         if iface == "types" {
             continue;
         }
         match Grant::from_interface(iface) {
             Some(g) if grants.contains(&g) => {}
-            Some(_) => return Err(LoadError::NotGranted(format!("`{name}`: add \"{iface}\" to the manifest's grants"))),
+            Some(_) => {
+                return Err(LoadError::NotGranted(format!("`{name}`: add \"{iface}\" to the manifest's grants")));
+            }
             None => return Err(LoadError::UnsupportedImport(format!("`{name}`: no such host interface"))),
         }
     }

@@ -78,6 +78,8 @@ pub struct StoreConfig {
     pub acquire_timeout_ms: u64,
     /// Most messages written in one batch insert.
     pub batch_max_rows: usize,
+    /// Tenant databases are named this prefix followed by the tenant's code.
+    pub tenant_database_prefix: String,
     /// How long the batch writer waits to fill a batch, in milliseconds. 0 (the default) writes at once what is
     /// queued: while one batch commits the next fills by itself, and a lone writer pays no wait.
     pub batch_max_delay_ms: u64,
@@ -95,6 +97,7 @@ impl Default for StoreConfig {
             acquire_timeout_ms: 3000,
             batch_max_rows: 200,
             batch_max_delay_ms: 0,
+            tenant_database_prefix: "palaver_t_".into(),
         }
     }
 }

@@ -2,10 +2,10 @@
 //! the gateway, and runs the node until SIGTERM or SIGINT, then drains.
 
 use crate::config::Config;
+use crate::config::StoreKind;
 use anyhow::Context;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use crate::config::StoreKind;
 use palaver_core::TenantId;
 use palaver_core::ports::{MessageStore, NoHooks, Ports, SubscriptionStore, TenantStore, TopicStore, UserStore};
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
@@ -191,6 +191,7 @@ pub fn mysql_config(cfg: &Config) -> MysqlConfig {
         acquire_timeout: Duration::from_millis(s.acquire_timeout_ms),
         batch_max_rows: s.batch_max_rows,
         batch_max_delay: Duration::from_millis(s.batch_max_delay_ms),
+        tenant_database_prefix: s.tenant_database_prefix.clone(),
         ..MysqlConfig::new(s.url.clone())
     }
 }

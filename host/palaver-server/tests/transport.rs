@@ -1,90 +1,10 @@
 //! The server over real sockets on 127.0.0.1:0: API keys, frame-size and rate limits, the keep-alive probe,
 //! long polling, draining with ctrl 205, and data surviving a restart on the same data directory.
 
-use base64::Engine;
-use futures_util::{SinkExt, StreamExt};
-use palaver_server::config::{CliOverrides, Config};
-use palaver_server::wiring::{self, Node};
+mod common;
+
+use common::{Client, KEY, http, start};
 use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::path::Path;
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_tungstenite::tungstenite::Message;
-
-const KEY: &str = "AQEAAAABAAD_rAp4DJh05a1HAwFT3A6K";
-
-fn config(dir: &Path, env: &[(&str, &str)]) -> Config {
-    let mut vars: Vec<(String, String)> = vec![
-        ("PALAVER_AUTH__ARGON2_MEMORY_KIB".into(), "64".into()),
-        ("PALAVER_AUTH__ARGON2_ITERATIONS".into(), "1".into()),
-        ("PALAVER_SERVER__DRAIN_GRACE_MS".into(), "300".into()),
-        ("PALAVER_LOG__LEVEL".into(), "warn".into()),
-    ];
-    vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let cli = CliOverrides { listen: Some("127.0.0.1:0".into()), data_dir: Some(dir.to_owned()), node_id: None };
-    Config::load(None, vars, &cli).unwrap()
-}
-
-async fn start(dir: &Path, env: &[(&str, &str)]) -> Node {
-    wiring::start(config(dir, env)).await.unwrap()
-}
-
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-struct Client {
-    ws: Ws,
-    n: u32,
-}
-
-impl Client {
-    async fn connect(addr: SocketAddr) -> Client {
-        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/v0/channels?apikey={KEY}")).await.unwrap();
-        Client { ws, n: 0 }
-    }
-
-    async fn send_raw(&mut self, text: String) {
-        self.ws.send(Message::text(text)).await.unwrap();
-    }
-
-    /// The next JSON frame, or `None` if the connection closed or nothing came within two seconds.
-    async fn next(&mut self) -> Option<Value> {
-        loop {
-            match tokio::time::timeout(Duration::from_secs(2), self.ws.next()).await {
-                Ok(Some(Ok(Message::Text(t)))) => {
-                    if let Ok(v) = serde_json::from_str(t.as_str()) {
-                        return Some(v);
-                    }
-                    return Some(Value::String(t.as_str().to_owned()));
-                }
-                Ok(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => continue,
-                _ => return None,
-            }
-        }
-    }
-
-    /// Sends `{kind: body}` with a fresh id and returns the ctrl or meta answering it.
-    async fn req(&mut self, kind: &str, mut body: Value) -> Value {
-        self.n += 1;
-        let id = format!("r{}", self.n);
-        body["id"] = json!(id);
-        self.send_raw(json!({ kind: body }).to_string()).await;
-        while let Some(f) = self.next().await {
-            if f["ctrl"]["id"] == json!(id) {
-                return f["ctrl"].clone();
-            }
-        }
-        panic!("no answer to {kind} {id}");
-    }
-
-    async fn signup(&mut self, login: &str) -> (String, String) {
-        self.req("hi", json!({ "ver": "0.25.3" })).await;
-        let secret = base64::engine::general_purpose::STANDARD.encode(format!("{login}:secret1"));
-        let ctrl = self.req("acc", json!({ "user": "new", "secret": secret, "login": true })).await;
-        assert_eq!(ctrl["code"], 200, "{ctrl}");
-        (ctrl["params"]["user"].as_str().unwrap().into(), ctrl["params"]["token"].as_str().unwrap().into())
-    }
-}
 
 #[tokio::test]
 async fn a_bad_api_key_gets_403_and_no_session() {
@@ -245,22 +165,6 @@ async fn messages_subscriptions_and_tokens_survive_a_restart() {
     let ctrl = c.req("pub", json!({ "topic": grp, "content": "after restart" })).await;
     assert_eq!(ctrl["params"]["seq"], 4, "seq continues above what was stored");
     node.shutdown().await;
-}
-
-/// A minimal HTTP/1.1 request; returns the status and the body.
-async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut buf)).await.unwrap().unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

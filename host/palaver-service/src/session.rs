@@ -99,8 +99,10 @@ impl Session {
         let topic = msg.topic().map(str::to_owned);
         if let Err(e) = self.dispatch(msg).await {
             self.svc.metrics.error(e.code().code());
-            if e.code() == Code::InternalError {
-                tracing::error!(error = %e, sid = %self.handle.sid, "request failed");
+            match e.code() {
+                Code::InternalError => tracing::error!(error = %e, sid = %self.handle.sid, "request failed"),
+                Code::ServiceUnavailable => tracing::warn!(error = %e, sid = %self.handle.sid, "request refused"),
+                _ => {}
             }
             self.reply_error(id.as_deref(), topic.as_deref(), &e).await;
         }

@@ -7,6 +7,11 @@
 //! by design). A slot whose command fails in transport is emptied, which returns its connection to the pool;
 //! refilling the slot takes a connection from the pool again, where the `PING` discards a dead one. So the pool
 //! still creates, bounds and health-checks the connections, and the steady state costs one round trip.
+//!
+//! A Redis that stops answering (a partition rather than a refused connection) would make every command wait
+//! for its timeout, and with it every request that reads a cache. After a few transport failures in a row the
+//! client therefore fails fast for `circuit_cooldown_ms`, then lets commands try again (§10: go straight to
+//! the database).
 
 use crate::config::{ConfigError, RedisConfig};
 use crate::keys::Keys;
@@ -17,8 +22,11 @@ use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, FromRedisValue, IntoConnectionInfo, ServerErrorKind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Transport failures in a row after which the circuit opens.
+const CIRCUIT_THRESHOLD: u32 = 3;
 
 /// Why a client could not be built. Building does no I/O, so an unreachable server is not among these: it
 /// shows up as `StoreError::Unavailable` at the first command.
@@ -37,6 +45,7 @@ pub enum SetupError {
 pub struct RedisClient {
     pool: Pool,
     slots: Arc<Slots>,
+    circuit: Arc<Circuit>,
     keys: Keys,
     config: Arc<RedisConfig>,
     metrics: Arc<RedisMetrics>,
@@ -73,6 +82,7 @@ impl RedisClient {
         Ok(Self {
             pool,
             slots: Arc::new(Slots::new(config.pool_size)),
+            circuit: Arc::new(Circuit::new(config.circuit_cooldown_ms)),
             keys: Keys::new(&config.key_prefix),
             command_timeout: config.command_timeout(),
             config: Arc::new(config),
@@ -139,6 +149,10 @@ impl RedisClient {
         F: AsyncFnOnce(MultiplexedConnection) -> redis::RedisResult<T>,
     {
         self.metrics.command();
+        if !self.circuit.allows() {
+            self.metrics.command_failed();
+            return Err(StoreError::Unavailable("redis circuit open after repeated failures".into()));
+        }
         let run = async {
             let (slot, conn) = self.handle().await?;
             command(conn).await.map_err(|e| {
@@ -156,10 +170,49 @@ impl RedisClient {
                 Err(StoreError::Unavailable(format!("redis command timed out after {:?}", self.command_timeout)))
             }
         };
-        if result.is_err() {
-            self.metrics.command_failed();
+        match &result {
+            Ok(_) => self.circuit.succeeded(),
+            Err(StoreError::Unavailable(_)) => {
+                self.metrics.command_failed();
+                self.circuit.failed();
+            }
+            Err(_) => self.metrics.command_failed(),
         }
         result
+    }
+}
+
+/// Consecutive transport failures, and until when (in milliseconds since `base`) commands fail fast.
+struct Circuit {
+    base: Instant,
+    cooldown_ms: u64,
+    failures: AtomicU32,
+    open_until: AtomicU64,
+}
+
+impl Circuit {
+    fn new(cooldown_ms: u64) -> Self {
+        Self { base: Instant::now(), cooldown_ms, failures: AtomicU32::new(0), open_until: AtomicU64::new(0) }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn allows(&self) -> bool {
+        self.now() >= self.open_until.load(Ordering::Relaxed)
+    }
+
+    fn succeeded(&self) {
+        self.failures.store(0, Ordering::Relaxed);
+    }
+
+    fn failed(&self) {
+        let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.cooldown_ms > 0 && failures >= CIRCUIT_THRESHOLD {
+            self.open_until.store(self.now() + self.cooldown_ms, Ordering::Relaxed);
+            tracing::warn!(cooldown_ms = self.cooldown_ms, "redis failing; commands fail fast for the cooldown");
+        }
     }
 }
 
@@ -185,7 +238,7 @@ impl Slots {
     }
 
     fn get(&self, slot: usize) -> Option<MultiplexedConnection> {
-        self.held.lock().get(slot).and_then(|c| c.as_ref().map(|c| MultiplexedConnection::clone(c)))
+        self.held.lock().get(slot).and_then(|c| c.as_deref().cloned())
     }
 
     /// Keeps `object` in the slot and answers a handle on it.

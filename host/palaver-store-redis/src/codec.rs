@@ -14,6 +14,12 @@ pub(crate) fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!("undecodable cached {what}: {e}"))
 }
 
+/// JSON of a stored shape. Serialising these shapes cannot fail (string-keyed maps, plain values), so an
+/// error would be a bug; the empty string it becomes then fails to decode and reads as a miss.
+pub(crate) fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
 fn state_str(s: RecordState) -> &'static str {
     match s {
         RecordState::Active => "active",
@@ -76,7 +82,7 @@ pub(crate) fn encode_user(u: &User) -> String {
         last_seen: u.last_seen,
         user_agent: u.user_agent.clone(),
     };
-    serde_json::to_string(&dto).unwrap_or_default()
+    to_json(&dto)
 }
 
 pub(crate) fn decode_user(s: &str) -> Result<User, StoreError> {
@@ -129,7 +135,7 @@ pub(crate) fn encode_topic(t: &Topic) -> String {
         seq: t.seq,
         del_id: t.del_id,
     };
-    serde_json::to_string(&dto).unwrap_or_default()
+    to_json(&dto)
 }
 
 pub(crate) fn decode_topic(s: &str) -> Result<Topic, StoreError> {
@@ -180,7 +186,7 @@ pub(crate) fn encode_sub(s: &Subscription) -> String {
         del_id: s.del_id,
         private: s.private.clone(),
     };
-    serde_json::to_string(&dto).unwrap_or_default()
+    to_json(&dto)
 }
 
 pub(crate) fn decode_sub(s: &str) -> Result<Subscription, StoreError> {
@@ -232,7 +238,7 @@ pub(crate) fn encode_hot(m: &Message) -> String {
         audit: m.audit.as_str().into(),
         risk_flags: m.risk_flags.clone(),
     };
-    format!("{letter}|{}|{}", m.from.0, serde_json::to_string(&dto).unwrap_or_default())
+    format!("{letter}|{}|{}", m.from.0, to_json(&dto))
 }
 
 /// Decodes the JSON part of a hot copy (the read script returns it without the header).

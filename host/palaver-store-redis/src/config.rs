@@ -22,6 +22,8 @@ pub struct RedisConfig {
     pub dial_timeout_ms: u64,
     pub read_timeout_ms: u64,
     pub write_timeout_ms: u64,
+    /// After repeated transport failures, how long commands fail fast instead of waiting for timeouts; 0 never.
+    pub circuit_cooldown_ms: u64,
     /// Connections in the pool. Each is multiplexed, so a handful serve many concurrent tasks.
     pub pool_size: usize,
     /// How long an idempotency key stays `pending` before a retry may take it.
@@ -66,6 +68,7 @@ impl Default for RedisConfig {
             read_timeout_ms: 2000,
             write_timeout_ms: 2000,
             pool_size: 16,
+            circuit_cooldown_ms: 1000,
             pending_ttl_seconds: 120,
             done_ttl_seconds: 86_400,
             failed_ttl_seconds: 600,

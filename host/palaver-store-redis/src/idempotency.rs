@@ -59,7 +59,7 @@ enum Status {
 impl KeyValue {
     fn encode(status: Status, seq: Option<Seq>) -> String {
         let v = KeyValue { status, seq, message_id: None, created_at: rfc3339_millis(now_millis()) };
-        serde_json::to_string(&v).unwrap_or_default()
+        crate::codec::to_json(&v)
     }
 }
 

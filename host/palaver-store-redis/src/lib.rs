@@ -5,11 +5,11 @@
 //!
 //! | type | port | seed | on a Redis fault |
 //! | --- | --- | --- | --- |
-//! | [`RedisSeq`] | `SeqAllocator` | §5.4 `topic:{topic}:last_seq` | `Unavailable`: the publish is refused as retryable, never numbered from the database |
-//! | [`RedisIdempotency`] | `IdempotencyStore` | §5.4 `uniq:msg` keys | `Unavailable` (the message store's unique key is the backstop) |
+//! | [`RedisSeq`] | `SeqAllocator` | §5.4 `last_seq` | `Unavailable`: a retryable refusal, never a database seq |
+//! | [`RedisIdempotency`] | `IdempotencyStore` | §5.4 `uniq:msg` | `Unavailable`; the store's unique key backs it |
 //! | [`RedisPresence`] | `PresenceStore` | §5.1 presence, §5.4 online members | `Presence::Unknown` |
 //! | [`HotMessages`] | `MessageStore` decorator | §5.4 hot messages | reads and writes go to the inner store |
-//! | [`CachedUsers`], [`CachedTopics`], [`CachedSubs`] | storage decorators | §5.2, §7.3 cache-aside | reads go to the inner store |
+//! | [`CachedUsers`], [`CachedTopics`], [`CachedSubs`] | storage decorators | §5.2, §7.3 | reads go to the store |
 //! | [`ShortState`] | (inherent) | §5.1 short state | an error: security state fails closed |
 //!
 //! The decorators wrap an inner `Arc<dyn …>` port, so this crate depends on `palaver-core` only; [`CachedStorage`]
@@ -18,6 +18,31 @@
 //!
 //! Every key is built by [`Keys`] as `{prefix}:{tenant_id}:…`, so tenants sharing a Redis never meet, and the
 //! counters of [`RedisMetrics`] follow the seed's §11 list.
+//!
+//! ## Wiring
+//!
+//! The composition root builds one client and hands each port its adapter; the storage decorators go over
+//! the database adapter, with `CachedStorage` seen four ways:
+//!
+//! ```ignore
+//! let client = RedisClient::connect(config.redis.clone())?;          // no I/O: a down Redis degrades
+//! let redis = RedisPorts::new(&client, &config.node_id);
+//! let db = Arc::new(MysqlStore::open(&config.mysql).await?);
+//! let policy = HotPolicy::min_members(db.clone(), client.config().hot_group_min_members, Duration::from_secs(60));
+//! let cached = Arc::new(CachedStorage::over(client.clone(), db, policy));
+//! let ports = Ports {
+//!     users: cached.clone(),
+//!     topics: cached.clone(),
+//!     subs: cached.clone(),
+//!     messages: cached,
+//!     seq: Arc::new(redis.seq),
+//!     idempotency: Arc::new(redis.idempotency),
+//!     presence: Arc::new(redis.presence),
+//!     ..
+//! };
+//! ```
+//!
+//! `/readyz` can call [`RedisClient::ping`]; `RedisClient::metrics` feeds the node's metrics.
 //!
 //! **Limits, by design.** The scripts name some keys they build themselves (eviction of other topics' hot
 //! copies, the online-node sets), so they assume a single Redis, not a Cluster. A cache copy whose

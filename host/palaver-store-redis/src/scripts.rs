@@ -160,7 +160,9 @@ redis.call('HDEL', KEYS[1], 'inv')
 redis.call('HSET', KEYS[1], 'json', ARGV[1])
 local fields = {'seq', 'touched', 'del_id'}
 for i, f in ipairs(fields) do
-  if tonumber(ARGV[i + 1]) > tonumber(redis.call('HGET', KEYS[1], f) or '0') then redis.call('HSET', KEYS[1], f, ARGV[i + 1]) end
+  if tonumber(ARGV[i + 1]) > tonumber(redis.call('HGET', KEYS[1], f) or '0') then
+    redis.call('HSET', KEYS[1], f, ARGV[i + 1])
+  end
 end
 redis.call('EXPIRE', KEYS[1], ARGV[5], 'NX')
 return 1

@@ -1,1 +1,189 @@
-//! x
+//! The Palaver plugin SDK: write a plugin as a plain Rust type, test it natively, ship it as a component.
+//!
+//! A plugin implements [`PublishFilter`] (judges messages before they take a seq) and/or [`CommandHandler`]
+//! (runs business commands), and exports itself with one macro:
+//!
+//! ```ignore
+//! use palaver_plugin_sdk::{Context, Host, Message, PublishFilter, Verdict};
+//!
+//! #[derive(Default)]
+//! struct NoShouting;
+//!
+//! impl PublishFilter for NoShouting {
+//!     fn before_publish<H: Host>(&mut self, _cx: &mut Context<'_, H>, msg: &Message) -> Verdict {
+//!         match msg.text() {
+//!             Some(t) if t.len() > 3 && t == t.to_uppercase() => Verdict::reject(422, "no shouting"),
+//!             _ => Verdict::Allow,
+//!         }
+//!     }
+//! }
+//!
+//! palaver_plugin_sdk::publish_filter!(NoShouting);
+//! ```
+//!
+//! Build it with `cargo xtask plugins` (wasm32-unknown-unknown, turned into a component), test it with
+//! [`testing::Harness`] in plain `cargo test`. The plugin value lives as long as its instance: use it as a cache
+//! (compiled rules, say), never as the truth, since the host may drop an instance at any call. Durable state goes
+//! into [`Context::kv`].
+
+extern crate self as palaver_plugin_sdk;
+
+pub mod bindings;
+mod host;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
+mod types;
+
+pub use host::{Context, Host, Kv, WasmHost};
+pub use serde_json::{Map, Value, json};
+pub use types::{
+    CallInfo, Command, CommandOutcome, HostError, Level, Member, Message, Notification, Topic, TopicKind, User, Verdict,
+};
+
+/// A plugin that judges messages.
+pub trait PublishFilter: Default + 'static {
+    /// The verdict on one message. Runs before the message takes a seq: keep it fast.
+    fn before_publish<H: Host>(&mut self, cx: &mut Context<'_, H>, msg: &Message) -> Verdict;
+}
+
+/// A plugin that runs business commands.
+pub trait CommandHandler: Default + 'static {
+    /// Runs one command.
+    fn on_command<H: Host>(&mut self, cx: &mut Context<'_, H>, cmd: &Command) -> CommandOutcome;
+}
+
+/// What the export macros expand to; not for plugin code.
+#[doc(hidden)]
+pub mod __private {
+    use crate::bindings::wit;
+    use crate::{Command, CommandHandler, Context, Message, PublishFilter, Verdict, WasmHost};
+    use serde_json::Value;
+
+    pub use wit_bindgen;
+
+    /// The plugin value of this instance, created on first use.
+    pub fn instance<P: Default>(slot: &mut Option<P>) -> &mut P {
+        slot.get_or_insert_with(P::default)
+    }
+
+    /// `before-publish`, from the wire types to the plugin and back.
+    pub fn judge<P: PublishFilter>(
+        plugin: &mut P,
+        ctx: wit::PublishContext,
+        content: String,
+        head: Option<String>,
+    ) -> wit::Verdict {
+        let Ok(content) = serde_json::from_str::<Value>(&content) else {
+            return Verdict::reject(400, "content is not JSON").into_wit();
+        };
+        let head = head.and_then(|h| match serde_json::from_str(&h) {
+            Ok(Value::Object(m)) => Some(m),
+            _ => None,
+        });
+        let msg = Message { topic: ctx.topic, topic_kind: ctx.topic_kind.into(), content, head };
+        let mut host = WasmHost;
+        let mut cx = Context::new(ctx.call.into(), &mut host);
+        plugin.before_publish(&mut cx, &msg).into_wit()
+    }
+
+    /// `on-command`, from the wire types to the plugin and back.
+    pub fn handle<P: CommandHandler>(
+        plugin: &mut P,
+        ctx: wit::CallContext,
+        name: String,
+        args: String,
+    ) -> wit::CommandOutcome {
+        let args = serde_json::from_str(&args).unwrap_or(Value::Null);
+        let mut host = WasmHost;
+        let mut cx = Context::new(ctx.into(), &mut host);
+        plugin.on_command(&mut cx, &Command { name, args }).into_wit()
+    }
+}
+
+/// Exports a [`PublishFilter`] as a component of world `publish-filter`.
+#[macro_export]
+macro_rules! publish_filter {
+    ($plugin:ty) => {
+        const _: () = {
+            use ::palaver_plugin_sdk::bindings::publish_filter::exports::palaver::plugin::before_publish as __bp;
+            use ::palaver_plugin_sdk::bindings::wit as __wit;
+            struct __Export;
+            ::std::thread_local! {
+                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
+            }
+            impl __bp::Guest for __Export {
+                fn judge(ctx: __wit::PublishContext, content: String, head: Option<String>) -> __wit::Verdict {
+                    __PLUGIN.with_borrow_mut(|p| {
+                        ::palaver_plugin_sdk::__private::judge(
+                            ::palaver_plugin_sdk::__private::instance(p), ctx, content, head,
+                        )
+                    })
+                }
+            }
+            ::palaver_plugin_sdk::bindings::publish_filter::__export_publish_filter!(__Export);
+        };
+    };
+}
+
+/// Exports a [`CommandHandler`] as a component of world `command-handler`.
+#[macro_export]
+macro_rules! command_handler {
+    ($plugin:ty) => {
+        const _: () = {
+            use ::palaver_plugin_sdk::bindings::command_handler::exports::palaver::plugin::on_command as __oc;
+            use ::palaver_plugin_sdk::bindings::wit as __wit;
+            struct __Export;
+            ::std::thread_local! {
+                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
+            }
+            impl __oc::Guest for __Export {
+                fn handle(ctx: __wit::CallContext, name: String, args: String) -> __wit::CommandOutcome {
+                    __PLUGIN.with_borrow_mut(|p| {
+                        ::palaver_plugin_sdk::__private::handle(
+                            ::palaver_plugin_sdk::__private::instance(p), ctx, name, args,
+                        )
+                    })
+                }
+            }
+            ::palaver_plugin_sdk::bindings::command_handler::__export_command_handler!(__Export);
+        };
+    };
+}
+
+/// Exports a type that is both a [`PublishFilter`] and a [`CommandHandler`] as a component of world `full`: one
+/// plugin value serves both hooks.
+#[macro_export]
+macro_rules! full_plugin {
+    ($plugin:ty) => {
+        const _: () = {
+            use ::palaver_plugin_sdk::bindings::command_handler::exports::palaver::plugin::on_command as __oc;
+            use ::palaver_plugin_sdk::bindings::publish_filter::exports::palaver::plugin::before_publish as __bp;
+            use ::palaver_plugin_sdk::bindings::wit as __wit;
+            struct __Export;
+            ::std::thread_local! {
+                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
+            }
+            impl __bp::Guest for __Export {
+                fn judge(ctx: __wit::PublishContext, content: String, head: Option<String>) -> __wit::Verdict {
+                    __PLUGIN.with_borrow_mut(|p| {
+                        ::palaver_plugin_sdk::__private::judge(
+                            ::palaver_plugin_sdk::__private::instance(p), ctx, content, head,
+                        )
+                    })
+                }
+            }
+            impl __oc::Guest for __Export {
+                fn handle(ctx: __wit::CallContext, name: String, args: String) -> __wit::CommandOutcome {
+                    __PLUGIN.with_borrow_mut(|p| {
+                        ::palaver_plugin_sdk::__private::handle(
+                            ::palaver_plugin_sdk::__private::instance(p), ctx, name, args,
+                        )
+                    })
+                }
+            }
+            // Both worlds' metadata land in the module; wit-component merges them into one world with both hooks.
+            ::palaver_plugin_sdk::bindings::publish_filter::__export_publish_filter!(__Export);
+            ::palaver_plugin_sdk::bindings::command_handler::__export_command_handler!(__Export);
+        };
+    };
+}

@@ -332,7 +332,7 @@ impl Session {
             msgs.extend(self.svc.ports.messages.list_messages(self.tenant(), stored, me, &query).await?);
         }
         // Overlapping ranges must not repeat a message; the page is newest first and at most `limit` long.
-        msgs.sort_by(|a, b| b.seq.cmp(&a.seq));
+        msgs.sort_by_key(|m| std::cmp::Reverse(m.seq));
         msgs.dedup_by_key(|m| m.seq);
         msgs.truncate(limit);
         let count = msgs.len();

@@ -1,7 +1,8 @@
 //! Cache-aside copies of users, topics and subscriptions against a real Redis over the in-memory store: hits,
 //! invalidation after every write, coherence with message writes, no credentials in Redis, tenant isolation.
 
-use crate::common::{self, group, msg, sub, user};
+use crate as common;
+use crate::{group, msg, sub, user};
 use palaver_core::ports::{MessageStore, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{AccessMode, AuthRecord, DeleteMessages, SeqRange, TenantId, TopicUpdate, UserId, UserUpdate};
 use palaver_store_memory::MemoryStore;

@@ -2,7 +2,8 @@
 //! messages, recalls and the per-tenant cap. Every answer is compared with the inner store's, and the metrics
 //! tell whether Redis or the store produced it.
 
-use crate::common::{self, group, msg};
+use crate as common;
+use crate::{group, msg};
 use palaver_core::ports::{MessageStore, SeqAllocator, TopicStore};
 use palaver_core::{AuditStatus, DeleteMessages, Message, MessageQuery, Seq, SeqRange, TenantId, UserId};
 use palaver_store_memory::MemoryStore;

@@ -1,7 +1,9 @@
 //! The keys the adapters actually write, read back from Redis under the seed's own prefix `im` (with a tenant
-//! id no other run uses), compared with the seed's literal names.
+//! id no other run uses) and compared with the seed's literal names; and tenants that use the same topic
+//! names, users and message ids without meeting.
 
-use crate::common::{self, group, msg};
+use crate as common;
+use crate::{group, msg};
 use palaver_core::ports::{IdempotencyStore, MessageStore, PresenceStore, SeqAllocator, SubscriptionStore, TopicStore};
 use palaver_core::{PresenceMeta, TenantId, UserId};
 use palaver_store_memory::MemoryStore;
@@ -59,7 +61,44 @@ async fn adapters_write_the_seeds_key_names() {
     .into_iter()
     .collect();
     assert_eq!(found, expected);
+    // Only the seq counter and the node's user set are meant to outlive their writers (§5.1, §5.4).
+    for key in &found {
+        let ttl: i64 = common::raw(&client, redis::cmd("TTL").arg(key)).await;
+        let lasting = key.ends_with(":last_seq") || key.ends_with(":users");
+        assert_eq!(ttl == -1, lasting, "{key} has TTL {ttl}");
+    }
     for key in &found {
         let _: i64 = common::raw(&client, redis::cmd("DEL").arg(key)).await;
+    }
+}
+
+#[tokio::test]
+async fn equal_names_in_two_tenants_never_meet() {
+    let Some(client) = common::client("keys-tenants").await else { return };
+    let (a, b) = (TenantId(7), TenantId(8));
+    let (seq, idem) = (RedisSeq::new(client.clone()), RedisIdempotency::new(client.clone()));
+    let presence = RedisPresence::new(client.clone(), "n1");
+    for _ in 0..3 {
+        seq.next_seq(a, "grpSame", 0).await.unwrap();
+    }
+    assert_eq!(seq.next_seq(b, "grpSame", 0).await.unwrap(), 1, "b's counter is its own");
+    assert_eq!(idem.claim(a, "grpSame", UserId(1), "m").await.unwrap(), palaver_core::Claim::Acquired);
+    idem.complete(a, "grpSame", UserId(1), "m", 3).await.unwrap();
+    assert_eq!(idem.claim(b, "grpSame", UserId(1), "m").await.unwrap(), palaver_core::Claim::Acquired);
+    let meta = PresenceMeta { node_id: "n1".into(), device: None, user_agent: None, now: common::now() };
+    presence.mark_online(a, UserId(1), "s", &meta).await.unwrap();
+    assert_eq!(presence.get_presence(b, UserId(1)).await, palaver_core::Presence::Offline { last_seen: None });
+    presence.join_topic(a, "grpSame", UserId(1)).await.unwrap();
+    assert!(presence.topic_members(b, "grpSame").await.unwrap().is_empty());
+
+    let keys = client.keys();
+    let pairs = [
+        (keys.topic_last_seq(a, "grpSame"), keys.topic_last_seq(b, "grpSame")),
+        (keys.topic_uniq_msg(a, "grpSame", UserId(1), "m"), keys.topic_uniq_msg(b, "grpSame", UserId(1), "m")),
+        (keys.presence_user(a, UserId(1)), keys.presence_user(b, UserId(1))),
+    ];
+    for (in_a, in_b) in pairs {
+        assert_ne!(in_a, in_b);
+        assert!(in_a.contains(":7:") && in_b.contains(":8:"), "{in_a} / {in_b}");
     }
 }

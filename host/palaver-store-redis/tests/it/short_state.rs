@@ -1,7 +1,7 @@
 //! Short-lived security state against a real Redis: the per-hour send limit, one-time codes and tokens, short
 //! locks, and no phone number or secret in any key or value.
 
-use crate::common;
+use crate as common;
 use palaver_core::TenantId;
 use palaver_store_redis::{MAX_SENDS_PER_HOUR, MAX_VERIFY_ATTEMPTS, ShortState, ShortStateError, phone_hash};
 use std::time::Duration;
@@ -87,4 +87,21 @@ async fn short_locks_exclude_and_unlock_only_their_own() {
     assert!(!s.unlock(stale).await.unwrap(), "an expired holder cannot release the new holder's lock");
     assert!(s.try_lock(T, "group:grpA:settings", Duration::from_secs(5)).await.unwrap().is_none());
     assert!(s.unlock(fresh).await.unwrap());
+}
+
+#[tokio::test]
+async fn codes_and_tokens_live_the_short_state_ttl() {
+    let Some(client) = common::client("short-ttl").await else { return };
+    let s = ShortState::new(client.clone());
+    s.issue_code(T, "login", PHONE, "1").await.unwrap();
+    let token = s.create_action_token(T, "reset", "x", None).await.unwrap();
+    let code_key = client.keys().verify_code(T, "login", &phone_hash(PHONE));
+    let ttl: i64 = common::raw(&client, redis::cmd("TTL").arg(&code_key)).await;
+    assert!((590..=600).contains(&ttl), "short_state_ttl_seconds, got {ttl}");
+    let pattern = format!("{}:{}:token:action:*", client.keys().prefix(), T.0);
+    let tokens: Vec<String> = common::raw(&client, redis::cmd("KEYS").arg(&pattern)).await;
+    assert_eq!(tokens.len(), 1);
+    assert!(!tokens[0].contains(&token), "the key holds the token's digest, not the token");
+    let ttl: i64 = common::raw(&client, redis::cmd("PTTL").arg(&tokens[0])).await;
+    assert!((590_000..=600_000).contains(&ttl), "got {ttl} ms");
 }

@@ -1,8 +1,11 @@
-//! The seed's degradation table (§10) with Redis unreachable (a closed port) or hanging (a listener that never
-//! answers): seq refuses as retryable, presence answers unknown, cached reads come from the inner store, and
-//! security state fails closed.
+//! Semantics kept under failure: the storage contract suite through the decorators, with a live Redis and
+//! with Redis unreachable, and the seed's degradation table (§10) with Redis unreachable (a closed port) or
+//! hanging (a listener that never answers): seq refuses as retryable, presence answers unknown, cached reads
+//! come from the inner store, and security state fails closed.
 
-use crate::common::{self, group, msg, sub, user};
+use crate as common;
+use crate::{group, msg, sub, user};
+use palaver_contract::Fixture;
 use palaver_core::ports::{
     IdempotencyStore, MessageStore, PresenceStore, SeqAllocator, SubscriptionStore, TopicStore, UserStore,
 };
@@ -82,9 +85,17 @@ async fn a_hanging_server_times_out_as_unavailable() {
         ..RedisConfig::with_addr(addr.to_string())
     };
     let client = RedisClient::connect(config).unwrap();
+    let seq = RedisSeq::new(client.clone());
+    for attempt in 0..3 {
+        let started = Instant::now();
+        unavailable(seq.next_seq(T, "grpA", 0).await, "hung seq");
+        assert!(started.elapsed() < Duration::from_secs(2), "attempt {attempt} bounded: {:?}", started.elapsed());
+    }
+    // Three failures in a row open the circuit: further commands fail at once instead of waiting.
     let started = Instant::now();
-    unavailable(RedisSeq::new(client).next_seq(T, "grpA", 0).await, "hung seq");
-    assert!(started.elapsed() < Duration::from_secs(3), "bounded by the configured timeouts: {:?}", started.elapsed());
+    unavailable(seq.next_seq(T, "grpA", 0).await, "seq with the circuit open");
+    unavailable(client.ping().await, "ping with the circuit open");
+    assert!(started.elapsed() < Duration::from_millis(100), "failed fast: {:?}", started.elapsed());
     drop(listener);
 }
 
@@ -93,4 +104,32 @@ fn bad_settings_are_refused_at_build() {
     assert!(RedisClient::connect(RedisConfig { key_prefix: String::new(), ..RedisConfig::default() }).is_err());
     assert!(RedisClient::connect(RedisConfig::with_addr("host:notaport")).is_err());
     assert!(RedisClient::connect(RedisConfig { pending_ttl_seconds: 0, ..RedisConfig::default() }).is_err());
+}
+
+fn stack(client: RedisClient) -> Fixture<CachedStorage> {
+    Fixture::new(CachedStorage::over(client, Arc::new(MemoryStore::new()), HotPolicy::Always))
+}
+
+/// A stack on the test Redis under a fresh prefix. Without Redis (and with `PALAVER_SKIP_REDIS=1`, otherwise
+/// `live` fails the test) the case still runs, degraded, which is the other suite's setting.
+async fn live_stack() -> Fixture<CachedStorage> {
+    // A 1 ms invalidation grace lets the cases' reads right after their writes fill and hit the copies, so
+    // the cached paths are exercised too, not only the hot ones.
+    let config = RedisConfig { cache_invalidation_grace_ms: 1, ..common::config("contract") };
+    match common::live(config).await {
+        Some(client) => stack(client),
+        None => stack(common::dead_client("contract")),
+    }
+}
+
+async fn degraded_stack() -> Fixture<CachedStorage> {
+    stack(common::dead_client("contract-degraded"))
+}
+
+mod live {
+    palaver_contract::storage_contract_tests!(fixture = super::live_stack());
+}
+
+mod degraded {
+    palaver_contract::storage_contract_tests!(fixture = super::degraded_stack());
 }
