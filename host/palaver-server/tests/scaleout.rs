@@ -152,3 +152,54 @@ async fn a_redis_flush_rebaselines_the_seq() {
     }
     node.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_retries_and_concurrent_publishers_on_mariadb_and_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = unique("race");
+    let node = scaleout_node(dir.path(), mysql_addr(), redis_addr(), &tag).await;
+    let addr = node.addr();
+    let (mut owner, grp, token) = group_with_owner(addr, "race_owner").await;
+    // The same client_mid from two connections of one user at once: one row, one seq, both told that seq
+    // (or the loser told to retry while the winner is still storing it).
+    let mut second = Client::connect(addr).await;
+    second.req("hi", json!({ "ver": "0.25.3" })).await;
+    second.req("login", json!({ "scheme": "token", "secret": token })).await;
+    second.req("sub", json!({ "topic": grp })).await;
+    for round in 0..10 {
+        let mid = format!("race-{round}");
+        let a = owner.req("pub", json!({ "topic": grp, "content": round, "client_mid": mid }));
+        let b = second.req("pub", json!({ "topic": grp, "content": round, "client_mid": mid }));
+        let (a, b) = tokio::join!(a, b);
+        let seqs: Vec<i64> = [&a, &b].iter().filter_map(|c| c["params"]["seq"].as_i64()).collect();
+        assert!(!seqs.is_empty(), "{a} {b}");
+        assert!(seqs.windows(2).all(|w| w[0] == w[1]), "one seq per client_mid: {a} {b}");
+        for c in [&a, &b] {
+            assert!(c["code"] == 202 || c["code"] == 503, "{c}");
+        }
+    }
+    // Eight publishers at once on MariaDB + Redis: every seq from 11 to 210 exactly once.
+    let mut tasks = Vec::new();
+    for p in 0..8 {
+        let grp = grp.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut c = Client::connect(addr).await;
+            c.signup(&format!("race_pub{p}")).await;
+            assert_eq!(c.req("sub", json!({ "topic": grp })).await["code"], 200);
+            let mut seqs = Vec::new();
+            for i in 0..25 {
+                let ctrl = c.req("pub", json!({ "topic": grp, "content": { "p": p, "i": i } })).await;
+                assert_eq!(ctrl["code"], 202, "{ctrl}");
+                seqs.push(ctrl["params"]["seq"].as_i64().unwrap());
+            }
+            seqs
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort_unstable();
+    assert_eq!(all, (11..=210).collect::<Vec<i64>>(), "contiguous, no duplicate");
+    node.shutdown().await;
+}
