@@ -49,7 +49,15 @@ impl RunCtx<'_> {
         let server_cpu = target.cpu_secs();
         let client_cpu = own_cpu_secs();
 
-        let plan = Plan { topic: self.topic, run, messages: args.messages, rate, window: args.window };
+        let plan = Plan {
+            topic: self.topic,
+            run,
+            messages: args.messages,
+            rate,
+            window: args.window,
+            client_mid: None,
+            origin: Instant::now(),
+        };
         let mut outcome = publish::publish(publisher, &plan).await;
         let expected_sent = members as u64 * outcome.sent;
         let deadline = Instant::now() + Duration::from_secs(args.drain_secs);

@@ -57,8 +57,15 @@ pub(crate) fn parse(text: &str) -> Option<Frame<'_>> {
 
 /// The text of one `{pub}` carrying a stamp; built with `format!` because it is on the hot path.
 pub(crate) fn pub_text(id: &str, topic: &str, stamp: Stamp) -> String {
+    pub_text_with_mid(id, topic, None, stamp)
+}
+
+/// Like [`pub_text`], with an optional `client_mid` idempotency key; ids, topics and keys are bench-made, so
+/// they never need JSON escaping.
+pub(crate) fn pub_text_with_mid(id: &str, topic: &str, client_mid: Option<&str>, stamp: Stamp) -> String {
+    let mid = client_mid.map(|mid| format!(r#","client_mid":"{mid}""#)).unwrap_or_default();
     format!(
-        r#"{{"pub":{{"id":"{id}","topic":"{topic}","noecho":true,"content":{{"t":{},"i":{},"r":{}}}}}}}"#,
+        r#"{{"pub":{{"id":"{id}","topic":"{topic}"{mid},"noecho":true,"content":{{"t":{},"i":{},"r":{}}}}}}}"#,
         stamp.t, stamp.i, stamp.r
     )
 }
@@ -96,5 +103,9 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&text).expect("json");
         assert_eq!(value["pub"]["content"]["i"], 3);
         assert_eq!(value["pub"]["noecho"], true);
+        assert!(value["pub"].get("client_mid").is_none());
+        let text = pub_text_with_mid("p4", "grpX", Some("k-4"), Stamp { t: 9, i: 4, r: 2 });
+        let value: serde_json::Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(value["pub"]["client_mid"], "k-4");
     }
 }

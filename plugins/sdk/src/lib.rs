@@ -104,6 +104,8 @@ pub mod __private {
 #[macro_export]
 macro_rules! publish_filter {
     ($plugin:ty) => {
+        // Natively (tests) there is nothing to export to, and the wasm export names would not even link.
+        #[cfg(target_arch = "wasm32")]
         const _: () = {
             use ::palaver_plugin_sdk::bindings::publish_filter::exports::palaver::plugin::before_publish as __bp;
             use ::palaver_plugin_sdk::bindings::wit as __wit;
@@ -129,6 +131,8 @@ macro_rules! publish_filter {
 #[macro_export]
 macro_rules! command_handler {
     ($plugin:ty) => {
+        // Natively (tests) there is nothing to export to, and the wasm export names would not even link.
+        #[cfg(target_arch = "wasm32")]
         const _: () = {
             use ::palaver_plugin_sdk::bindings::command_handler::exports::palaver::plugin::on_command as __oc;
             use ::palaver_plugin_sdk::bindings::wit as __wit;
@@ -155,6 +159,8 @@ macro_rules! command_handler {
 #[macro_export]
 macro_rules! full_plugin {
     ($plugin:ty) => {
+        // Natively (tests) there is nothing to export to, and the wasm export names would not even link.
+        #[cfg(target_arch = "wasm32")]
         const _: () = {
             use ::palaver_plugin_sdk::bindings::command_handler::exports::palaver::plugin::on_command as __oc;
             use ::palaver_plugin_sdk::bindings::publish_filter::exports::palaver::plugin::before_publish as __bp;
