@@ -36,6 +36,7 @@ pub(crate) async fn route(
                 .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; version=0.0.4"));
             resp
         }
+        (_, p) if p.starts_with("/v1/admin/") => crate::admin::handle(&shared, req).await,
         (_, "/v0/channels") => crate::ws::upgrade(shared, req, remote).await,
         (_, "/v0/channels/lp") => crate::longpoll::handle(shared, req, remote).await,
         _ => text(StatusCode::NOT_FOUND, "not found"),

@@ -4,12 +4,14 @@
 //! **Invariant:** this is the only crate that knows HTTP or WebSocket. It turns bytes into calls on
 //! `palaver_service::Session` and never touches storage.
 
+mod admin;
 pub mod apikey;
 mod http;
 mod limits;
 mod longpoll;
 mod ws;
 
+pub use admin::Admin;
 use apikey::TenantResolver;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
@@ -74,6 +76,8 @@ pub(crate) struct Shared {
     pub(crate) ready: AtomicBool,
     pub(crate) lp: longpoll::LpSessions,
     pub(crate) stop: watch::Receiver<bool>,
+    /// The admin API and its bearer token, when the node has one.
+    pub(crate) admin: Option<(Arc<dyn Admin>, String)>,
 }
 
 /// The gateway: cheap to clone.
@@ -85,7 +89,12 @@ pub struct Gateway {
 
 impl Gateway {
     /// A gateway in front of `service`, resolving tenants from API keys with `tenants`.
-    pub fn new(service: Service, cfg: GatewayConfig, tenants: Arc<dyn TenantResolver>) -> Self {
+    pub fn new(
+        service: Service,
+        cfg: GatewayConfig,
+        tenants: Arc<dyn TenantResolver>,
+        admin: Option<(Arc<dyn Admin>, String)>,
+    ) -> Self {
         let (stop_tx, stop) = watch::channel(false);
         Gateway {
             shared: Arc::new(Shared {
@@ -95,6 +104,7 @@ impl Gateway {
                 ready: AtomicBool::new(true),
                 lp: longpoll::LpSessions::default(),
                 stop,
+                admin,
             }),
             stop_tx: Arc::new(stop_tx),
         }

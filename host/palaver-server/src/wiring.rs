@@ -86,7 +86,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Node> {
     let ports = with_shared_state(&cfg, storage)?;
     let signer = TokenSigner::new(token_key(&cfg)?);
     let service = Service::new(ports, service_config(&cfg), signer);
-    let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants);
+    let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants, None);
     let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
         .await
         .with_context(|| format!("binding {}", cfg.server.listen))?;

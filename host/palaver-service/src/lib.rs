@@ -157,6 +157,42 @@ impl Service {
         Ok(())
     }
 
+    /// Delivers a business event (from a plugin) to this node's sessions, in the seed's `{info}` form: to every
+    /// session of a user as `{info topic:"me", what:"im"}`, or to the sessions attached to a topic as
+    /// `{info topic:<topic>, what:"group"}`. Returns how many sessions it was queued to.
+    pub fn emit_event(&self, tenant: TenantId, target: EventTarget, event: &str, payload: serde_json::Value) -> usize {
+        let info = |topic: String, what: &str| palaver_proto::MsgInfo {
+            topic,
+            src: None,
+            from: "sys".into(),
+            what: what.into(),
+            seq: None,
+            event: Some(event.to_owned()),
+            payload: Some(payload.clone()),
+        };
+        let mut reached = 0;
+        match target {
+            EventTarget::User(user) => {
+                let frame = render::frame(&palaver_proto::ServerMsg::Info(info("me".into(), "im")));
+                self.inner.hub.for_each_user_session(tenant, user, |s| reached += usize::from(s.push(frame.clone())));
+            }
+            EventTarget::Topic(topic) => {
+                let mut frames = std::collections::HashMap::new();
+                self.inner.hub.for_each_attached(tenant, &topic, |a| {
+                    let frame = frames
+                        .entry(a.user)
+                        .or_insert_with(|| {
+                            let wire = topics::wire_name(&topic, a.user);
+                            render::frame(&palaver_proto::ServerMsg::Info(info(wire, "group")))
+                        })
+                        .clone();
+                    reached += usize::from(a.session.push(frame));
+                });
+            }
+        }
+        reached
+    }
+
     /// True once draining has begun.
     pub fn is_draining(&self) -> bool {
         self.inner.draining.load(Ordering::Relaxed)
@@ -172,6 +208,15 @@ impl Service {
             s.close();
         }
     }
+}
+
+/// Whom a business event goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventTarget {
+    /// Every session of the user.
+    User(palaver_core::UserId),
+    /// The sessions attached to the stored topic.
+    Topic(String),
 }
 
 /// The wall clock in Unix milliseconds.

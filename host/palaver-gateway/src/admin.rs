@@ -1,0 +1,77 @@
+//! The admin HTTP API (`/v1/admin/…`), behind a bearer token. The gateway knows only the [`Admin`] trait; the
+//! server implements it over whatever it administers (the plugin registry first).
+
+use crate::Shared;
+use crate::http::{Body, json};
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use hyper::body::Incoming;
+use serde_json::{Value, json as j};
+
+/// What the admin API can do.
+#[async_trait::async_trait]
+pub trait Admin: Send + Sync {
+    /// Every plugin: name, version, hash, state, last error, call and fault counts.
+    fn plugins(&self) -> Value;
+    /// Loads whatever changed in the plugins directory.
+    async fn rescan(&self) -> Value;
+    /// Reloads one plugin from its manifest; an error keeps the old version running.
+    async fn reload(&self, name: &str) -> Result<Value, String>;
+    /// Brings back the previous version of a plugin.
+    async fn rollback(&self, name: &str) -> Result<Value, String>;
+}
+
+/// Handles `/v1/admin/…`. Without a configured admin the API does not exist (404).
+pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let Some((admin, token)) = shared.admin.as_ref() else {
+        return reply(StatusCode::NOT_FOUND, j!({ "code": 404, "message": "no admin API on this node" }));
+    };
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
+        return reply(StatusCode::UNAUTHORIZED, j!({ "code": 401, "message": "admin token required" }));
+    }
+    let path = req.uri().path().trim_end_matches('/').to_owned();
+    let parts: Vec<&str> = path.trim_start_matches("/v1/admin/").split('/').collect();
+    match (req.method().clone(), parts.as_slice()) {
+        (Method::GET, ["plugins"]) => reply(StatusCode::OK, admin.plugins()),
+        (Method::POST, ["plugins", "rescan"]) => reply(StatusCode::OK, admin.rescan().await),
+        (Method::POST, ["plugins", name, "reload"]) => outcome(admin.reload(name).await),
+        (Method::POST, ["plugins", name, "rollback"]) => outcome(admin.rollback(name).await),
+        _ => reply(StatusCode::NOT_FOUND, j!({ "code": 404, "message": "no such admin endpoint" })),
+    }
+}
+
+fn outcome(result: Result<Value, String>) -> Response<Body> {
+    match result {
+        Ok(v) => reply(StatusCode::OK, v),
+        Err(message) => reply(StatusCode::CONFLICT, j!({ "code": 409, "message": message })),
+    }
+}
+
+fn reply(status: StatusCode, body: Value) -> Response<Body> {
+    json(status, Bytes::from(body.to_string()))
+}
+
+/// Compares secrets without leaking how much of a guess was right through timing.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() || b.is_empty() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(super::constant_time_eq(b"secret", b"secret"));
+        assert!(!super::constant_time_eq(b"secreT", b"secret"));
+        assert!(!super::constant_time_eq(b"", b""), "an empty token never matches");
+        assert!(!super::constant_time_eq(b"sec", b"secret"));
+    }
+}
