@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
 ensure_rust
+ensure_wasm_target
+log "building the plugins (cargo xtask plugins)"
+cargo xtask plugins
 log "building palaver (release)"
 cargo build --release --locked -p palaver-server
 log "serving on the embedded default; Ctrl-C drains and stops"

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
 . scripts/lib/services.sh
 ensure_rust
+ensure_wasm_target
 ensure_node
 # The MariaDB and Redis adapters' tests fail (rather than skip) without their servers, so both are started here.
 start_mariadb
@@ -17,6 +18,10 @@ step() { log "$1 ($(( $(date +%s) - start )) s so far)"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+(cd plugins && cargo fmt --all -- --check)
+
+step "building the plugins (cargo xtask plugins)"
+cargo xtask plugins
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
@@ -29,11 +34,15 @@ cargo test --locked --workspace
 step "building the server for the end-to-end suite"
 cargo build --locked -p palaver-server
 
-step "end-to-end: tinode-sdk against target/debug/palaver on the embedded store"
+step "end-to-end: tinode-sdk against target/debug/palaver on the embedded store, moderation plugin loaded"
+# Only the moderation plugin goes into the server's plugins directory: the test components under
+# target/plugins (traps, loops, memory bombs) are for the runtime's own tests.
+moderation_dir=$(mktemp -d)
+cp target/plugins/moderation-*.wasm target/plugins/moderation-*.toml "$moderation_dir"/
 (
   cd tests/e2e
   npm ci --no-audit --no-fund --loglevel=error
-  PALAVER_BIN="$PWD/../../target/debug/palaver" npm test
+  PALAVER_BIN="$PWD/../../target/debug/palaver" PALAVER_PLUGINS__DIR="$moderation_dir" E2E_MODERATION=1 npm test
 )
 
 step "end-to-end: tinode-sdk against target/debug/palaver on MariaDB + Redis"

@@ -30,6 +30,14 @@ ensure_rust() {
   fi
 }
 
+# Plugins are built for wasm32-unknown-unknown. rustup fetches the target; where it cannot, `cargo xtask plugins`
+# falls back to building the standard library from Debian's rust-web-src (see ../shared/TOOLCHAIN.md).
+ensure_wasm_target() {
+  if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$'; then
+    rustup target add wasm32-unknown-unknown || log "rustup could not add wasm32-unknown-unknown; the xtask will fall back"
+  fi
+}
+
 ensure_node() {
   local major=0
   if command -v node >/dev/null 2>&1; then

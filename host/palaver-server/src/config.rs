@@ -20,6 +20,8 @@ pub struct Config {
     pub auth: AuthConfig,
     pub limits: LimitsConfig,
     pub transport: TransportConfig,
+    pub plugins: PluginsConfig,
+    pub admin: AdminConfig,
     pub log: LogConfig,
 }
 
@@ -203,6 +205,34 @@ impl Default for TransportConfig {
     }
 }
 
+/// WebAssembly plugins.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct PluginsConfig {
+    /// The plugins directory (components with their manifests, e.g. `target/plugins`). Empty: no plugins.
+    pub dir: PathBuf,
+    /// Where compiled components are cached. Empty: `<data_dir>/plugin-cache`.
+    pub cache_dir: PathBuf,
+    /// Reload plugins whose files change in the directory.
+    pub watch: bool,
+    /// How often the directory is checked for changes, in milliseconds.
+    pub watch_interval_ms: u64,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        PluginsConfig { dir: PathBuf::new(), cache_dir: PathBuf::new(), watch: true, watch_interval_ms: 1000 }
+    }
+}
+
+/// The admin API (`/v1/admin/…`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// The bearer token admin calls must carry. Empty: the node has no admin API.
+    pub token: String,
+}
+
 /// Logging.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -337,6 +367,12 @@ impl Config {
         if l.max_subscriber_count == 0 || l.session_queue < 8 {
             return bad("limits.max_subscriber_count must be ≥ 1 and limits.session_queue ≥ 8".into());
         }
+        if !self.admin.token.is_empty() && self.admin.token.len() < 16 {
+            return bad("admin.token must be at least 16 characters".into());
+        }
+        if self.plugins.watch_interval_ms < 50 {
+            return bad("plugins.watch_interval_ms must be at least 50".into());
+        }
         let t = &self.transport;
         if t.ws_read_buffer < 256 || t.idle_timeout_seconds == 0 || t.ping_interval_seconds == 0 {
             return bad("transport: ws_read_buffer ≥ 256 and non-zero timeouts are required".into());
@@ -363,6 +399,9 @@ impl Config {
             shown.auth.token_key = "<redacted>".into();
         }
         shown.store.url = redact_url(&shown.store.url);
+        if !shown.admin.token.is_empty() {
+            shown.admin.token = "<redacted>".into();
+        }
         if let Some(r) = shown.store_config.redis.as_mut() {
             *r = r.redacted();
         }

@@ -2,5 +2,6 @@
 //! binary and the integration tests start servers the same way.
 
 pub mod config;
+mod plugins;
 pub mod tenants;
 pub mod wiring;

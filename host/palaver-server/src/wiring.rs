@@ -3,6 +3,7 @@
 
 use crate::config::Config;
 use crate::config::StoreKind;
+use crate::plugins::Plugins;
 use anyhow::Context;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -44,6 +45,7 @@ pub struct Node {
     backend: Backend,
     serving: tokio::task::JoinHandle<std::io::Result<()>>,
     grace: Duration,
+    plugins: Option<Arc<Plugins>>,
 }
 
 impl Node {
@@ -69,10 +71,24 @@ impl Node {
     }
 }
 
-/// Runs the server until SIGTERM or SIGINT, then drains.
+/// Runs the server until SIGTERM or SIGINT, then drains. SIGHUP reloads changed plugins.
 pub async fn serve(cfg: Config) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
     let node = start(cfg).await?;
-    wait_for_signal().await?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let stop = wait_for_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            r = &mut stop => { r?; break; }
+            _ = hup.recv() => {
+                if let Some(p) = &node.plugins {
+                    tracing::info!("SIGHUP: rescanning plugins");
+                    p.rescan().await;
+                }
+            }
+        }
+    }
     node.shutdown().await;
     Ok(())
 }
@@ -83,10 +99,22 @@ pub async fn start(cfg: Config) -> anyhow::Result<Node> {
         .with_context(|| format!("creating the data directory {}", cfg.server.data_dir.display()))?;
     let salt = decode_salt(&cfg.api.key_salt)?;
     let (storage, tenants, backend) = open_storage(&cfg, salt).await?;
-    let ports = with_shared_state(&cfg, storage)?;
+    let mut ports = with_shared_state(&cfg, storage)?;
+    let plugins = Plugins::start(&cfg, ports.users.clone(), ports.topics.clone(), ports.subs.clone()).await?;
+    if let Some(p) = &plugins {
+        ports.hooks = p.hook();
+    }
     let signer = TokenSigner::new(token_key(&cfg)?);
     let service = Service::new(ports, service_config(&cfg), signer);
-    let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants, None);
+    let plugins = plugins.map(Arc::new);
+    if let Some(p) = &plugins {
+        p.effects.bind(service.clone());
+    }
+    let admin = match (&plugins, cfg.admin.token.is_empty()) {
+        (Some(p), false) => Some((p.clone() as Arc<dyn palaver_gateway::Admin>, cfg.admin.token.clone())),
+        _ => None,
+    };
+    let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants, admin);
     let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
         .await
         .with_context(|| format!("binding {}", cfg.server.listen))?;
@@ -98,7 +126,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Node> {
         async move { gateway.serve(listener).await }
     });
     let grace = Duration::from_millis(cfg.server.drain_grace_ms);
-    Ok(Node { addr, gateway, service, backend, serving, grace })
+    Ok(Node { addr, gateway, service, backend, serving, grace, plugins })
 }
 
 /// The four storage ports, seen as one value before Redis decorates them.

@@ -1,0 +1,169 @@
+//! The plugin platform as the node runs it: the registry over the node's ports, loaded from the plugins
+//! directory at start and watched for changes, the effects of plugin calls delivered through the service, and
+//! the admin API over the registry.
+
+use crate::config::Config;
+use anyhow::Context;
+use palaver_core::TenantId;
+use palaver_core::ports::{PublishHook, SubscriptionStore, TopicStore, UserStore};
+use palaver_gateway::Admin;
+use palaver_plugin_runtime::{
+    DirWatcher, EffectError, Effects, EventTarget, HostServices, LoadOutcome, LoadReport, MemoryKv, PluginEvent,
+    PluginHooks, PluginNotification, PluginRegistry, PortsDirectory, RuntimeConfig, SystemClock,
+};
+use palaver_service::Service;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Plugin effects delivered through the service, which is built after the ports (and so after the registry):
+/// the service is bound once it exists.
+#[derive(Default)]
+pub(crate) struct ServiceEffects {
+    service: OnceLock<Service>,
+}
+
+impl ServiceEffects {
+    pub(crate) fn bind(&self, service: Service) {
+        let _ = self.service.set(service);
+    }
+
+    fn service(&self) -> Result<&Service, EffectError> {
+        self.service.get().ok_or_else(|| EffectError::Unavailable("the node is still starting".into()))
+    }
+}
+
+#[async_trait::async_trait]
+impl Effects for ServiceEffects {
+    async fn emit(&self, tenant: TenantId, event: PluginEvent) -> Result<(), EffectError> {
+        let target = match event.target {
+            EventTarget::User(u) => palaver_service::EventTarget::User(u),
+            EventTarget::Topic(t) => palaver_service::EventTarget::Topic(t),
+        };
+        self.service()?.emit_event(tenant, target, &event.name, event.payload);
+        Ok(())
+    }
+
+    async fn notify(&self, tenant: TenantId, n: PluginNotification) -> Result<(), EffectError> {
+        // Stored notifications (im_system_notifications) arrive with the business-plugins work; until then the
+        // user's sessions are told in real time.
+        let payload = json!({ "kind": n.kind, "title": n.title, "payload": n.payload, "plugin": n.plugin });
+        self.service()?.emit_event(tenant, palaver_service::EventTarget::User(n.user), "notification", payload);
+        Ok(())
+    }
+}
+
+/// The node's plugin platform.
+pub(crate) struct Plugins {
+    pub(crate) registry: Arc<PluginRegistry>,
+    pub(crate) effects: Arc<ServiceEffects>,
+    dir: PathBuf,
+    _watcher: Option<DirWatcher>,
+}
+
+impl Plugins {
+    /// Starts the registry and loads the plugins directory, when one is configured.
+    pub(crate) async fn start(
+        cfg: &Config,
+        users: Arc<dyn UserStore>,
+        topics: Arc<dyn TopicStore>,
+        subs: Arc<dyn SubscriptionStore>,
+    ) -> anyhow::Result<Option<Plugins>> {
+        let p = &cfg.plugins;
+        if p.dir.as_os_str().is_empty() {
+            return Ok(None);
+        }
+        let clock = Arc::new(SystemClock);
+        let effects = Arc::new(ServiceEffects::default());
+        let services = HostServices::new(
+            Arc::new(MemoryKv::new(clock.clone())),
+            Arc::new(PortsDirectory::new(users, topics, subs)),
+            effects.clone(),
+            clock,
+        );
+        let cache = if p.cache_dir.as_os_str().is_empty() { cfg.server.data_dir.join("plugin-cache") } else { p.cache_dir.clone() };
+        let runtime = RuntimeConfig::default().with_cache_dir(cache).with_node(cfg.server.node_id.clone());
+        let registry = Arc::new(PluginRegistry::new(runtime, services).context("starting the plugin runtime")?);
+        let dir = p.dir.clone();
+        // Loading compiles components: keep it off the async workers.
+        let report = tokio::task::spawn_blocking({
+            let (registry, dir) = (registry.clone(), dir.clone());
+            move || registry.load_dir(&dir)
+        })
+        .await?;
+        log_report(&report);
+        let watcher = if p.watch {
+            Some(registry.watch(dir.clone(), Duration::from_millis(p.watch_interval_ms)).context("watching plugins")?)
+        } else {
+            None
+        };
+        Ok(Some(Plugins { registry, effects, dir, _watcher: watcher }))
+    }
+
+    /// The publish hook that runs the plugins.
+    pub(crate) fn hook(&self) -> Arc<dyn PublishHook> {
+        Arc::new(PluginHooks::new(self.registry.clone()))
+    }
+
+    /// Loads whatever changed in the plugins directory (SIGHUP).
+    pub(crate) async fn rescan(&self) -> LoadReport {
+        let registry = self.registry.clone();
+        let report = tokio::task::spawn_blocking(move || registry.rescan()).await.unwrap_or_default();
+        log_report(&report);
+        report
+    }
+}
+
+fn log_report(report: &LoadReport) {
+    for outcome in &report.loaded {
+        if let LoadOutcome::Loaded { name, version, hash, replaced } = outcome {
+            tracing::info!(plugin = %name, %version, hash = %&hash[..hash.len().min(12)], replaced = ?replaced, "plugin loaded");
+        }
+    }
+    for (path, why) in &report.refused {
+        tracing::warn!(manifest = %path.display(), reason = %why, "plugin refused; any older version keeps running");
+    }
+}
+
+fn report_json(report: &LoadReport) -> Value {
+    let loaded: Vec<Value> = report
+        .loaded
+        .iter()
+        .map(|o| match o {
+            LoadOutcome::Loaded { name, version, hash, replaced } => {
+                json!({ "name": name, "version": version, "hash": hash, "replaced": replaced, "changed": true })
+            }
+            LoadOutcome::Unchanged { name, version } => json!({ "name": name, "version": version, "changed": false }),
+        })
+        .collect();
+    let refused: Vec<Value> =
+        report.refused.iter().map(|(p, why)| json!({ "manifest": p.display().to_string(), "reason": why })).collect();
+    json!({ "loaded": loaded, "refused": refused })
+}
+
+#[async_trait::async_trait]
+impl Admin for Plugins {
+    fn plugins(&self) -> Value {
+        json!({ "dir": self.dir.display().to_string(), "plugins": self.registry.list() })
+    }
+
+    async fn rescan(&self) -> Value {
+        report_json(&Plugins::rescan(self).await)
+    }
+
+    async fn reload(&self, name: &str) -> Result<Value, String> {
+        let registry = self.registry.clone();
+        let name = name.to_owned();
+        let outcome = tokio::task::spawn_blocking(move || registry.reload(&name)).await.map_err(|e| e.to_string())?;
+        match outcome {
+            Ok(o) => Ok(report_json(&LoadReport { loaded: vec![o], refused: Vec::new() })),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn rollback(&self, name: &str) -> Result<Value, String> {
+        let r = self.registry.rollback(name).map_err(|e| e.to_string())?;
+        Ok(json!({ "name": r.name, "from": r.from, "to": r.to }))
+    }
+}
