@@ -5,6 +5,7 @@ use crate::Shared;
 use crate::http::{Body, json};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{Value, json as j};
 
@@ -19,6 +20,10 @@ pub trait Admin: Send + Sync {
     async fn reload(&self, name: &str) -> Result<Value, String>;
     /// Brings back the previous version of a plugin.
     async fn rollback(&self, name: &str) -> Result<Value, String>;
+    /// A tenant's choices for a plugin: enabled and settings (with defaults merged in).
+    fn tenant_plugin(&self, tenant: u64, name: &str) -> Result<Value, String>;
+    /// Changes a tenant's choices: `{"enabled": bool|null, "settings": {…}|null}`; null restores the default.
+    fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<Value, String>;
 }
 
 /// Handles `/v1/admin/…`. Without a configured admin the API does not exist (404).
@@ -42,6 +47,26 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
         (Method::POST, ["plugins", "rescan"]) => reply(StatusCode::OK, admin.rescan().await),
         (Method::POST, ["plugins", name, "reload"]) => outcome(admin.reload(name).await),
         (Method::POST, ["plugins", name, "rollback"]) => outcome(admin.rollback(name).await),
+        (Method::GET, ["tenants", tenant, "plugins", name]) => match tenant.parse::<u64>() {
+            Ok(t) => outcome(admin.tenant_plugin(t, name)),
+            Err(_) => reply(StatusCode::BAD_REQUEST, j!({ "code": 400, "message": "tenant must be a number" })),
+        },
+        (Method::PUT, ["tenants", tenant, "plugins", name]) => {
+            let Ok(t) = tenant.parse::<u64>() else {
+                return reply(StatusCode::BAD_REQUEST, j!({ "code": 400, "message": "tenant must be a number" }));
+            };
+            let name = name.to_string();
+            let body = match http_body_util::Limited::new(req.into_body(), 64 * 1024).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(_) => {
+                    return reply(StatusCode::PAYLOAD_TOO_LARGE, j!({ "code": 413, "message": "body too large" }));
+                }
+            };
+            match serde_json::from_slice::<Value>(&body) {
+                Ok(change) if change.is_object() => outcome(admin.set_tenant_plugin(t, &name, &change)),
+                _ => reply(StatusCode::BAD_REQUEST, j!({ "code": 400, "message": "the body must be a JSON object" })),
+            }
+        }
         _ => reply(StatusCode::NOT_FOUND, j!({ "code": 404, "message": "no such admin endpoint" })),
     }
 }

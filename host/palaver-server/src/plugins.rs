@@ -82,7 +82,11 @@ impl Plugins {
             effects.clone(),
             clock,
         );
-        let cache = if p.cache_dir.as_os_str().is_empty() { cfg.server.data_dir.join("plugin-cache") } else { p.cache_dir.clone() };
+        let cache = if p.cache_dir.as_os_str().is_empty() {
+            cfg.server.data_dir.join("plugin-cache")
+        } else {
+            p.cache_dir.clone()
+        };
         let runtime = RuntimeConfig::default().with_cache_dir(cache).with_node(cfg.server.node_id.clone());
         let registry = Arc::new(PluginRegistry::new(runtime, services).context("starting the plugin runtime")?);
         let dir = p.dir.clone();
@@ -165,5 +169,30 @@ impl Admin for Plugins {
     async fn rollback(&self, name: &str) -> Result<Value, String> {
         let r = self.registry.rollback(name).map_err(|e| e.to_string())?;
         Ok(json!({ "name": r.name, "from": r.from, "to": r.to }))
+    }
+
+    fn tenant_plugin(&self, tenant: u64, name: &str) -> Result<Value, String> {
+        let tenant = TenantId(tenant);
+        let settings = self.registry.settings(tenant, name).map_err(|e| e.to_string())?;
+        let enabled =
+            self.registry.tenant_choices(tenant).into_iter().find(|c| c.plugin == name).and_then(|c| c.enabled);
+        Ok(json!({ "plugin": name, "tenant": tenant.0, "enabled": enabled, "settings": settings }))
+    }
+
+    fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<Value, String> {
+        let t = TenantId(tenant);
+        if let Some(enabled) = change.get("enabled") {
+            let enabled = match enabled {
+                Value::Null => None,
+                Value::Bool(b) => Some(*b),
+                _ => return Err("enabled must be true, false or null".into()),
+            };
+            self.registry.set_enabled(t, name, enabled).map_err(|e| e.to_string())?;
+        }
+        if let Some(settings) = change.get("settings") {
+            let settings = (!settings.is_null()).then(|| settings.clone());
+            self.registry.set_settings(t, name, settings).map_err(|e| e.to_string())?;
+        }
+        self.tenant_plugin(tenant, name)
     }
 }
