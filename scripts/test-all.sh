@@ -35,10 +35,9 @@ step "building the server for the end-to-end suite"
 cargo build --locked -p palaver-server
 
 step "end-to-end: tinode-sdk against target/debug/palaver on the embedded store, moderation plugin loaded"
-# Only the moderation plugin goes into the server's plugins directory: the test components under
-# target/plugins (traps, loops, memory bombs) are for the runtime's own tests.
-moderation_dir=$(mktemp -d)
-cp target/plugins/moderation-*.wasm target/plugins/moderation-*.toml "$moderation_dir"/
+# target/plugins/deploy holds only the plugins a node may run (the moderation plugin); the test components
+# in target/plugins (traps, loops, memory bombs) are for the runtime's own tests.
+moderation_dir="$PWD/target/plugins/deploy"
 (
   cd tests/e2e
   npm ci --no-audit --no-fund --loglevel=error

@@ -131,7 +131,26 @@ pub fn build(root: &Path, out: &Path, log: &mut dyn FnMut(&str)) -> Result<Vec<B
         });
     }
     remove_stale(out, &built)?;
+    write_deployable(root, out, &crates)?;
     Ok(built)
+}
+
+/// Copies the plugins a node may run (those under `plugins/`, not the test components of `plugins/testing/` nor
+/// the examples) into `<out>/deploy/`, a directory a server can point `plugins.dir` at as it is.
+fn write_deployable(root: &Path, out: &Path, crates: &[PluginCrate]) -> Result<(), XtaskError> {
+    let deploy = out.join("deploy");
+    if deploy.exists() {
+        std::fs::remove_dir_all(&deploy).map_err(|e| XtaskError::Io(format!("{}: {e}", deploy.display())))?;
+    }
+    std::fs::create_dir_all(&deploy).map_err(|e| XtaskError::Io(format!("{}: {e}", deploy.display())))?;
+    for c in crates.iter().filter(|c| c.dir.parent() == Some(root.join("plugins").as_path())) {
+        for ext in ["wasm", "toml"] {
+            let file = format!("{}-{}.{ext}", c.name, c.version);
+            std::fs::copy(out.join(&file), deploy.join(&file))
+                .map_err(|e| XtaskError::Io(format!("{}: {e}", deploy.join(&file).display())))?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes through a temporary file and a rename, so that a watcher never sees half a component.

@@ -8,6 +8,8 @@
 //! palaver-bench fanout --spawn target/release/palaver --members 1000 --messages 500 --find-max
 //! palaver-bench fanout --addr 127.0.0.1:6060 --pid <server pid> --members 100 --messages 200 --rate 100
 //! palaver-bench p2p    --spawn target/release/palaver --pairs 10 --messages 1000
+//! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --messages 5000
+//! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --compare
 //! ```
 //!
 //! `--spawn PATH` starts `PATH serve --listen 127.0.0.1:<free port> --data-dir <temp dir>`, waits for
@@ -23,6 +25,9 @@ mod members;
 mod p2p;
 mod park;
 mod publish;
+mod pubload;
+mod pubload_compare;
+mod pubload_setup;
 mod stats;
 mod target;
 
@@ -45,7 +50,7 @@ struct Cli {
     cmd: Command,
 }
 
-/// The three load shapes.
+/// The load shapes.
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Open N WebSocket connections that send {hi} and then stay idle; print accept rate and server RSS.
@@ -54,6 +59,9 @@ enum Command {
     Fanout(fanout::FanoutArgs),
     /// Pairs of users ping-pong over P2P topics; print round-trip latency.
     P2p(p2p::P2pArgs),
+    /// T groups × P publishers send as fast as their windows allow; print accepted msg/s and ack latency.
+    /// With --compare, the same load against an embedded and a scale-out server, side by side.
+    Publish(pubload::PublishArgs),
 }
 
 fn main() -> Result<()> {
@@ -70,6 +78,7 @@ fn main() -> Result<()> {
                 Command::Idle(args) => idle::run(args).await,
                 Command::Fanout(args) => fanout::run(args).await,
                 Command::P2p(args) => p2p::run(args).await,
+                Command::Publish(args) => pubload::run(args).await,
             }
         };
         match tokio::time::timeout(limit, run).await {

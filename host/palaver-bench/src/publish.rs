@@ -163,8 +163,9 @@ pub(crate) async fn publish(conn: &mut Conn, plan: &Plan<'_>) -> Outcome {
                     outcome.anomalies.note(format!("ctrl the publisher did not ask for: {frame}"));
                     continue;
                 };
-                outcome.ack_latency.push(now as i64 - sent_at[index].load(Ordering::Relaxed) as i64);
                 if ctrl.code == 202 {
+                    // Only acceptances are timed: a refusal is answered before any storage work.
+                    outcome.ack_latency.push(now as i64 - sent_at[index].load(Ordering::Relaxed) as i64);
                     outcome.acked += 1;
                     let at = Instant::now();
                     outcome.last_ack = Some(at);

@@ -144,6 +144,22 @@ impl Target {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
+    /// Prints how many WARN and ERROR lines the spawned server logged, quoting the first few.
+    pub(crate) fn report_log_problems(&self) {
+        let Some(spawned) = &self.spawned else { return };
+        let Ok(text) = std::fs::read_to_string(&spawned.log) else { return };
+        let bad: Vec<String> =
+            text.lines().map(strip_ansi).filter(|line| line.contains(" WARN ") || line.contains(" ERROR ")).collect();
+        if bad.is_empty() {
+            return;
+        }
+        println!("PROBLEM: the server logged {} WARN/ERROR lines; first ones:", bad.len());
+        for line in bad.iter().take(5) {
+            let cut = line.char_indices().nth(400).map_or(line.len(), |(i, _)| i);
+            println!("  {}", &line[..cut]);
+        }
+    }
+
     /// The server's resident set size in KiB, when its PID is known.
     pub(crate) fn rss_kib(&self) -> Option<u64> {
         rss_kib(self.pid?)
@@ -166,6 +182,25 @@ impl Target {
     pub(crate) fn ws_url(&self) -> String {
         format!("ws://{}/v0/channels?apikey={}", self.addr, self.apikey)
     }
+}
+
+/// Removes the colour escapes (`ESC [ … m`) that the server's log may contain.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // Skips the rest of the escape, up to and including its final letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Parses `KEY=VALUE` for `--server-env`.
@@ -221,7 +256,43 @@ pub(crate) fn cpu_secs(pid: u32) -> Option<f64> {
     Some((utime + stime) as f64 / 100.0)
 }
 
+/// The lowest PID whose command name (`/proc/<pid>/comm`) is `comm`, e.g. `mariadbd` or `redis-server`.
+pub(crate) fn pid_of(comm: &str) -> Option<u32> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm))
+        .min()
+}
+
+/// Busy CPU seconds of the whole machine so far (every state of /proc/stat's `cpu` line but idle and iowait).
+pub(crate) fn machine_busy_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal; guest time is already counted in user.
+    let busy: u64 = fields.iter().take(8).enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, v)| v).sum();
+    Some(busy as f64 / 100.0)
+}
+
 /// CPU seconds this bench process has used so far.
 pub(crate) fn own_cpu_secs() -> f64 {
     cpu_secs(std::process::id()).unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_colour_escapes_from_log_lines() {
+        let line = "\u{1b}[2m2026-12-01T08:41:49Z\u{1b}[0m \u{1b}[33m WARN\u{1b}[0m x: seq re-baselined";
+        assert_eq!(strip_ansi(line), "2026-12-01T08:41:49Z  WARN x: seq re-baselined");
+        assert!(strip_ansi(line).contains(" WARN "));
+    }
+
+    #[test]
+    fn parses_env_pairs() {
+        assert_eq!(parse_env_pair("A=b=c"), Ok(("A".into(), "b=c".into())));
+        assert!(parse_env_pair("=x").is_err());
+    }
 }

@@ -63,6 +63,8 @@ pub struct PluginInfo {
     pub on_command: HookCounts,
     pub loads: u64,
     pub load_refusals: u64,
+    /// Instances created for the live version (fixtures included): with warm instances far fewer than calls.
+    pub instantiations: u64,
 }
 
 fn counts(slot: &Slot, hook: Hook) -> HookCounts {
@@ -107,6 +109,7 @@ fn info(slot: &Slot) -> PluginInfo {
         on_command: oc,
         loads: slot.metrics.loads_ok.load(Ordering::Relaxed),
         load_refusals: slot.metrics.loads_refused.load(Ordering::Relaxed),
+        instantiations: v.as_ref().map_or(0, |v| v.instantiations.load(Ordering::Relaxed)),
     }
 }
 
@@ -155,6 +158,7 @@ mod tests {
             on_command: HookCounts::default(),
             loads: 1,
             load_refusals: 0,
+            instantiations: 2,
         };
         let v = serde_json::to_value(&i).unwrap();
         assert_eq!(v["state"], "breaker-open");

@@ -94,7 +94,8 @@ impl PluginHooks {
         Err(CommandError::UnknownCommand(name.to_owned()))
     }
 
-    /// The verdict of every enabled plugin on one message, combined.
+    /// The verdict of every enabled plugin on one message, combined. palaver-core's `Hold` carries no content, so
+    /// a hold after an earlier plugin's rewrite holds the message as it was sent.
     pub async fn judge(
         &self,
         ctx: &PublishContext,

@@ -30,6 +30,30 @@
 //!
 //! It depends on palaver-core only (plus wasmtime): the world beyond the sandbox is reached through
 //! [`PluginKv`], [`Directory`] and [`Effects`], which the server implements over its own ports.
+//!
+//! # Module map
+//!
+//! | module | what |
+//! | --- | --- |
+//! | `config` | [`RuntimeConfig`], [`Limits`], [`BreakerConfig`], [`PoolingConfig`] |
+//! | `manifest`, `settings`, `fixtures` | the manifest beside each component, its settings schema, its golden fixtures |
+//! | `runtime` | the engine, the epoch ticker, the compile step (with wasmtime's disk cache) |
+//! | `bindings`, `imports` | `bindgen!` of `wit/`, the linker of granted imports, the host side of each import |
+//! | `version` | the load gate: header, hash, imports against grants, exports against the world, `InstancePre` |
+//! | `instance`, `store` | one call: instance checkout (warm or fresh), fuel, deadline, caps, the effect buffer |
+//! | `registry`, `dispatch`, `tenants` | loaded plugins, swaps, rollback; one call end to end; per-tenant choices |
+//! | `hooks` | [`PluginHooks`]: the `PublishHook` port and commands, with failure policies |
+//! | `breaker`, `metrics`, `admin` | the circuit breaker, `palaver_plugin_*` metrics, the admin listing |
+//! | `watch` | the plugins-directory watcher |
+//! | `kv`, `directory`, `effects`, `services` | the ports the imports reach, with in-memory implementations |
+//!
+//! # What a call guarantees
+//!
+//! - It runs on the version it pinned at its start, even if a swap happens meanwhile.
+//! - It sees only its tenant's data and its own plugin's keys.
+//! - It either succeeds, and its buffered writes, events and notifications are applied (key-value writes first; a
+//!   compare-and-set that lost a race fails the call as a whole), or it faults, and nothing it did is applied.
+//! - A fault never reaches the caller as an error: the hook's failure policy turns it into a verdict.
 
 mod admin;
 #[allow(unreachable_pub)]

@@ -303,3 +303,57 @@ impl Manifest {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "name = \"m\"\nversion = \"1.2.3\"\nworld = \"full\"\n";
+
+    #[test]
+    fn defaults_follow_the_hook() {
+        let m = Manifest::parse(BASE).unwrap();
+        assert_eq!(m.policy(Hook::BeforePublish), FailurePolicy::Open);
+        assert_eq!(m.policy(Hook::OnCommand), FailurePolicy::Closed);
+        assert_eq!(m.priority, 100);
+        assert_eq!(m.instance.mode, InstanceMode::Ephemeral);
+        assert!(m.handles_command("m.anything"));
+        assert!(!m.handles_command("mx.anything"));
+        assert!(!m.handles_command("other.thing"));
+    }
+
+    #[test]
+    fn listed_commands_replace_the_name_prefix() {
+        let m =
+            Manifest::parse(&format!("{BASE}[hooks.on-command]\ncommands = [\"a.b\"]\nfailure = \"open\"\n")).unwrap();
+        assert!(m.handles_command("a.b"));
+        assert!(!m.handles_command("m.x"));
+        assert_eq!(m.policy(Hook::OnCommand), FailurePolicy::Open);
+    }
+
+    #[test]
+    fn broken_rules_are_refused() {
+        let bad = [
+            "name = \"Bad Name\"\nversion = \"1.0.0\"\nworld = \"full\"\n",
+            "name = \"m\"\nversion = \"1.0\"\nworld = \"full\"\n",
+            "name = \"m\"\nversion = \"1.0.0\"\nworld = \"nope\"\n",
+            "name = \"m\"\nversion = \"1.0.0\"\nworld = \"publish-filter\"\n[hooks.on-command]\n",
+            "name = \"m\"\nversion = \"1.0.0\"\nworld = \"full\"\ngrants = [\"wasi\"]\n",
+            "name = \"m\"\nversion = \"1.0.0\"\nworld = \"full\"\nsha256 = \"abc\"\n",
+            "name = \"m\"\nversion = \"1.0.0\"\nworld = \"full\"\nsurprise = 1\n",
+            "name = \"m\"\nversion = \"1.0.0\"\nworld = \"command-handler\"\n[[fixtures]]\nname = \"f\"\nexpect = { verdict = \"allow\" }\n",
+        ];
+        for text in bad {
+            assert!(Manifest::parse(text).is_err(), "accepted: {text}");
+        }
+        assert!(Manifest::parse("name = \"m\"\nversion = \"1.0.0-rc.1\"\nworld = \"full\"\n").is_ok());
+    }
+
+    #[test]
+    fn grants_name_their_interfaces() {
+        for g in Grant::ALL {
+            assert_eq!(Grant::from_interface(g.as_str()), Some(g));
+        }
+        assert_eq!(Grant::from_interface("types"), None);
+    }
+}

@@ -116,6 +116,9 @@ pub(crate) struct Row<'a> {
     pub(crate) metrics: &'a PluginMetrics,
 }
 
+/// A per-plugin number: its metric name, type, help text and how to read it from a row.
+type Gauge = (&'static str, &'static str, &'static str, fn(&Row<'_>) -> u64);
+
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
@@ -228,7 +231,7 @@ pub(crate) fn render(rows: &[Row<'_>]) -> String {
                 writeln!(o, "palaver_plugin_call_duration_seconds_count{{plugin=\"{}\",hook=\"{h}\"}} {count}", r.name);
         }
     }
-    let gauges: [(&str, &str, &str, fn(&Row<'_>) -> u64); 6] = [
+    let gauges: [Gauge; 6] = [
         ("palaver_plugin_breaker_open", "gauge", "1 while the circuit breaker keeps the plugin off.", |r| {
             u64::from(r.breaker_open)
         }),

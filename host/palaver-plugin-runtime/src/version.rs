@@ -117,8 +117,11 @@ impl PluginVersion {
     }
 }
 
+/// A version as (major, minor, patch).
+type Semver = (u64, u64, u64);
+
 /// A `palaver:plugin/<interface>@<version>` name, split; `None` for any other package.
-fn parse_name(name: &str) -> Option<(&str, Option<(u64, u64, u64)>)> {
+fn parse_name(name: &str) -> Option<(&str, Option<Semver>)> {
     let rest = name.strip_prefix(PACKAGE)?.strip_prefix('/')?;
     let (iface, version) = match rest.split_once('@') {
         Some((i, v)) => (i, Some(v)),
@@ -133,7 +136,7 @@ fn parse_name(name: &str) -> Option<(&str, Option<(u64, u64, u64)>)> {
 
 /// Whether a guest built against `v` runs on this host: the same 0.x minor, and no newer patch than the host's,
 /// since a newer patch may add imports the host lacks.
-fn compatible(v: Option<(u64, u64, u64)>) -> bool {
+fn compatible(v: Option<Semver>) -> bool {
     v.is_some_and(|(major, minor, patch)| major == VERSION.0 && minor == VERSION.1 && patch <= VERSION.2)
 }
 

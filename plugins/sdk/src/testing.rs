@@ -141,9 +141,10 @@ impl<P: Default> Default for Harness<P> {
 }
 
 impl<P: Default> Harness<P> {
-    /// A fresh plugin with no settings, called by `usrAAAAAAAAAAA` of tenant 1.
+    /// A fresh plugin with no settings, called by a fixed test user of tenant 1 on node `test`.
     pub fn new() -> Harness<P> {
-        let call = CallInfo { tenant: 1, actor: "usrASNFZ4mrze8".to_owned(), node: "test".to_owned(), ..CallInfo::default() };
+        let call =
+            CallInfo { tenant: 1, actor: "usrASNFZ4mrze8".to_owned(), node: "test".to_owned(), ..CallInfo::default() };
         Harness { plugin: P::default(), host: TestHost::default(), call, defaults: Map::new() }
     }
 
@@ -231,7 +232,9 @@ fn check_outcome(expect: &Value, got: &CommandOutcome) -> bool {
     match got {
         CommandOutcome::Ok(v) => want == "ok" && same("result", v.clone()),
         CommandOutcome::Rejected { code, reason_code, .. } => {
-            want == "rejected" && same("code", Value::from(*code)) && same("reason_code", Value::from(reason_code.clone()))
+            want == "rejected"
+                && same("code", Value::from(*code))
+                && same("reason_code", Value::from(reason_code.clone()))
         }
     }
 }

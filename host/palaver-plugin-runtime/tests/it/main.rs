@@ -1,0 +1,14 @@
+//! Integration tests of the plugin runtime against real components, built from `plugins/` and `examples/` by the
+//! xtask on first use (or found current in `target/plugins/`).
+//!
+//! One test binary, so wasmtime links once; modules by theme:
+//! - `calls`: verdicts, tenants, order, commands, directory, instances, metrics;
+//! - `limits`: traps and every limit, side effects, failure policies, the breaker, commit conflicts;
+//! - `loading`: the load gate's refusals, the disk cache, directories;
+//! - `reload`: hot reload under load, in-flight calls, bad uploads, rollback, the watcher.
+
+mod calls;
+mod common;
+mod limits;
+mod loading;
+mod reload;
