@@ -29,10 +29,10 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 step "cargo test (unit, integration, storage contract)"
 cargo test --locked --workspace
 
-# The end-to-end suite runs against the debug binary that `cargo test` just built, so CI compiles the
-# workspace once; the benchmarks are what use release builds.
-step "building the server for the end-to-end suite"
-cargo build --locked -p palaver-server
+# The end-to-end suite runs against the debug binary that `cargo test` just built for the server's integration
+# tests, so CI compiles the workspace once (a separate `cargo build -p palaver-server` would unify features
+# differently and rebuild much of it); the benchmarks are what use release builds.
+[ -x target/debug/palaver ] || { log "cargo test did not build target/debug/palaver"; exit 1; }
 
 step "end-to-end: tinode-sdk against target/debug/palaver on the embedded store, moderation plugin loaded"
 # target/plugins/deploy holds only the plugins a node may run (the moderation plugin); the test components
