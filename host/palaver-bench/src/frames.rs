@@ -48,6 +48,15 @@ pub(crate) struct CtrlLite<'a> {
     pub(crate) id: Option<Cow<'a, str>>,
     #[serde(default)]
     pub(crate) code: u16,
+    #[serde(default)]
+    pub(crate) params: Option<AckParams>,
+}
+
+/// `params` of a `ctrl 202`: the seq the message was stored under.
+#[derive(Debug, Deserialize, Default)]
+pub(crate) struct AckParams {
+    #[serde(default)]
+    pub(crate) seq: Option<i64>,
 }
 
 /// Parses a frame, or returns `None` for text that is not a JSON object of the expected shape.
@@ -85,6 +94,7 @@ mod tests {
         let text = r#"{"ctrl":{"id":"p1","topic":"grpX","code":202,"text":"accepted","params":{"seq":1},"ts":"x"}}"#;
         let ctrl = parse(text).expect("ctrl frame").ctrl.expect("ctrl");
         assert_eq!((ctrl.id.as_deref(), ctrl.code), (Some("p1"), 202));
+        assert_eq!(ctrl.params.and_then(|p| p.seq), Some(1));
         assert!(parse(r#"{"pres":{"topic":"me","src":"grpX","what":"on"}}"#).is_some());
     }
 

@@ -53,6 +53,10 @@ pub(crate) struct Outcome {
     pub(crate) last_ack: Option<Instant>,
     /// `ctrl 202`s received in each second since [`Plan::origin`].
     pub(crate) acks_per_sec: Vec<u64>,
+    /// The `params.seq` of every `ctrl 202`, in arrival order.
+    pub(crate) seqs: Vec<i64>,
+    /// `ctrl 202`s without a `params.seq`.
+    pub(crate) acks_without_seq: u64,
     /// Publish → `ctrl 202` latency.
     pub(crate) ack_latency: Samples,
     pub(crate) anomalies: Anomalies,
@@ -167,6 +171,10 @@ pub(crate) async fn publish(conn: &mut Conn, plan: &Plan<'_>) -> Outcome {
                     // Only acceptances are timed: a refusal is answered before any storage work.
                     outcome.ack_latency.push(now as i64 - sent_at[index].load(Ordering::Relaxed) as i64);
                     outcome.acked += 1;
+                    match ctrl.params.and_then(|p| p.seq) {
+                        Some(seq) => outcome.seqs.push(seq),
+                        None => outcome.acks_without_seq += 1,
+                    }
                     let at = Instant::now();
                     outcome.last_ack = Some(at);
                     let second = at.saturating_duration_since(plan.origin).as_secs() as usize;

@@ -1,7 +1,7 @@
 //! `publish`: T groups × P publishers, each sending N messages as fast as its window allows; accepted
 //! messages/s, publish→ctrl 202 latency and rejections by code, i.e. the write path without fanout.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -10,7 +10,7 @@ use clap::Args;
 use crate::publish::{self, Outcome, Plan};
 use crate::pubload_compare::{self, CompareArgs};
 use crate::pubload_setup::{self, Shape};
-use crate::stats::{JsonLine, Summary, round3};
+use crate::stats::{JsonLine, SeqCheck, Summary, check_seqs, round3};
 use crate::target::{RATE_LIMIT_HINT, Target, TargetArgs, cpu_secs, machine_busy_secs, own_cpu_secs, pid_of};
 
 /// The variable that lifts the server's per-session rate limit (50 messages/s by default).
@@ -73,6 +73,8 @@ pub(crate) struct Figures {
     pub(crate) others_cpu_s: Option<f64>,
     pub(crate) setup_s: f64,
     pub(crate) aborted: usize,
+    /// Duplicate and missing seqs over all topics, from the acknowledgements.
+    pub(crate) seqs: SeqCheck,
 }
 
 /// Runs the load once against `--spawn`/`--addr`, or twice with `--compare`.
@@ -149,8 +151,10 @@ pub(crate) async fn measure(target_args: &TargetArgs, args: &PublishArgs, label:
         .collect();
     let mut outcomes = Vec::with_capacity(tasks.len());
     let mut sessions = Vec::with_capacity(tasks.len());
+    let mut seqs: HashMap<String, Vec<i64>> = HashMap::new();
     for task in tasks {
-        let (one, outcome) = task.await.context("a publisher task panicked")?;
+        let (one, mut outcome) = task.await.context("a publisher task panicked")?;
+        seqs.entry(one.topic.clone()).or_default().append(&mut outcome.seqs);
         sessions.push(one);
         outcomes.push(outcome);
     }
@@ -161,7 +165,8 @@ pub(crate) async fn measure(target_args: &TargetArgs, args: &PublishArgs, label:
     let ours = server_cpu_s.unwrap_or(0.0) + client_cpu_s + colocated_cpu_s.iter().map(|c| c.1).sum::<f64>();
     let others = machine_busy_secs().zip(machine).map(|(after, before)| (after - before - ours).max(0.0));
     let cpu = Cpu { server: server_cpu_s, client: client_cpu_s, colocated: colocated_cpu_s, others };
-    let figures = report(args, outcomes, cpu, setup_s);
+    let mut figures = report(args, outcomes, cpu, setup_s);
+    figures.seqs = report_seqs(seqs);
     drop(sessions);
     target.report_log_problems();
     target.finish();
@@ -192,6 +197,30 @@ async fn wait_for_quiet(max_cores: f64, max_secs: u64) {
     println!("warning: other processes still used {last:.2} cores after {max_secs} s; measuring anyway");
 }
 
+/// Checks that the seqs acknowledged on each topic are unique and contiguous from 1, and says so.
+fn report_seqs(per_topic: HashMap<String, Vec<i64>>) -> SeqCheck {
+    let mut total = SeqCheck::default();
+    let mut bad = Vec::new();
+    for (topic, mut seqs) in per_topic {
+        let check = check_seqs(&mut seqs);
+        if check != SeqCheck::default() {
+            bad.push(format!("{topic}: {} duplicate, {} missing of {}", check.duplicates, check.missing, seqs.len()));
+        }
+        total.duplicates += check.duplicates;
+        total.missing += check.missing;
+    }
+    if bad.is_empty() {
+        println!("  seq check: on every topic the acknowledged seqs are unique and contiguous from 1");
+    } else {
+        println!(
+            "PROBLEM: acknowledged seqs are not unique and contiguous on {} topics: {}",
+            bad.len(),
+            bad.join("; ")
+        );
+    }
+    total
+}
+
 /// CPU seconds spent during the run.
 struct Cpu {
     server: Option<f64>,
@@ -211,6 +240,7 @@ fn report(args: &PublishArgs, outcomes: Vec<Outcome>, cpu: Cpu, setup_s: f64) ->
         total.rate_limited += one.rate_limited;
         total.echoes += one.echoes;
         total.peer_data += one.peer_data;
+        total.acks_without_seq += one.acks_without_seq;
         for (code, n) in one.by_code {
             *total.by_code.entry(code).or_default() += n;
         }
@@ -264,6 +294,9 @@ fn report(args: &PublishArgs, outcomes: Vec<Outcome>, cpu: Cpu, setup_s: f64) ->
     } else if args.peers_read {
         println!("  {} {{data}} delivered to peer publishers", total.peer_data);
     }
+    if total.acks_without_seq > 0 {
+        println!("PROBLEM: {} ctrl 202 carried no params.seq", total.acks_without_seq);
+    }
     for why in aborted.iter().take(5) {
         println!("PROBLEM: a publisher stopped early: {why}");
     }
@@ -282,6 +315,7 @@ fn report(args: &PublishArgs, outcomes: Vec<Outcome>, cpu: Cpu, setup_s: f64) ->
         others_cpu_s: cpu.others,
         setup_s,
         aborted: aborted.len(),
+        seqs: SeqCheck::default(),
     }
 }
 
@@ -324,6 +358,8 @@ pub(crate) fn put_figures(out: &mut JsonLine, prefix: &str, f: &Figures) {
     }
     out.set(format!("{prefix}setup_s"), round3(f.setup_s));
     out.set(format!("{prefix}aborted_publishers"), f.aborted);
+    out.set(format!("{prefix}seq_duplicates"), f.seqs.duplicates);
+    out.set(format!("{prefix}seq_missing"), f.seqs.missing);
 }
 
 /// The line that leads with `"bench":"publish"` and the shape of the load.

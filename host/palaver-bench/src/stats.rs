@@ -188,6 +188,31 @@ impl Anomalies {
     }
 }
 
+/// What the seqs acknowledged on one topic say about the allocator: each should appear once, from 1 up.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SeqCheck {
+    /// Acknowledgements that named a seq already given to another message of the topic.
+    pub(crate) duplicates: u64,
+    /// Seqs between 1 and the highest acknowledged one that no acknowledgement named.
+    pub(crate) missing: u64,
+}
+
+/// Sorts `seqs` and counts duplicates and gaps; the first message of a fresh topic gets seq 1.
+pub(crate) fn check_seqs(seqs: &mut [i64]) -> SeqCheck {
+    seqs.sort_unstable();
+    let mut check = SeqCheck::default();
+    let mut expected = 1;
+    for &seq in seqs.iter() {
+        if seq < expected {
+            check.duplicates += 1;
+        } else {
+            check.missing += (seq - expected) as u64;
+            expected = seq + 1;
+        }
+    }
+    check
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +235,13 @@ mod tests {
         let mut line = JsonLine::new("x");
         line.set("b", 2).set("a", 1.5).set("b", 3);
         assert_eq!(line.to_string(), r#"{"bench":"x","b":3,"a":1.5}"#);
+    }
+
+    #[test]
+    fn seq_check_counts_duplicates_and_gaps() {
+        assert_eq!(check_seqs(&mut [3, 1, 2]), SeqCheck::default());
+        assert_eq!(check_seqs(&mut [2, 2, 5, 1]), SeqCheck { duplicates: 1, missing: 2 });
+        assert_eq!(check_seqs(&mut [2]), SeqCheck { duplicates: 0, missing: 1 });
     }
 
     #[test]
