@@ -12,7 +12,7 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-SHAPES=${SHAPES:-"1:1:25000 16:4:500 64:2:250"}
+SHAPES=${SHAPES:-"1:1:25000 16:4:500 64:2:400"}
 MIDS=${MIDS:-"off on"}
 QUIET_CORES=${QUIET_CORES:-0.3}
 LOG_DIR=${LOG_DIR:-$(mktemp -d -t palaver-compare-XXXXXX)}
