@@ -5,6 +5,7 @@
 //! service calls them; only the server binary picks which adapter backs which port.
 
 mod access;
+pub mod columns;
 mod error;
 mod ids;
 mod model;

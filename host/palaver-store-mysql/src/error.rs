@@ -1,6 +1,7 @@
 //! Maps sqlx and decoding failures onto the port's [`StoreError`] kinds, so callers never see sqlx types.
 
 use palaver_core::StoreError;
+pub(crate) use palaver_core::columns::CorruptRow;
 use sqlx::error::ErrorKind;
 use sqlx::mysql::MySqlDatabaseError;
 
@@ -17,21 +18,6 @@ const RETRYABLE: [u16; 8] = [
     1969, // ER_STATEMENT_TIMEOUT (MariaDB)
     3024, // ER_QUERY_TIMEOUT (MySQL)
 ];
-
-/// A stored value that does not decode into the domain type it should hold.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CorruptRow {
-    #[error("column {column} holds invalid JSON: {source}")]
-    Json { column: &'static str, source: serde_json::Error },
-    #[error("column {column} holds unknown value {value:?}")]
-    Value { column: &'static str, value: String },
-}
-
-impl From<CorruptRow> for StoreError {
-    fn from(err: CorruptRow) -> Self {
-        StoreError::Internal(err.to_string())
-    }
-}
 
 /// Unique violations become `Conflict`; unreachable servers, pool timeouts, deadlocks and lock waits become
 /// `Unavailable`; everything else is `Internal`.

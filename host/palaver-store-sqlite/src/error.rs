@@ -1,27 +1,13 @@
 //! Maps sqlx and decoding failures onto the port's [`StoreError`] kinds, so callers never see sqlx types.
 
 use palaver_core::StoreError;
+pub(crate) use palaver_core::columns::CorruptRow;
 use sqlx::error::ErrorKind;
 
 /// SQLite's primary result codes for "the database is locked by someone else" (`SQLITE_BUSY`, `SQLITE_LOCKED`).
 /// Extended codes carry the primary code in their low byte.
 const SQLITE_BUSY: i32 = 5;
 const SQLITE_LOCKED: i32 = 6;
-
-/// A stored value that does not decode into the domain type it should hold.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CorruptRow {
-    #[error("column {column} holds invalid JSON: {source}")]
-    Json { column: &'static str, source: serde_json::Error },
-    #[error("column {column} holds unknown value {value:?}")]
-    Value { column: &'static str, value: String },
-}
-
-impl From<CorruptRow> for StoreError {
-    fn from(err: CorruptRow) -> Self {
-        StoreError::Internal(err.to_string())
-    }
-}
 
 /// Unique violations become `Conflict`, a busy database, pool timeouts and I/O failures become `Unavailable`,
 /// and everything else is `Internal`.
