@@ -13,7 +13,7 @@ use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver
 use palaver_gateway::{Gateway, GatewayConfig};
 use palaver_service::auth::{HashCost, TokenSigner};
 use palaver_service::{Service, ServiceConfig};
-use palaver_store_memory::{MemoryBus, MemoryIdempotency, MemoryPresence, MemorySeq};
+use palaver_store_memory::{MemoryBus, MemoryControl, MemoryIdempotency, MemoryPresence, MemorySeq};
 use palaver_store_mysql::{MysqlConfig, MysqlStore};
 use palaver_store_redis::{CachedStorage, HotPolicy, RedisClient, RedisPorts};
 use palaver_store_sqlite::SqliteStore;
@@ -181,6 +181,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<Ports> {
             idempotency: Arc::new(MemoryIdempotency::default()),
             presence: Arc::new(MemoryPresence::new()),
             bus: Arc::new(MemoryBus::new()),
+            control: Arc::new(MemoryControl::default()),
             hooks: Arc::new(NoHooks),
         });
     };
@@ -201,6 +202,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<Ports> {
         idempotency: Arc::new(shared.idempotency),
         presence: Arc::new(shared.presence),
         bus: Arc::new(MemoryBus::new()),
+        control: Arc::new(MemoryControl::default()),
         hooks: Arc::new(NoHooks),
     })
 }

@@ -4,7 +4,6 @@
 //! several handles to one [`MemoryHub`]. Every handle's sinks see every envelope, the publisher's own included:
 //! dropping a node's own loopback is the consumer's job, exactly as with a real broker.
 
-use async_trait::async_trait;
 use palaver_core::ports::{BusError, BusSink, Envelope, RealtimeBus};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -20,6 +19,8 @@ pub struct MemoryHub {
 pub struct MemoryBus {
     hub: MemoryHub,
     node_id: String,
+    /// False for the single node of [`MemoryBus::new`], which then lets the service skip the bus entirely.
+    shared: bool,
 }
 
 impl MemoryHub {
@@ -30,7 +31,7 @@ impl MemoryHub {
 
     /// A handle for the node `node_id`, sharing this hub with every other handle connected to it.
     pub fn connect(&self, node_id: impl Into<String>) -> MemoryBus {
-        MemoryBus { hub: self.clone(), node_id: node_id.into() }
+        MemoryBus { hub: self.clone(), node_id: node_id.into(), shared: true }
     }
 
     /// How many sinks are subscribed across all nodes.
@@ -42,7 +43,7 @@ impl MemoryHub {
 impl MemoryBus {
     /// A bus of one node, `local`, on a hub of its own.
     pub fn new() -> Self {
-        MemoryHub::new().connect("local")
+        MemoryBus { shared: false, ..MemoryHub::new().connect("local") }
     }
 
     /// A new hub to connect several node handles to.
@@ -74,9 +75,8 @@ impl std::fmt::Debug for MemoryBus {
     }
 }
 
-#[async_trait]
 impl RealtimeBus for MemoryBus {
-    async fn publish(&self, envelope: Envelope) -> Result<(), BusError> {
+    fn publish(&self, envelope: Envelope) -> Result<(), BusError> {
         // The sink list is copied out so that no sink runs under the lock: a sink may publish or subscribe in turn.
         let sinks: Vec<Arc<dyn BusSink>> = self.hub.sinks.lock().clone();
         if let Some((last, rest)) = sinks.split_last() {
@@ -91,13 +91,17 @@ impl RealtimeBus for MemoryBus {
     fn subscribe(&self, sink: Arc<dyn BusSink>) {
         self.hub.sinks.lock().push(sink);
     }
+
+    fn is_shared(&self) -> bool {
+        self.shared
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use palaver_core::TenantId;
-    use palaver_core::ports::BusTarget;
+    use palaver_core::ports::{BusTarget, EventKind};
 
     #[derive(Default)]
     struct Recorder(Mutex<Vec<Envelope>>);
@@ -112,7 +116,8 @@ mod tests {
         Envelope {
             event_id: id.into(),
             tenant: TenantId(1),
-            kind: "data".into(),
+            tenant_code: None,
+            kind: EventKind::Message,
             target: BusTarget::Topic("grpA".into()),
             from: None,
             source_node: node.into(),
@@ -123,28 +128,28 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn fans_out_between_nodes_including_loopback() {
+    #[test]
+    fn fans_out_between_nodes_including_loopback() {
         let hub = MemoryBus::hub();
         let (a, b) = (hub.connect("a"), hub.connect("b"));
         let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
         a.subscribe(ra.clone());
         b.subscribe(rb.clone());
         assert_eq!(hub.sink_count(), 2);
-        a.publish(envelope("e1", "a")).await.unwrap();
-        b.publish(envelope("e2", "b")).await.unwrap();
+        a.publish(envelope("e1", "a")).unwrap();
+        b.publish(envelope("e2", "b")).unwrap();
         let ids = |r: &Recorder| r.0.lock().iter().map(|e| e.event_id.clone()).collect::<Vec<_>>();
         assert_eq!(ids(&ra), ["e1", "e2"]);
         assert_eq!(ids(&rb), ["e1", "e2"]);
         assert_eq!(a.node_id(), "a");
     }
 
-    #[tokio::test]
-    async fn separate_buses_do_not_share() {
+    #[test]
+    fn separate_buses_do_not_share() {
         let (a, b) = (MemoryBus::new(), MemoryBus::new());
         let rb = Arc::new(Recorder::default());
         b.subscribe(rb.clone());
-        a.publish(envelope("e1", "local")).await.unwrap();
+        a.publish(envelope("e1", "local")).unwrap();
         assert!(rb.0.lock().is_empty());
     }
 }

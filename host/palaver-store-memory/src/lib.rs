@@ -9,6 +9,7 @@
 //! async methods never suspend while holding it.
 
 mod bus;
+mod control;
 mod idempotency;
 mod presence;
 mod ranges;
@@ -17,6 +18,7 @@ mod store;
 mod tenants;
 
 pub use bus::{MemoryBus, MemoryHub};
+pub use control::{MemoryControl, MemoryNodes};
 pub use idempotency::MemoryIdempotency;
 pub use presence::MemoryPresence;
 pub use seq::MemorySeq;

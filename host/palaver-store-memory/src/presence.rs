@@ -1,7 +1,7 @@
 //! The embedded presence store: which sessions of which users are online on this node.
 
 use async_trait::async_trait;
-use palaver_core::ports::PresenceStore;
+use palaver_core::ports::{PresenceStore, SessionBeat};
 use palaver_core::{Presence, PresenceMeta, StoreResult, TenantId, UnixMillis, UserId};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -88,6 +88,20 @@ impl PresenceStore for MemoryPresence {
             },
             None => Presence::Offline { last_seen: entry.last_seen },
         }
+    }
+
+    // The in-process bus hands every envelope to every node, so there are no per-node routing sets to keep.
+    async fn join_topics(&self, _tenant: TenantId, _user: UserId, _topics: &[String]) -> StoreResult<()> {
+        Ok(())
+    }
+
+    async fn leave_topics(&self, _tenant: TenantId, _user: UserId, _topics: &[String]) -> StoreResult<()> {
+        Ok(())
+    }
+
+    // Nothing here expires, so a heartbeat has nothing to refresh.
+    async fn heartbeat(&self, _sessions: &[SessionBeat], _topics: &[(TenantId, String)]) -> StoreResult<()> {
+        Ok(())
     }
 }
 

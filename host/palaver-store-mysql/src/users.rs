@@ -7,7 +7,7 @@ use crate::codec::{
 };
 use crate::error::{CorruptRow, db_error};
 use palaver_core::ports::UserStore;
-use palaver_core::{AuthRecord, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+use palaver_core::{AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
 use sqlx::MySqlConnection;
 
 /// The columns of a [`UserRow`], as a literal so that `concat!` can splice it into static SQL.
@@ -211,6 +211,29 @@ impl UserStore for MysqlStore {
             .await
             .map_err(db_error)?;
         let version = version.ok_or(StoreError::NotFound)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(version)
+    }
+
+    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
+        let db = self.db(tenant).await?;
+        let uid = user_col(id);
+        let mut tx = db.pool.begin().await.map_err(db_error)?;
+        let done =
+            sqlx::query("UPDATE users SET auth_version = auth_version + 1, state = COALESCE(?, state) WHERE id = ?")
+                .bind(state.map(state_col))
+                .bind(uid)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        let version: i64 = sqlx::query_scalar("SELECT auth_version FROM users WHERE id = ?")
+            .bind(uid)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         Ok(version)
     }

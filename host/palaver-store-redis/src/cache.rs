@@ -11,8 +11,8 @@ use crate::coherence::Coherence;
 use async_trait::async_trait;
 use palaver_core::ports::{SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{
-    AccessMode, AuthRecord, Seq, StoreError, StoreResult, Subscription, TenantId, Topic, TopicUpdate, UnixMillis, User,
-    UserId, UserUpdate,
+    AccessMode, AuthRecord, RecordState, Seq, StoreError, StoreResult, Subscription, TenantId, Topic, TopicUpdate,
+    UnixMillis, User, UserId, UserUpdate,
 };
 use std::future::Future;
 use std::sync::Arc;
@@ -119,6 +119,14 @@ impl UserStore for CachedUsers {
         // valid, so a failed drop is retried once before it is only logged.
         if self.redis.invalidate_user(tenant, id).await.is_err() {
             invalidated(&self.redis, "user after a password change", self.redis.invalidate_user(tenant, id).await);
+        }
+        Ok(version)
+    }
+
+    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
+        let version = self.inner.revoke_tokens(tenant, id, state).await?;
+        if self.redis.invalidate_user(tenant, id).await.is_err() {
+            invalidated(&self.redis, "user after revoking tokens", self.redis.invalidate_user(tenant, id).await);
         }
         Ok(version)
     }

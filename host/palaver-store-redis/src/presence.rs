@@ -8,7 +8,7 @@
 
 use crate::client::RedisClient;
 use async_trait::async_trait;
-use palaver_core::ports::PresenceStore;
+use palaver_core::ports::{PresenceStore, SessionBeat};
 use palaver_core::{Presence, PresenceMeta, StoreResult, TenantId, UnixMillis, UserId};
 use redis::Script;
 use std::sync::Arc;
@@ -233,5 +233,29 @@ impl PresenceStore for RedisPresence {
         }
         .instrument(span)
         .await
+    }
+
+    async fn join_topics(&self, tenant: TenantId, user: UserId, topics: &[String]) -> StoreResult<()> {
+        for topic in topics {
+            self.join_topic(tenant, topic, user).await?;
+        }
+        Ok(())
+    }
+
+    async fn leave_topics(&self, tenant: TenantId, user: UserId, topics: &[String]) -> StoreResult<()> {
+        for topic in topics {
+            self.leave_topic(tenant, topic, user).await?;
+        }
+        Ok(())
+    }
+
+    async fn heartbeat(&self, sessions: &[SessionBeat], topics: &[(TenantId, String)]) -> StoreResult<()> {
+        for s in sessions {
+            self.refresh(s.tenant, s.user, &s.session, 0).await?;
+        }
+        for (tenant, topic) in topics {
+            self.refresh_topic(*tenant, topic).await?;
+        }
+        Ok(())
     }
 }

@@ -10,8 +10,8 @@ use crate::policy::HotPolicy;
 use async_trait::async_trait;
 use palaver_core::ports::{MessageStore, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{
-    AccessMode, AppendOutcome, AuditStatus, AuthRecord, DeleteMessages, Deletions, Message, MessageQuery, Seq,
-    StoreResult, Subscription, TenantId, Topic, TopicUpdate, UnixMillis, User, UserId, UserUpdate,
+    AccessMode, AppendOutcome, AuditStatus, AuthRecord, DeleteMessages, Deletions, Message, MessageQuery, RecordState,
+    Seq, StoreResult, Subscription, TenantId, Topic, TopicUpdate, UnixMillis, User, UserId, UserUpdate,
 };
 use std::sync::Arc;
 
@@ -77,6 +77,9 @@ impl UserStore for CachedStorage {
     }
     async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {
         self.users.set_secret(tenant, id, secret_hash).await
+    }
+    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
+        self.users.revoke_tokens(tenant, id, state).await
     }
     async fn find_users_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>> {
         self.users.find_users_by_tags(tenant, tags, limit).await

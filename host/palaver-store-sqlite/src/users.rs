@@ -7,7 +7,7 @@ use crate::codec::{
 };
 use crate::error::{CorruptRow, db_error};
 use palaver_core::ports::UserStore;
-use palaver_core::{AuthRecord, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+use palaver_core::{AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
 use sqlx::{Sqlite, Transaction};
 
 /// The columns of a [`UserRow`], as a literal so that `concat!` can splice it into static SQL.
@@ -215,6 +215,20 @@ impl UserStore for SqliteStore {
         let version = version.ok_or(StoreError::NotFound)?;
         tx.commit().await.map_err(db_error)?;
         Ok(version)
+    }
+
+    async fn revoke_tokens(&self, tenant_id: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
+        let version: Option<i64> = sqlx::query_scalar(
+            "UPDATE users SET auth_version = auth_version + 1, state = COALESCE(?, state) \
+             WHERE tenant_id = ? AND id = ? RETURNING auth_version",
+        )
+        .bind(state.map(state_col))
+        .bind(tenant(tenant_id))
+        .bind(user_col(id))
+        .fetch_optional(&self.writer)
+        .await
+        .map_err(db_error)?;
+        version.ok_or(StoreError::NotFound)
     }
 
     #[tracing::instrument(name = "palaver.store.find_users_by_tags", skip_all, fields(tenant = %tenant_id))]

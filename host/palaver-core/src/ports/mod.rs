@@ -4,9 +4,11 @@
 //! Adapters implement these; `palaver-contract` holds the test suite each storage adapter must pass.
 
 mod bus;
+mod control;
 mod hooks;
 mod idempotency;
 mod messages;
+mod nodes;
 mod presence;
 mod seq;
 mod subscriptions;
@@ -14,11 +16,13 @@ mod tenants;
 mod topics;
 mod users;
 
-pub use bus::{BusError, BusSink, BusTarget, Envelope, RealtimeBus};
+pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus};
+pub use control::{ControlScope, ControlVersions, SessionControlStore};
 pub use hooks::{NoHooks, PublishContext, PublishHook, PublishVerdict};
 pub use idempotency::IdempotencyStore;
 pub use messages::MessageStore;
-pub use presence::PresenceStore;
+pub use nodes::{NodeError, NodeInfo, NodeRegistry};
+pub use presence::{PresenceStore, SessionBeat};
 pub use seq::SeqAllocator;
 pub use subscriptions::SubscriptionStore;
 pub use tenants::TenantStore;
@@ -38,5 +42,6 @@ pub struct Ports {
     pub idempotency: Arc<dyn IdempotencyStore>,
     pub presence: Arc<dyn PresenceStore>,
     pub bus: Arc<dyn RealtimeBus>,
+    pub control: Arc<dyn SessionControlStore>,
     pub hooks: Arc<dyn PublishHook>,
 }

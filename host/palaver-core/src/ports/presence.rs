@@ -17,4 +17,25 @@ pub trait PresenceStore: Send + Sync {
 
     /// The user's presence. Adapters that cannot answer return `Presence::Unknown` rather than an error.
     async fn get_presence(&self, tenant: TenantId, user: UserId) -> Presence;
+
+    /// Lists `user` as an online member of `topics` on this node (seed 000 §5.4:
+    /// `topic:{topic}:online_members` and the per-node set), so that topic events reach this node.
+    async fn join_topics(&self, tenant: TenantId, user: UserId, topics: &[String]) -> StoreResult<()>;
+
+    /// Removes `user` from this node's online members of `topics`, and from each topic-wide set unless another
+    /// live node still lists them.
+    async fn leave_topics(&self, tenant: TenantId, user: UserId, topics: &[String]) -> StoreResult<()>;
+
+    /// The node's periodic heartbeat: refreshes the TTLs of every listed session (as [`Self::refresh`] does,
+    /// without touching `last_active_at`) and of this node's online-member sets of every listed topic, in as
+    /// few round trips as the adapter can. Idle connections stay online this way; a crashed node's expire.
+    async fn heartbeat(&self, sessions: &[SessionBeat], topics: &[(TenantId, String)]) -> StoreResult<()>;
+}
+
+/// One live session, as the node heartbeat reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionBeat {
+    pub tenant: TenantId,
+    pub user: UserId,
+    pub session: String,
 }

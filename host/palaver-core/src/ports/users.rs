@@ -1,6 +1,6 @@
 //! The user/auth aggregate: accounts, their basic-scheme credential, and tag search.
 
-use crate::{AuthRecord, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+use crate::{AuthRecord, RecordState, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
 
 /// Users and their credentials.
 #[async_trait::async_trait]
@@ -24,6 +24,10 @@ pub trait UserStore: Send + Sync {
     /// Replaces the user's secret hash and bumps `auth_version`, returning the new version.
     /// `NotFound` if the user has no basic credential.
     async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64>;
+
+    /// Revokes every token of the user by bumping `auth_version`, optionally setting the account's state in the
+    /// same write (disabling an account revokes its tokens). Returns the new version; `NotFound` for no user.
+    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64>;
 
     /// Active users having any of `tags`, at most `limit`, in a stable order.
     async fn find_users_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>>;

@@ -8,7 +8,7 @@ use palaver_core::TenantId;
 use palaver_core::ports::{NoHooks, Ports, PublishHook};
 use palaver_service::auth::{HashCost, TokenSigner};
 use palaver_service::{Outbound, Service, ServiceConfig, Session, Transport};
-use palaver_store_memory::{MemoryBus, MemoryIdempotency, MemoryPresence, MemorySeq, MemoryStore};
+use palaver_store_memory::{MemoryBus, MemoryControl, MemoryIdempotency, MemoryPresence, MemorySeq, MemoryStore};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -34,6 +34,7 @@ pub fn service_with_hooks(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -
         idempotency: Arc::new(MemoryIdempotency::default()),
         presence: Arc::new(MemoryPresence::new()),
         bus: Arc::new(MemoryBus::new()),
+        control: Arc::new(MemoryControl::default()),
         hooks,
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))

@@ -77,6 +77,17 @@ impl UserStore for MemoryStore {
         })
     }
 
+    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
+        self.with_tenant(tenant, |t| {
+            let user = t.users.get_mut(&id).ok_or(StoreError::NotFound)?;
+            if let Some(state) = state {
+                user.state = state;
+            }
+            user.auth_version += 1;
+            Ok(user.auth_version)
+        })
+    }
+
     async fn find_users_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>> {
         Ok(self.with_tenant(tenant, |t| {
             t.users
