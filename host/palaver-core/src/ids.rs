@@ -92,14 +92,20 @@ pub fn p2p_name(a: UserId, b: UserId) -> String {
     format!("p2p{}", URL_SAFE_NO_PAD.encode(bytes))
 }
 
-/// The other party of the stored P2P topic `name`, as seen by `me`; `None` if `me` is not a party.
-pub fn p2p_peer(name: &str, me: UserId) -> Option<UserId> {
+/// Both parties of the stored P2P topic `name`, lower id first; `None` if it is not a P2P name.
+pub fn p2p_users(name: &str) -> Option<(UserId, UserId)> {
     let bytes = URL_SAFE_NO_PAD.decode(name.strip_prefix("p2p")?).ok()?;
     if bytes.len() != 16 {
         return None;
     }
     let lo = UserId(u64::from_le_bytes(bytes[..8].try_into().ok()?));
     let hi = UserId(u64::from_le_bytes(bytes[8..].try_into().ok()?));
+    Some((lo, hi))
+}
+
+/// The other party of the stored P2P topic `name`, as seen by `me`; `None` if `me` is not a party.
+pub fn p2p_peer(name: &str, me: UserId) -> Option<UserId> {
+    let (lo, hi) = p2p_users(name)?;
     if lo == me {
         Some(hi)
     } else if hi == me {

@@ -13,7 +13,7 @@ pub mod ports;
 
 pub use access::{AccessMode, DefaultAccess, ModeParseError};
 pub use error::{StoreError, StoreResult};
-pub use ids::{IdParseError, SessionId, TenantId, TopicKind, UserId, p2p_name, p2p_peer, topic_kind};
+pub use ids::{IdParseError, SessionId, TenantId, TopicKind, UserId, p2p_name, p2p_peer, p2p_users, topic_kind};
 pub use model::*;
 
 /// A per-topic message sequence number. Starts at 1; 0 means "none yet".

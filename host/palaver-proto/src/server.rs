@@ -195,14 +195,14 @@ impl MsgMeta {
 }
 
 /// An access-mode change in `{pres}` (travels as `dacs`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct AccessDelta {
     pub want: String,
     pub given: String,
 }
 
 /// `{pres}`: a presence or topic-change notification. Has no `ts`.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct MsgPres {
     pub topic: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -225,7 +225,7 @@ pub struct MsgPres {
 }
 
 /// `{info}`: a relayed `{note}` (typing, read, recv).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct MsgInfo {
     pub topic: String,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -13,9 +13,10 @@ use std::collections::HashMap;
 impl Inner {
     /// Delivers a stored message to every attached reader (except `skip`) and tells subscribers who are online
     /// but not attached with `{pres what:"msg"}` on `me`.
+    /// Runs on every node the message's topic has online members on.
     pub(crate) async fn fan_out(&self, tenant: TenantId, msg: &Message, skip: Option<SessionId>) {
-        self.deliver_attached(tenant, msg, skip);
-        self.notify_unattached(tenant, msg).await;
+        let event = crate::realtime::Event::Data { msg: msg.into() };
+        self.dispatch(tenant, event, skip, Some(msg.from)).await;
     }
 
     /// Queues `{data}` to every attached reader except `skip`, without waiting. Called under the topic's write
@@ -68,12 +69,17 @@ impl Inner {
     pub(crate) async fn members(&self, tenant: TenantId, stored: &str) -> ServiceResult<Vec<UserId>> {
         let lock = self.topics.get(tenant, stored);
         let mut state = lock.lock().await;
-        if let Some(m) = &state.members {
+        let now = crate::now_millis();
+        // With other nodes, a change made there reaches this cache through the bus only if this node had online
+        // members of the topic at the time; the age limit bounds how long a missed change can linger.
+        let fresh = !self.ports.bus.is_shared() || now - state.members_at < SHARED_MEMBERS_MAX_AGE_MS;
+        if let Some(m) = state.members.as_ref().filter(|_| fresh) {
             return Ok(m.clone());
         }
         let subs = self.ports.subs.list_topic_subs(tenant, stored).await?;
         let members: Vec<UserId> = subs.iter().filter(|s| s.mode().has(AccessMode::READ)).map(|s| s.user).collect();
         state.members = Some(members.clone());
+        state.members_at = now;
         Ok(members)
     }
 
@@ -87,6 +93,9 @@ impl Inner {
         });
     }
 }
+
+/// How long a cached member list is trusted when other nodes may change it.
+const SHARED_MEMBERS_MAX_AGE_MS: i64 = 10_000;
 
 /// A `{data}` frame for `msg` as seen under `wire` name.
 fn data_frame(msg: &Message, wire: &str, from: &str) -> Frame {

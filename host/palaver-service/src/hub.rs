@@ -6,9 +6,10 @@
 //! behind ports.
 
 use crate::Metrics;
+use crate::control::ControlState;
 use palaver_core::{AccessMode, SessionId, TenantId, UserId};
-use parking_lot::RwLock;
-use std::collections::HashMap;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,6 +37,8 @@ pub struct SessionHandle {
     me_attached: AtomicBool,
     dropped: AtomicU64,
     metrics: Arc<Metrics>,
+    /// The control versions the session is judged by (see [`crate::control`]).
+    pub(crate) control: Mutex<ControlState>,
 }
 
 impl SessionHandle {
@@ -48,6 +51,7 @@ impl SessionHandle {
             me_attached: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
             metrics,
+            control: Mutex::new(ControlState::default()),
         }
     }
 
@@ -113,6 +117,9 @@ pub struct Hub {
     sessions: RwLock<HashMap<SessionId, Arc<SessionHandle>>>,
     users: RwLock<HashMap<UserKey, Vec<Arc<SessionHandle>>>>,
     topics: RwLock<HashMap<TopicKey, HashMap<SessionId, Attached>>>,
+    /// The topics each user with sessions here is listed under as an online member in the shared presence, so
+    /// that the node can refresh those lists and take the user off them when the last session leaves.
+    joined: Mutex<HashMap<UserKey, HashSet<String>>>,
 }
 
 impl Hub {
@@ -225,6 +232,33 @@ impl Hub {
         if let Some(list) = self.users.read().get(&(tenant, user)) {
             list.iter().for_each(&mut f);
         }
+    }
+
+    /// Records `topics` as joined for the user; returns the ones that were not already.
+    pub(crate) fn mark_joined(&self, tenant: TenantId, user: UserId, topics: Vec<String>) -> Vec<String> {
+        let mut joined = self.joined.lock();
+        let set = joined.entry((tenant, user)).or_default();
+        topics.into_iter().filter(|t| set.insert(t.clone())).collect()
+    }
+
+    /// Forgets one joined topic of the user; true if it was joined.
+    pub(crate) fn unmark_joined(&self, tenant: TenantId, user: UserId, topic: &str) -> bool {
+        self.joined.lock().get_mut(&(tenant, user)).is_some_and(|set| set.remove(topic))
+    }
+
+    /// Forgets and returns every joined topic of the user.
+    pub(crate) fn take_joined(&self, tenant: TenantId, user: UserId) -> Vec<String> {
+        self.joined.lock().remove(&(tenant, user)).map(|s| s.into_iter().collect()).unwrap_or_default()
+    }
+
+    /// Every (tenant, topic) some user of this node is joined to, for the heartbeat.
+    pub(crate) fn joined_topics(&self) -> Vec<(TenantId, String)> {
+        let joined = self.joined.lock();
+        let mut all: HashSet<(TenantId, &String)> = HashSet::new();
+        for ((tenant, _), topics) in joined.iter() {
+            all.extend(topics.iter().map(|t| (*tenant, t)));
+        }
+        all.into_iter().map(|(t, n)| (t, n.clone())).collect()
     }
 
     /// Number of this user's sessions on the node.

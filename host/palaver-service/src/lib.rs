@@ -4,16 +4,20 @@
 //! **Invariant:** this crate names no adapter and does no network or disk I/O of its own; it reaches storage,
 //! presence and seq allocation only through `palaver_core::ports`.
 
+mod apply;
 pub mod auth;
+mod control;
 mod delivery;
 mod error;
 mod handlers;
 mod hub;
 mod metrics;
+mod realtime;
 mod render;
 mod session;
 mod topics;
 
+pub use control::Eviction;
 pub use error::{ServiceError, ServiceResult};
 pub use hub::{Attached, Frame, Hub, Outbound, SessionHandle};
 pub use metrics::Metrics;
@@ -51,6 +55,10 @@ pub struct ServiceConfig {
     pub session_queue: usize,
     /// Longest accepted `client_mid`, in bytes.
     pub max_client_mid: usize,
+    /// A new login with the same `platf` (from `{hi}`) closes the user's older sessions of that platform.
+    pub evict_same_platform: bool,
+    /// Remote events queued for this node before the bus receiver starts dropping them.
+    pub bus_queue: usize,
 }
 
 impl Default for ServiceConfig {
@@ -68,6 +76,8 @@ impl Default for ServiceConfig {
             max_page: 100,
             session_queue: 512,
             max_client_mid: 64,
+            evict_same_platform: false,
+            bus_queue: 65_536,
         }
     }
 }
@@ -93,7 +103,7 @@ impl Service {
     /// A service over `ports`, signing tokens with `signer`.
     pub fn new(ports: Ports, cfg: ServiceConfig, signer: TokenSigner) -> Self {
         let seed = rand::random::<u32>() as u64;
-        Service {
+        let svc = Service {
             inner: Arc::new(Inner {
                 ports,
                 hub: Hub::default(),
@@ -104,7 +114,15 @@ impl Service {
                 next_sid: AtomicU64::new(seed << 24),
                 draining: AtomicBool::new(false),
             }),
+        };
+        if svc.inner.ports.bus.is_shared() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                realtime::start(&svc.inner, svc.inner.cfg.bus_queue);
+            } else {
+                tracing::error!("a shared bus needs a runtime to start its receiver; remote events are ignored");
+            }
         }
+        svc
     }
 
     /// Opens a session for a new connection of `tenant`. The receiver yields what to write to the client.
@@ -157,40 +175,17 @@ impl Service {
         Ok(())
     }
 
-    /// Delivers a business event (from a plugin) to this node's sessions, in the seed's `{info}` form: to every
-    /// session of a user as `{info topic:"me", what:"im"}`, or to the sessions attached to a topic as
-    /// `{info topic:<topic>, what:"group"}`. Returns how many sessions it was queued to.
+    /// Delivers a business event (from a plugin) to its sessions on every node, in the seed's `{info}` form: to
+    /// every session of a user as `{info topic:"me", what:"im"}`, or to the sessions attached to a topic as
+    /// `{info topic:<topic>, what:"group"}`. Returns how many sessions of this node it was queued to.
     pub fn emit_event(&self, tenant: TenantId, target: EventTarget, event: &str, payload: serde_json::Value) -> usize {
-        let info = |topic: String, what: &str| palaver_proto::MsgInfo {
-            topic,
-            src: None,
-            from: "sys".into(),
-            what: what.into(),
-            seq: None,
-            event: Some(event.to_owned()),
-            payload: Some(payload.clone()),
+        let to = match target {
+            EventTarget::User(u) => realtime::BusinessTarget::User(u),
+            EventTarget::Topic(t) => realtime::BusinessTarget::Topic(t),
         };
-        let mut reached = 0;
-        match target {
-            EventTarget::User(user) => {
-                let frame = render::frame(&palaver_proto::ServerMsg::Info(info("me".into(), "im")));
-                self.inner.hub.for_each_user_session(tenant, user, |s| reached += usize::from(s.push(frame.clone())));
-            }
-            EventTarget::Topic(topic) => {
-                let mut frames = std::collections::HashMap::new();
-                self.inner.hub.for_each_attached(tenant, &topic, |a| {
-                    let frame = frames
-                        .entry(a.user)
-                        .or_insert_with(|| {
-                            let wire = topics::wire_name(&topic, a.user);
-                            render::frame(&palaver_proto::ServerMsg::Info(info(wire, "group")))
-                        })
-                        .clone();
-                    reached += usize::from(a.session.push(frame));
-                });
-            }
-        }
-        reached
+        let ev = realtime::Event::Business { to: to.clone(), event: event.to_owned(), payload: payload.clone() };
+        self.inner.publish_event(tenant, &ev, None, None);
+        self.inner.deliver_business(tenant, &to, event, &payload)
     }
 
     /// True once draining has begun.

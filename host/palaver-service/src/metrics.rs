@@ -19,6 +19,13 @@ pub struct Metrics {
     message_retries: AtomicU64,
     fanout_frames: AtomicU64,
     fanout_dropped: AtomicU64,
+    /// Envelopes published, by kind, and those the bus refused.
+    bus_published: Mutex<BTreeMap<&'static str, u64>>,
+    bus_publish_failed: AtomicU64,
+    /// Envelopes received from other nodes, by outcome.
+    bus_received: Mutex<BTreeMap<&'static str, u64>>,
+    /// Sessions closed by a session control, by how the control arrived.
+    sessions_controlled: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Metrics {
@@ -54,6 +61,28 @@ impl Metrics {
         } else {
             self.fanout_dropped.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    pub(crate) fn bus_published(&self, kind: &'static str, ok: bool) {
+        if ok {
+            *self.bus_published.lock().entry(kind).or_default() += 1;
+        } else {
+            self.bus_publish_failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn bus_received(&self, outcome: &'static str) {
+        *self.bus_received.lock().entry(outcome).or_default() += 1;
+    }
+
+    pub(crate) fn session_controlled(&self, via: &'static str) {
+        *self.sessions_controlled.lock().entry(via).or_default() += 1;
+    }
+
+    /// Envelopes received from other nodes with `outcome` (`applied`, `loopback`, `duplicate`, `malformed`,
+    /// `mismatch`).
+    pub fn bus_received_count(&self, outcome: &str) -> u64 {
+        self.bus_received.lock().get(outcome).copied().unwrap_or(0)
     }
 
     /// Frames dropped because a session's queue was full.
@@ -113,6 +142,33 @@ impl Metrics {
             "counter",
             "Frames dropped because a session queue was full.",
             &[(String::new(), load(&self.fanout_dropped))],
+        );
+        let labelled = |map: &Mutex<BTreeMap<&'static str, u64>>, label: &str| -> Vec<(String, u64)> {
+            map.lock().iter().map(|(k, v)| (format!("{{{label}=\"{k}\"}}"), *v)).collect()
+        };
+        metric(
+            "palaver_bus_published_total",
+            "counter",
+            "Realtime envelopes published to other nodes, by kind.",
+            &labelled(&self.bus_published, "kind"),
+        );
+        metric(
+            "palaver_bus_publish_failed_total",
+            "counter",
+            "Realtime envelopes the bus refused (queue full or closed).",
+            &[(String::new(), load(&self.bus_publish_failed))],
+        );
+        metric(
+            "palaver_bus_received_total",
+            "counter",
+            "Realtime envelopes received from the bus, by outcome.",
+            &labelled(&self.bus_received, "outcome"),
+        );
+        metric(
+            "palaver_sessions_controlled_total",
+            "counter",
+            "Sessions closed by a session control, by how it arrived (event, check).",
+            &labelled(&self.sessions_controlled, "via"),
         );
         out
     }

@@ -178,7 +178,11 @@ impl Session {
         if let Some(user) = self.user.filter(|_| now - self.last_touch >= EVERY_MS) {
             self.last_touch = now;
             let sid = self.sid();
-            if let Err(e) = self.svc.ports.presence.refresh(self.tenant(), user, &sid, now).await {
+            let (refreshed, ()) = tokio::join!(
+                self.svc.ports.presence.refresh(self.tenant(), user, &sid, now),
+                self.svc.check_control(&self.handle, user),
+            );
+            if let Err(e) = refreshed {
                 tracing::debug!(error = %e, "presence refresh failed");
             }
         }
@@ -203,6 +207,9 @@ impl Session {
             let ua = self.hello.as_ref().and_then(|h| h.ua.clone());
             if let Err(e) = self.svc.ports.users.touch_user(self.tenant(), user, now, ua.as_deref()).await {
                 tracing::debug!(error = %e, "last-seen update failed");
+            }
+            if self.svc.hub.user_session_count(self.tenant(), user) == 0 {
+                self.svc.leave_online_all(self.tenant(), user).await;
             }
             if was_on_me && remaining == 0 {
                 self.announce_presence(user, false).await;

@@ -16,6 +16,8 @@ pub(crate) struct TopicWrite {
     pub(crate) floor: Option<Seq>,
     /// Subscribers with read access, once loaded; dropped whenever a subscription changes.
     pub(crate) members: Option<Vec<UserId>>,
+    /// When `members` was loaded (Unix ms).
+    pub(crate) members_at: i64,
 }
 
 /// A topic's write lock, shared by every publisher of it on this node.

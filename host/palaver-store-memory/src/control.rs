@@ -8,10 +8,13 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// One counter's key: whose, and which scope.
+type CounterKey = (TenantId, UserId, ControlScope);
+
 /// Control versions per (tenant, user, scope). Cloning is cheap and clones share the counters.
 #[derive(Clone, Default, Debug)]
 pub struct MemoryControl {
-    versions: Arc<Mutex<HashMap<(TenantId, UserId, ControlScope), u64>>>,
+    versions: Arc<Mutex<HashMap<CounterKey, u64>>>,
 }
 
 #[async_trait]

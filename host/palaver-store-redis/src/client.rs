@@ -126,6 +126,33 @@ impl RedisClient {
         self.guarded(async |mut conn: MultiplexedConnection| invocation.invoke_async(&mut conn).await).await
     }
 
+    /// Runs a pipeline that calls `scripts` by their SHA. On `NOSCRIPT` (a restarted or flushed Redis) it
+    /// loads them and runs the pipeline once more, so callers must build pipelines that are safe to repeat
+    /// when none of their script calls ran.
+    pub(crate) async fn script_pipeline<T: FromRedisValue>(
+        &self,
+        scripts: &[&redis::Script],
+        pipe: &redis::Pipeline,
+    ) -> StoreResult<T> {
+        self.guarded(async |mut conn: MultiplexedConnection| match pipe.query_async(&mut conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript) => {
+                for script in scripts {
+                    script.load_async(&mut conn).await?;
+                }
+                pipe.query_async(&mut conn).await
+            }
+            other => other,
+        })
+        .await
+    }
+
+    /// A plain client for a dedicated connection (the bus's Pub/Sub subscriber), outside the pool and the
+    /// circuit: a subscriber must keep trying to reconnect however the pool fares.
+    pub(crate) fn dedicated(&self) -> StoreResult<redis::Client> {
+        let info = connection_info(&self.config).map_err(|e| StoreError::Internal(e.to_string()))?;
+        redis::Client::open(info).map_err(redis_error)
+    }
+
     /// A handle on the connection of one slot, taking a connection from the pool if the slot is empty.
     async fn handle(&self) -> StoreResult<(usize, MultiplexedConnection)> {
         let slot = self.slots.pick();

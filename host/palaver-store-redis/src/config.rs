@@ -53,6 +53,13 @@ pub struct RedisConfig {
     pub hot_max_messages_per_tenant: usize,
     /// Messages whose stored form is larger than this are not copied to Redis (the seed keeps large bodies out).
     pub hot_message_max_bytes: usize,
+    /// How long a node's claim on its id lives without a heartbeat; a crashed node's id is free after it.
+    pub node_ttl_seconds: u64,
+    /// How often the server refreshes its node claim; must be well below `node_ttl_seconds`.
+    pub node_heartbeat_ms: u64,
+    /// How long a session-control counter lives after its last bump (the seed says one to seven days). A
+    /// session older than that may miss an eviction whose bus message was lost as well.
+    pub control_ttl_seconds: u64,
 }
 
 impl Default for RedisConfig {
@@ -82,6 +89,9 @@ impl Default for RedisConfig {
             hot_group_min_members: 500,
             hot_max_messages_per_tenant: 200_000,
             hot_message_max_bytes: 16 * 1024,
+            node_ttl_seconds: 15,
+            node_heartbeat_ms: 5000,
+            control_ttl_seconds: 7 * 86_400,
         }
     }
 }
@@ -97,6 +107,8 @@ pub enum ConfigError {
     Prefix(String),
     #[error("redis.addr {0:?} is neither host:port nor a redis:// URL")]
     Addr(String),
+    #[error("redis.node_heartbeat_ms must be below node_ttl_seconds * 1000, or node claims lapse between beats")]
+    Heartbeat,
 }
 
 impl RedisConfig {
@@ -130,6 +142,9 @@ impl RedisConfig {
             ("cache_ttl_seconds", self.cache_ttl_seconds),
             ("cache_invalidation_grace_ms", self.cache_invalidation_grace_ms),
             ("short_state_ttl_seconds", self.short_state_ttl_seconds),
+            ("node_ttl_seconds", self.node_ttl_seconds),
+            ("node_heartbeat_ms", self.node_heartbeat_ms),
+            ("control_ttl_seconds", self.control_ttl_seconds),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(ConfigError::Zero(name));
@@ -139,6 +154,9 @@ impl RedisConfig {
         }
         if self.hot_max_messages_per_tenant == 0 {
             return Err(ConfigError::Zero("hot_max_messages_per_tenant"));
+        }
+        if self.node_heartbeat_ms >= self.node_ttl_seconds.saturating_mul(1000) {
+            return Err(ConfigError::Heartbeat);
         }
         Ok(())
     }
@@ -195,6 +213,22 @@ mod tests {
             Err(ConfigError::Prefix("a:b".into()))
         );
         assert_eq!(RedisConfig { pool_size: 0, ..c }.validate(), Err(ConfigError::Zero("pool_size")));
+    }
+
+    #[test]
+    fn node_and_control_settings_default_and_validate() {
+        let c = RedisConfig::default();
+        assert_eq!((c.node_ttl_seconds, c.node_heartbeat_ms, c.control_ttl_seconds), (15, 5000, 604_800));
+        assert_eq!(
+            RedisConfig { node_ttl_seconds: 0, ..c.clone() }.validate(),
+            Err(ConfigError::Zero("node_ttl_seconds"))
+        );
+        assert_eq!(
+            RedisConfig { control_ttl_seconds: 0, ..c.clone() }.validate(),
+            Err(ConfigError::Zero("control_ttl_seconds"))
+        );
+        assert_eq!(RedisConfig { node_heartbeat_ms: 15_000, ..c.clone() }.validate(), Err(ConfigError::Heartbeat));
+        assert_eq!(RedisConfig { node_ttl_seconds: 1, node_heartbeat_ms: 300, ..c }.validate(), Ok(()));
     }
 
     #[test]

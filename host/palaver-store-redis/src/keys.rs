@@ -1,10 +1,12 @@
 //! The one place Redis keys are spelt. Every key is `{prefix}:{tenant_id}:…` exactly as the seed lists them
-//! (§5.1, §5.2, §5.4), plus the cache and short-state keys the seed describes without naming.
+//! (§5.1, §5.2, §5.4), plus the cache and short-state keys the seed describes without naming, the realtime
+//! bus's channels, the node claims (under the system tenant 0) and the session-control counters (seed 002).
 //!
 //! User ids appear as their decimal `u64` (the seed's `from_user BIGINT`), topics by their stored name
 //! (`grp…`, `p2p…`, base64url, so never containing `:`). Client message ids come last in their key, so a `:`
 //! inside one cannot make two different (sender, id) pairs collide.
 
+use palaver_core::ports::EventKind;
 use palaver_core::{Seq, TenantId, UserId};
 use std::sync::Arc;
 
@@ -60,6 +62,10 @@ impl Keys {
     pub fn topic_online_nodes(&self, t: TenantId, topic: &str) -> String {
         format!("{}{topic}:online_nodes", self.topic_base(t))
     }
+    /// `{prefix}:{tenant}:topic:{topic}:node:`, the head scripts append a node id and `:online_members` to.
+    pub fn topic_node_head(&self, t: TenantId, topic: &str) -> String {
+        format!("{}{topic}:node:", self.topic_base(t))
+    }
     pub fn topic_shard_members(&self, t: TenantId, topic: &str, shard_id: u32) -> String {
         format!("{}{topic}:shard:{shard_id}:members", self.topic_base(t))
     }
@@ -90,6 +96,68 @@ impl Keys {
     /// The seed's cross-node fanout channel, `im:0:group_fanout`: tenant 0 because it carries every tenant.
     pub fn group_fanout_channel(&self) -> String {
         format!("{}:0:group_fanout", self.prefix)
+    }
+
+    // The realtime bus (seed 002 §4): Pub/Sub channels, which carry the tenant like keys do.
+
+    /// The broadcast channel of one event kind, `{prefix}:{tenant}:rt:{kind}`.
+    pub fn rt_channel(&self, t: TenantId, kind: EventKind) -> String {
+        format!("{}:rt:{}", self.tenant(t), kind.as_str())
+    }
+    /// The channel of one node, `{prefix}:{tenant}:rt:node:{node_id}`.
+    pub fn rt_node_channel(&self, t: TenantId, node_id: &str) -> String {
+        format!("{}{node_id}", self.rt_node_head(t))
+    }
+    /// `{prefix}:{tenant}:rt:node:`, the head the routing script appends a node id to.
+    pub fn rt_node_head(&self, t: TenantId) -> String {
+        format!("{}:rt:node:", self.tenant(t))
+    }
+    /// The `PSUBSCRIBE` patterns of node `node_id`: its own channel and every broadcast channel, of every
+    /// tenant. Glob characters in the prefix or the node id are escaped, so they match only themselves.
+    pub fn rt_patterns(&self, node_id: &str) -> Vec<String> {
+        let prefix = glob_escape(&self.prefix);
+        let mut patterns = vec![format!("{prefix}:*:rt:node:{}", glob_escape(node_id))];
+        for kind in [
+            EventKind::Message,
+            EventKind::TopicEvent,
+            EventKind::UserEvent,
+            EventKind::Presence,
+            EventKind::SessionControl,
+        ] {
+            patterns.push(format!("{prefix}:*:rt:{}", kind.as_str()));
+        }
+        patterns
+    }
+    /// The tenant a bus channel of this prefix belongs to, or `None` for a channel that is not one.
+    pub fn channel_tenant(&self, channel: &str) -> Option<TenantId> {
+        let rest = channel.strip_prefix(&*self.prefix)?.strip_prefix(':')?;
+        let (tenant, tail) = rest.split_once(':')?;
+        tail.starts_with("rt:").then_some(())?;
+        tenant.parse().ok().map(TenantId)
+    }
+
+    // Node claims: not tenant data, so under the system tenant 0.
+
+    /// The claim of one node id, a hash of `instance`, `listen` and `started_at`.
+    pub fn node_claim(&self, node_id: &str) -> String {
+        format!("{}{node_id}", self.node_claim_head())
+    }
+    /// `{prefix}:0:node:`, the head the node scripts append a node id to.
+    pub fn node_claim_head(&self) -> String {
+        format!("{}:node:", self.tenant(TenantId(0)))
+    }
+    /// The ids of every node that claimed one, pruned of expired claims when read.
+    pub fn nodes(&self) -> String {
+        format!("{}:nodes", self.tenant(TenantId(0)))
+    }
+
+    // Session control (seed 002 §6.5).
+
+    pub fn control_user_version(&self, t: TenantId, uid: UserId) -> String {
+        format!("{}:session_control:user:{}:version", self.tenant(t), uid.0)
+    }
+    pub fn control_device_version(&self, t: TenantId, uid: UserId, device_id: &str) -> String {
+        format!("{}:session_control:device:{}:{device_id}:version", self.tenant(t), uid.0)
     }
 
     // §5.2: group governance and relations (read models of later work; named here so nobody spells them).
@@ -145,6 +213,18 @@ impl Keys {
     }
 }
 
+/// Escapes the characters a Redis glob pattern gives a meaning to.
+fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +267,13 @@ mod tests {
             ("im:{tenant_id}:relation:friends:{uid}", k.relation_friends(t, u)),
             ("im:{tenant_id}:relation:blocklist:{uid}", k.relation_blocklist(t, u)),
             ("im:0:group_fanout", k.group_fanout_channel()),
+            ("im:{tenant_id}:session_control:user:{uid}:version", k.control_user_version(t, u)),
+            ("im:{tenant_id}:session_control:device:{uid}:web-1:version", k.control_device_version(t, u, "web-1")),
+            ("im:{tenant_id}:rt:message", k.rt_channel(t, EventKind::Message)),
+            ("im:{tenant_id}:rt:session_control", k.rt_channel(t, EventKind::SessionControl)),
+            ("im:{tenant_id}:rt:node:{node_id}", k.rt_node_channel(t, "n1")),
+            ("im:0:node:{node_id}", k.node_claim("n1")),
+            ("im:0:nodes", k.nodes()),
         ];
         for (pattern, built) in cases {
             assert_eq!(built, seed(pattern), "pattern {pattern}");
@@ -209,11 +296,30 @@ mod tests {
             (k.verify_rate(a, "login", "ab"), k.verify_rate(b, "login", "ab")),
             (k.action_token(a, "ab"), k.action_token(b, "ab")),
             (k.lock(a, "x"), k.lock(b, "x")),
+            (k.rt_channel(a, EventKind::Presence), k.rt_channel(b, EventKind::Presence)),
+            (k.rt_node_channel(a, "n1"), k.rt_node_channel(b, "n1")),
+            (k.control_user_version(a, u), k.control_user_version(b, u)),
+            (k.control_device_version(a, u, "d"), k.control_device_version(b, u, "d")),
         ];
         for (in_a, in_b) in built {
             assert!(in_a.starts_with("px:1:") && in_b.starts_with("px:2:"), "{in_a} / {in_b}");
             assert_ne!(in_a, in_b);
         }
         assert_eq!(k.topic_hot_msg(a, "grpX", 5), format!("{}grpX:hot_msg:5", k.topic_base(a)));
+    }
+
+    #[test]
+    fn bus_channels_name_their_tenant_and_patterns_escape_globs() {
+        let k = Keys::new("im");
+        assert_eq!(k.channel_tenant(&k.rt_node_channel(TenantId(12), "n1")), Some(TenantId(12)));
+        assert_eq!(k.channel_tenant(&k.rt_channel(TenantId(3), EventKind::Message)), Some(TenantId(3)));
+        assert_eq!(k.channel_tenant("im:x:rt:message"), None);
+        assert_eq!(k.channel_tenant("other:3:rt:message"), None);
+        assert_eq!(k.channel_tenant("im:3:topic:grpX"), None);
+        let patterns = k.rt_patterns("n1");
+        assert_eq!(patterns.len(), 6);
+        assert_eq!(patterns[0], "im:*:rt:node:n1");
+        assert!(patterns.contains(&"im:*:rt:session_control".to_owned()));
+        assert_eq!(Keys::new("a*b").rt_patterns("n?")[0], "a\\*b:*:rt:node:n\\?");
     }
 }

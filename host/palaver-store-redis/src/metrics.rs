@@ -1,5 +1,6 @@
 //! Counters for the seed's Redis metrics (§11): commands and their failures, cache hit rate, reads served by
-//! the database because Redis failed or missed, and invalidations that could not be applied.
+//! the database because Redis failed or missed, invalidations that could not be applied, and the realtime
+//! bus's traffic and losses.
 //!
 //! The counters are plain atomics owned by one `RedisClient` (no globals); the server reads a snapshot and
 //! exports it however it exports the rest.
@@ -20,6 +21,15 @@ pub struct RedisMetrics {
     hot_misses: AtomicU64,
     hot_write_failures: AtomicU64,
     presence_unknown: AtomicU64,
+    bus_published: AtomicU64,
+    bus_publish_commands: AtomicU64,
+    bus_dropped_full: AtomicU64,
+    bus_publish_errors: AtomicU64,
+    bus_received: AtomicU64,
+    bus_loopback_dropped: AtomicU64,
+    bus_duplicate_dropped: AtomicU64,
+    bus_cross_tenant_dropped: AtomicU64,
+    bus_reconnects: AtomicU64,
 }
 
 /// A point-in-time copy of [`RedisMetrics`].
@@ -47,6 +57,25 @@ pub struct MetricsSnapshot {
     pub hot_write_failures: u64,
     /// Presence reads answered `Unknown` because Redis failed.
     pub presence_unknown: u64,
+    /// Envelopes the bus handed to Redis.
+    pub bus_published: u64,
+    /// The `PUBLISH` commands those cost (zero for an envelope no other node needs, several for a topic spread
+    /// over several nodes).
+    pub bus_publish_commands: u64,
+    /// Envelopes refused because the publish queue was full.
+    pub bus_dropped_full: u64,
+    /// Envelopes dropped because Redis failed their batch (or because they could not be encoded).
+    pub bus_publish_errors: u64,
+    /// Messages the subscriber read, before any of the drops below.
+    pub bus_received: u64,
+    /// Messages this node had published itself.
+    pub bus_loopback_dropped: u64,
+    /// Messages whose event id was delivered already.
+    pub bus_duplicate_dropped: u64,
+    /// Messages whose envelope named another tenant than their channel, or that did not decode.
+    pub bus_cross_tenant_dropped: u64,
+    /// Times the subscriber connection was lost and established again.
+    pub bus_reconnects: u64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -69,6 +98,15 @@ impl RedisMetrics {
             hot_misses: get(&self.hot_misses),
             hot_write_failures: get(&self.hot_write_failures),
             presence_unknown: get(&self.presence_unknown),
+            bus_published: get(&self.bus_published),
+            bus_publish_commands: get(&self.bus_publish_commands),
+            bus_dropped_full: get(&self.bus_dropped_full),
+            bus_publish_errors: get(&self.bus_publish_errors),
+            bus_received: get(&self.bus_received),
+            bus_loopback_dropped: get(&self.bus_loopback_dropped),
+            bus_duplicate_dropped: get(&self.bus_duplicate_dropped),
+            bus_cross_tenant_dropped: get(&self.bus_cross_tenant_dropped),
+            bus_reconnects: get(&self.bus_reconnects),
         }
     }
 
@@ -105,6 +143,31 @@ impl RedisMetrics {
     pub(crate) fn presence_unknown(&self) {
         bump(&self.presence_unknown);
     }
+    pub(crate) fn bus_published(&self, envelopes: u64, commands: u64) {
+        self.bus_published.fetch_add(envelopes, Ordering::Relaxed);
+        self.bus_publish_commands.fetch_add(commands, Ordering::Relaxed);
+    }
+    pub(crate) fn bus_dropped_full(&self) {
+        bump(&self.bus_dropped_full);
+    }
+    pub(crate) fn bus_publish_failed(&self, envelopes: u64) {
+        self.bus_publish_errors.fetch_add(envelopes, Ordering::Relaxed);
+    }
+    pub(crate) fn bus_received(&self) {
+        bump(&self.bus_received);
+    }
+    pub(crate) fn bus_loopback_dropped(&self) {
+        bump(&self.bus_loopback_dropped);
+    }
+    pub(crate) fn bus_duplicate_dropped(&self) {
+        bump(&self.bus_duplicate_dropped);
+    }
+    pub(crate) fn bus_cross_tenant_dropped(&self) {
+        bump(&self.bus_cross_tenant_dropped);
+    }
+    pub(crate) fn bus_reconnected(&self) {
+        bump(&self.bus_reconnects);
+    }
 }
 
 #[cfg(test)]
@@ -123,5 +186,12 @@ mod tests {
         let s = m.snapshot();
         assert_eq!((s.commands, s.command_failures, s.cache_hits, s.fallbacks, s.hot_misses), (2, 1, 1, 1, 1));
         assert_eq!(s.invalidation_failures, 0);
+        m.bus_published(3, 5);
+        m.bus_publish_failed(2);
+        m.bus_dropped_full();
+        m.bus_reconnected();
+        let s = m.snapshot();
+        assert_eq!((s.bus_published, s.bus_publish_commands, s.bus_publish_errors), (3, 5, 2));
+        assert_eq!((s.bus_dropped_full, s.bus_reconnects, s.bus_received), (1, 1, 0));
     }
 }

@@ -36,7 +36,7 @@ return live
 
 impl RedisPresence {
     fn node_set_head(&self, tenant: TenantId, topic: &str) -> String {
-        format!("{}{topic}:node:", self.client.keys().topic_base(tenant))
+        self.client.keys().topic_node_head(tenant, topic)
     }
 
     /// Lists `user` as online in `topic` on this node, refreshing the sets' TTL.

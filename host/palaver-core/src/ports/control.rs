@@ -5,7 +5,8 @@
 use crate::{StoreResult, TenantId, UserId};
 
 /// Which counter a control bumps.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ControlScope {
     /// Every session of the user.
     User,

@@ -4,6 +4,7 @@ use crate::auth::{self, TokenClaims};
 use crate::error::{ServiceError, ServiceResult};
 use crate::session::{Hello, Session, Transport};
 use crate::{now_millis, render};
+use palaver_core::ports::ControlScope;
 use palaver_core::{AuthRecord, DefaultAccess, PresenceMeta, RecordState, StoreError, User, UserId, UserUpdate};
 use palaver_proto::{Code, MsgAcc, MsgHi, MsgLogin, PROTOCOL_VERSION, Timestamp};
 use serde_json::{Value, json};
@@ -160,8 +161,15 @@ impl Session {
                 .map_err(|e| ServiceError::Internal(e.to_string()))?
                 .map_err(ServiceError::Internal)?;
             let version = self.svc.ports.users.set_secret(tenant, me, &hash).await?;
-            // The new password revokes every older token; this session gets a fresh one.
+            // The new password revokes every older token and closes the user's other sessions on every node;
+            // this session gets a fresh token and stays.
             let (token, expires) = self.mint_token(me, version);
+            if let Err(e) =
+                self.svc.control(tenant, me, ControlScope::User, "password changed", Some(self.handle.sid)).await
+            {
+                // The tokens are revoked regardless; sessions still open are closed by their next check.
+                tracing::warn!(error = %e, "could not close the user's other sessions");
+            }
             params = Some(json!({ "user": me.to_string(), "token": token, "expires": Timestamp(expires) }));
             changed = true;
         }
@@ -240,6 +248,8 @@ impl Session {
     async fn complete_login(&mut self, user: &User) -> Value {
         self.user = Some(user.id);
         self.svc.hub.bind_user(&self.handle, user.id);
+        self.start_control(user.id).await;
+        self.svc.join_user_topics(self.tenant(), user.id).await;
         let meta = PresenceMeta {
             node_id: self.svc.cfg.node_id.clone(),
             device: self.hello.as_ref().and_then(|h| h.platf.clone().or(h.dev.clone())),
@@ -253,6 +263,29 @@ impl Session {
         let (token, expires) = self.mint_token(user.id, user.auth_version);
         tracing::debug!(user = %user.id, remote = ?self.remote, "logged in");
         json!({ "user": user.id.to_string(), "authlvl": "auth", "token": token, "expires": Timestamp(expires) })
+    }
+}
+
+impl Session {
+    /// Reads the control versions the session will be judged by, and, if so configured, evicts the user's
+    /// older sessions of the same platform.
+    async fn start_control(&self, user: UserId) {
+        let tenant = self.tenant();
+        let dev = self.hello.as_ref().and_then(|h| h.dev.clone()).filter(|d| !d.is_empty());
+        let platform = self.hello.as_ref().and_then(|h| h.platf.clone()).filter(|p| !p.is_empty());
+        let platform_slot = platform.map(|p| format!("platform:{p}"));
+        let slots: Vec<String> = dev.into_iter().chain(platform_slot.clone()).collect();
+        self.handle.control.lock().set_slots(slots.clone());
+        match self.svc.ports.control.versions(tenant, user, &slots).await {
+            Ok(v) => self.handle.control.lock().set_versions(v),
+            Err(e) => tracing::debug!(error = %e, "control versions unavailable at login"),
+        }
+        if let Some(slot) = platform_slot.filter(|_| self.svc.cfg.evict_same_platform) {
+            let scope = ControlScope::Device(slot);
+            if let Err(e) = self.svc.control(tenant, user, scope, "signed in elsewhere", Some(self.handle.sid)).await {
+                tracing::debug!(error = %e, "older sessions of the platform not evicted");
+            }
+        }
     }
 }
 

@@ -2,11 +2,12 @@
 
 use crate::error::{ServiceError, ServiceResult};
 use crate::now_millis;
-use crate::render;
+
+use crate::realtime::Event;
 use crate::session::Session;
-use crate::topics::{Resolved, resolve, wire_name};
+use crate::topics::{Resolved, resolve};
 use palaver_core::{AccessMode, DeleteMessages, SeqRange as DomainRange, StoreError, TopicKind, UserId};
-use palaver_proto::{Code, MsgDel, MsgPres, SeqRange, ServerMsg};
+use palaver_proto::{Code, MsgDel, MsgPres};
 use serde_json::json;
 
 /// The most ranges one `{del}` may name.
@@ -54,22 +55,8 @@ impl Session {
         let hard = m.hard && sub.mode().has(AccessMode::DELETE);
         let request = DeleteMessages { ranges: domain, hard, for_user: me, when: now_millis() };
         let del_id = self.svc.ports.messages.delete_messages(tenant, stored, &request).await?;
-        let delseq: Vec<SeqRange> = ranges.to_vec();
-        let sid = self.handle.sid;
-        let pres_for = |user: UserId| {
-            render::frame(&ServerMsg::Pres(MsgPres {
-                topic: wire_name(stored, user),
-                what: "del".into(),
-                clear: Some(del_id),
-                delseq: Some(delseq.clone()),
-                ..MsgPres::default()
-            }))
-        };
-        self.svc.hub.for_each_attached(tenant, stored, |a| {
-            if a.session.sid != sid && (hard || a.user == me) {
-                a.session.push(pres_for(a.user));
-            }
-        });
+        let event = Event::Deleted { topic: stored.to_owned(), by: me, hard, clear: del_id, delseq: ranges.to_vec() };
+        self.svc.dispatch(tenant, event, Some(self.handle.sid), Some(me)).await;
         self.reply(id, Some(&m.topic), Code::Ok, Some(json!({ "del": del_id }))).await;
         Ok(())
     }
@@ -92,7 +79,7 @@ impl Session {
             Err(StoreError::NotFound) => return Err(ServiceError::UserNotFound),
             Err(e) => return Err(e.into()),
         }
-        self.evict(target, stored, None);
+        self.evict(target, stored, None).await;
         self.members_changed(stored).await;
         self.notify_gone(target, stored, None).await;
         self.reply(id, Some(&m.topic), Code::Ok, None).await;
@@ -109,8 +96,10 @@ impl Session {
                 Ok(()) | Err(StoreError::NotFound) => {}
                 Err(e) => return Err(e.into()),
             }
+            self.evict(me, stored, Some(self.handle.sid)).await;
             self.svc.hub.detach_user(tenant, stored, me);
             self.attached.remove(stored);
+            self.svc.leave_online(tenant, me, stored).await;
             self.members_changed(stored).await;
             self.notify_gone(me, wire, Some(self.handle.sid)).await;
             self.reply(id, Some(wire), Code::Ok, None).await;
@@ -124,18 +113,15 @@ impl Session {
         if let Err(e) = self.svc.ports.seq.forget(tenant, stored).await {
             tracing::debug!(error = %e, "seq counter not dropped");
         }
-        self.svc.topics.forget(tenant, stored);
-        let evicted =
-            render::ctrl_frame(None, Some(stored), Code::Evicted, now_millis(), Some(json!({ "unsub": true })));
-        for a in self.svc.hub.detach_all(tenant, stored) {
-            if a.session.sid != self.handle.sid {
-                a.session.push(evicted.clone());
-            }
-        }
+        let event = Event::TopicGone { topic: stored.to_owned() };
+        self.svc.dispatch(tenant, event, Some(self.handle.sid), Some(me)).await;
+        self.svc.hub.detach(tenant, stored, self.handle.sid);
         self.attached.remove(stored);
-        for s in members {
-            self.notify_gone(s.user, stored, Some(self.handle.sid)).await;
-        }
+        self.svc.leave_online(tenant, me, stored).await;
+        let users = members.into_iter().map(|s| s.user).collect();
+        let gone =
+            MsgPres { topic: "me".into(), src: Some(stored.to_owned()), what: "gone".into(), ..MsgPres::default() };
+        self.push_me_pres_many(users, gone, Some(self.handle.sid)).await;
         self.reply(id, Some(wire), Code::Ok, None).await;
         Ok(())
     }

@@ -531,6 +531,8 @@ impl Session {
         };
         self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
         self.members_changed(&topic.name).await;
+        let joined = crate::realtime::Event::Joined { topic: topic.name.clone(), user: target };
+        self.svc.dispatch(tenant, joined, None, self.user).await;
         self.notify_acs(target, &topic.name, sub.want, sub.given).await;
         Ok(true)
     }
@@ -580,8 +582,8 @@ impl Session {
         }
         let now = now_millis();
         self.svc.ports.subs.update_sub_mode(tenant, &topic.name, target, sub.want, sub.given, now).await?;
-        self.svc.hub.set_mode(tenant, &topic.name, target, sub.mode());
-        self.members_changed(&topic.name).await;
+        let event = crate::realtime::Event::Access { topic: topic.name.clone(), user: target, mode: sub.mode() };
+        self.svc.dispatch(tenant, event, None, Some(me)).await;
         self.notify_acs(target, &wire_name(&topic.name, target), sub.want, sub.given).await;
         let _ = wire;
         Ok(true)

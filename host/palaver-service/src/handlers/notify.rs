@@ -1,14 +1,23 @@
 //! Notifications a change produces for other sessions: `{pres}` on `me` (on/off, acs, gone, msg, read) and the
 //! bookkeeping that keeps the in-process member lists in step with subscriptions.
 
+use crate::realtime::Event;
 use crate::session::Session;
 use palaver_core::{AccessMode, SessionId, UserId};
 use palaver_proto::{AccessDelta, MsgPres};
 
 impl Session {
-    /// Pushes a `{pres}` on `me` to every session of `user` attached to `me`, except `skip`.
-    pub(crate) fn push_me_pres(&self, user: UserId, pres: MsgPres, skip: Option<SessionId>) {
-        self.svc.push_me_pres(self.tenant(), user, pres, skip);
+    /// Pushes a `{pres}` on `me` to every session of `user` attached to `me` on every node, except `skip`.
+    pub(crate) async fn push_me_pres(&self, user: UserId, pres: MsgPres, skip: Option<SessionId>) {
+        self.push_me_pres_many(vec![user], pres, skip).await;
+    }
+
+    /// The same `{pres}` on `me` to several users, as one event.
+    pub(crate) async fn push_me_pres_many(&self, users: Vec<UserId>, pres: MsgPres, skip: Option<SessionId>) {
+        if users.is_empty() {
+            return;
+        }
+        self.svc.dispatch(self.tenant(), Event::MePres { users, pres }, skip, self.user).await;
     }
 
     /// Tells the user's P2P contacts that the user came online or went offline.
@@ -21,38 +30,41 @@ impl Session {
             }
         };
         let ua = self.hello.as_ref().and_then(|h| h.ua.clone());
-        for sub in subs.iter().filter(|s| s.topic.starts_with("p2p") && s.mode().has(AccessMode::PRES)) {
-            let Some(peer) = palaver_core::p2p_peer(&sub.topic, user) else { continue };
-            let pres = MsgPres {
-                topic: "me".into(),
-                src: Some(user.to_string()),
-                what: if online { "on" } else { "off" }.into(),
-                ua: if online { ua.clone() } else { None },
-                ..MsgPres::default()
-            };
-            self.push_me_pres(peer, pres, None);
-        }
+        let peers: Vec<UserId> = subs
+            .iter()
+            .filter(|s| s.topic.starts_with("p2p") && s.mode().has(AccessMode::PRES))
+            .filter_map(|s| palaver_core::p2p_peer(&s.topic, user))
+            .collect();
+        let pres = MsgPres {
+            topic: "me".into(),
+            src: Some(user.to_string()),
+            what: if online { "on" } else { "off" }.into(),
+            ua: if online { ua } else { None },
+            ..MsgPres::default()
+        };
+        self.push_me_pres_many(peers, pres, None).await;
     }
 
     /// Tells the user's P2P contacts that the user's profile changed.
     pub(crate) async fn announce_profile(&self, user: UserId) {
         let Ok(subs) = self.svc.ports.subs.list_user_subs(self.tenant(), user).await else { return };
-        for sub in subs.iter().filter(|s| s.topic.starts_with("p2p")) {
-            let Some(peer) = palaver_core::p2p_peer(&sub.topic, user) else { continue };
-            let pres =
-                MsgPres { topic: "me".into(), src: Some(user.to_string()), what: "upd".into(), ..MsgPres::default() };
-            self.push_me_pres(peer, pres, None);
-        }
+        let peers: Vec<UserId> = subs
+            .iter()
+            .filter(|s| s.topic.starts_with("p2p"))
+            .filter_map(|s| palaver_core::p2p_peer(&s.topic, user))
+            .collect();
+        let pres =
+            MsgPres { topic: "me".into(), src: Some(user.to_string()), what: "upd".into(), ..MsgPres::default() };
+        self.push_me_pres_many(peers, pres, None).await;
     }
 
     /// Tells every member of a group that its description changed.
     pub(crate) async fn announce_topic_update(&self, stored: &str) {
         let Ok(subs) = self.svc.ports.subs.list_topic_subs(self.tenant(), stored).await else { return };
-        for sub in subs {
-            let pres =
-                MsgPres { topic: "me".into(), src: Some(stored.to_owned()), what: "upd".into(), ..MsgPres::default() };
-            self.push_me_pres(sub.user, pres, Some(self.handle.sid));
-        }
+        let users = subs.into_iter().map(|s| s.user).collect();
+        let pres =
+            MsgPres { topic: "me".into(), src: Some(stored.to_owned()), what: "upd".into(), ..MsgPres::default() };
+        self.push_me_pres_many(users, pres, Some(self.handle.sid)).await;
     }
 
     /// Tells `user` that their access to `wire` changed.
@@ -65,37 +77,26 @@ impl Session {
             act: self.user.map(|u| u.to_string()),
             ..MsgPres::default()
         };
-        self.push_me_pres(user, pres, None);
+        self.push_me_pres(user, pres, None).await;
     }
 
     /// Tells `user`'s sessions that a topic is gone for them.
     pub(crate) async fn notify_gone(&self, user: UserId, wire: &str, skip: Option<SessionId>) {
         let pres =
             MsgPres { topic: "me".into(), src: Some(wire.to_owned()), what: "gone".into(), ..MsgPres::default() };
-        self.push_me_pres(user, pres, skip);
+        self.push_me_pres(user, pres, skip).await;
     }
 
-    /// Detaches every session of `user` from a topic and tells each of them it was evicted
+    /// Detaches every session of `user` from a topic, on every node, and tells each of them it was evicted
     /// (`{ctrl 205 "evicted" params.unsub}`), which is what makes `tinode-sdk` mark the topic detached.
-    pub(crate) fn evict(&self, user: UserId, stored: &str, skip: Option<SessionId>) {
-        let wire = crate::topics::wire_name(stored, user);
-        let frame = crate::render::ctrl_frame(
-            None,
-            Some(&wire),
-            palaver_proto::Code::Evicted,
-            crate::now_millis(),
-            Some(serde_json::json!({ "unsub": true })),
-        );
-        for s in self.svc.hub.detach_user(self.tenant(), stored, user) {
-            if Some(s.sid) != skip {
-                s.push(frame.clone());
-            }
-        }
+    pub(crate) async fn evict(&self, user: UserId, stored: &str, skip: Option<SessionId>) {
+        let event = Event::Evict { topic: stored.to_owned(), user };
+        self.svc.dispatch(self.tenant(), event, skip, self.user).await;
     }
 
-    /// Drops the cached member list of a topic after a subscription changed.
+    /// Drops the cached member list of a topic after a subscription changed, on every node.
     pub(crate) async fn members_changed(&self, stored: &str) {
-        let lock = self.svc.topics.get(self.tenant(), stored);
-        lock.lock().await.members = None;
+        let event = Event::MembersChanged { topic: stored.to_owned() };
+        self.svc.dispatch(self.tenant(), event, None, self.user).await;
     }
 }

@@ -7,13 +7,12 @@
 
 use crate::error::{ServiceError, ServiceResult};
 use crate::session::Session;
-use crate::topics::{Resolved, resolve, wire_name};
+use crate::topics::{Resolved, resolve};
 use crate::{now_millis, render};
 use palaver_core::ports::{PublishContext, PublishVerdict};
 use palaver_core::{AccessMode, AppendOutcome, AuditStatus, Claim, Message, Seq, StoreError, TopicKind, UserId};
-use palaver_proto::{Code, MsgInfo, MsgNote, MsgPres, MsgPub, ServerMsg};
+use palaver_proto::{Code, MsgNote, MsgPub};
 use serde_json::json;
-use std::collections::HashMap;
 
 /// How many times a publish re-baselines and retries after finding its seq already stored.
 const SEQ_RETRIES: usize = 3;
@@ -103,7 +102,11 @@ impl Session {
                     acked = self.handle.push(ack(seq));
                 }
                 if !held {
-                    self.svc.deliver_attached(tenant, &Message { seq, ..msg.clone() }, skip);
+                    // Published under the lock too, so that other nodes see the topic's messages in seq order.
+                    let stored = Message { seq, ..msg.clone() };
+                    self.svc.deliver_attached(tenant, &stored, skip);
+                    let event = crate::realtime::Event::Data { msg: (&stored).into() };
+                    self.svc.publish_event(tenant, &event, skip, Some(me));
                 }
             })
             .await?;
@@ -228,48 +231,9 @@ impl Session {
             }
             _ => return Err(ServiceError::NotImplemented),
         };
-        let from = me.to_string();
-        let mut frames: HashMap<UserId, crate::Frame> = HashMap::new();
-        let mut reached = Vec::new();
-        self.svc.hub.for_each_attached(tenant, &stored, |a| {
-            if a.session.sid == self.handle.sid || !a.mode.has(AccessMode::READ) {
-                return;
-            }
-            let frame = frames
-                .entry(a.user)
-                .or_insert_with(|| {
-                    let info = MsgInfo {
-                        topic: wire_name(&stored, a.user),
-                        from: from.clone(),
-                        what: what.clone(),
-                        seq,
-                        event: m.event.clone(),
-                        payload: m.payload.clone(),
-                        src: None,
-                    };
-                    render::frame(&ServerMsg::Info(info))
-                })
-                .clone();
-            a.session.push(frame);
-            reached.push(a.session.sid);
-        });
-        if let (Some(seq), "read" | "recv") = (seq, what.as_str()) {
-            // The user's other sessions that are not attached learn the new cursor through `me`, so unread
-            // counters agree on every device.
-            let pres = MsgPres {
-                topic: "me".into(),
-                src: Some(wire_name(&stored, me)),
-                what: what.clone(),
-                seq: Some(seq),
-                ..MsgPres::default()
-            };
-            let frame = render::frame(&ServerMsg::Pres(pres));
-            self.svc.hub.for_each_user_session(tenant, me, |s| {
-                if s.sid != self.handle.sid && s.on_me() && !reached.contains(&s.sid) {
-                    s.push(frame.clone());
-                }
-            });
-        }
+        let event =
+            crate::realtime::Event::Info { topic: stored, from: me, what, seq, event: m.event, payload: m.payload };
+        self.svc.dispatch(tenant, event, Some(self.handle.sid), Some(me)).await;
         Ok(())
     }
 }

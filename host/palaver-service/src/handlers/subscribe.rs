@@ -70,6 +70,10 @@ impl Session {
                 (stored, wire, TopicKind::P2p, Some(json!({ "acs": render::acs(sub.want, sub.given) })))
             }
         };
+        if matches!(kind, TopicKind::Group | TopicKind::P2p) {
+            // Before the reply, so that whatever is published after it reaches this node.
+            self.svc.join_online(self.tenant(), me, vec![stored.clone()]).await;
+        }
         self.reply(id, Some(&wire), Code::Ok, params).await;
         if let Some(get) = m.get.filter(|g| !g.what.trim().is_empty()) {
             self.run_get(id, &stored, &wire, kind, &get, false).await?;
@@ -233,6 +237,8 @@ impl Session {
             let want = peer_user.defacs.auth.and(AccessMode::P2P);
             let sub = new_sub(stored, peer, want, given, now);
             self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
+            let joined = crate::realtime::Event::Joined { topic: stored.to_owned(), user: peer };
+            self.svc.dispatch(tenant, joined, None, Some(me)).await;
             self.notify_acs(peer, &me.to_string(), want, given).await;
         }
         let mine = match mine {
@@ -298,7 +304,8 @@ impl Session {
             Err(StoreError::NotFound) => return Err(ServiceError::NotFound),
             Err(e) => return Err(e.into()),
         }
-        self.evict(me, stored, Some(self.handle.sid));
+        self.evict(me, stored, Some(self.handle.sid)).await;
+        self.svc.leave_online(tenant, me, stored).await;
         self.members_changed(stored).await;
         self.notify_gone(me, wire, Some(self.handle.sid)).await;
         Ok(())

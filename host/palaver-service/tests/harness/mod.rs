@@ -40,6 +40,45 @@ pub fn service_with_hooks(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
 }
 
+/// `n` nodes in one process sharing one store, presence and control counters, linked by an in-process bus:
+/// what several `palaver serve` processes sharing MariaDB and Redis look like to the service.
+pub fn cluster(n: usize, tweak: impl Fn(&mut ServiceConfig)) -> Vec<Service> {
+    cluster_parts(n, tweak).0
+}
+
+/// [`cluster`], with the shared control counters, to play a control whose bus message was lost.
+pub fn cluster_parts(n: usize, tweak: impl Fn(&mut ServiceConfig)) -> (Vec<Service>, Arc<MemoryControl>) {
+    let store = Arc::new(MemoryStore::new());
+    let (seq, idem, presence, control) = (
+        Arc::new(MemorySeq::new()),
+        Arc::new(MemoryIdempotency::default()),
+        Arc::new(MemoryPresence::new()),
+        Arc::new(MemoryControl::default()),
+    );
+    let hub = MemoryBus::hub();
+    let nodes = (0..n)
+        .map(|i| {
+            let mut cfg = ServiceConfig { node_id: format!("node{i}"), ..ServiceConfig::default() };
+            cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
+            tweak(&mut cfg);
+            let ports = Ports {
+                users: store.clone(),
+                topics: store.clone(),
+                subs: store.clone(),
+                messages: store.clone(),
+                seq: seq.clone(),
+                idempotency: idem.clone(),
+                presence: presence.clone(),
+                bus: Arc::new(hub.connect(cfg.node_id.clone())),
+                control: control.clone(),
+                hooks: Arc::new(NoHooks),
+            };
+            Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
+        })
+        .collect();
+    (nodes, control)
+}
+
 pub struct Client {
     pub session: Option<Session>,
     pub rx: mpsc::Receiver<Outbound>,
@@ -77,6 +116,39 @@ impl Client {
     /// Sends a message and returns every frame queued for this client.
     pub async fn send(&mut self, msg: Value) -> Vec<Value> {
         self.raw(msg.to_string().as_bytes()).await
+    }
+
+    /// Waits (up to two seconds) for a frame matching `pred`, returning it and everything received before it.
+    /// Frames from other nodes arrive through the bus's receiving task, not before the request returns.
+    pub async fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+        let mut seen = Vec::new();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(Outbound::Frame(f))) => {
+                    let v: Value = serde_json::from_slice(&f).expect("server frames are JSON");
+                    if pred(&v) {
+                        return (v, seen);
+                    }
+                    seen.push(v);
+                }
+                Ok(Some(Outbound::Close)) => seen.push(json!({ "closed": true })),
+                Ok(None) | Err(_) => panic!("no {what} within 2 s; received {seen:?}"),
+            }
+        }
+    }
+
+    /// Everything that arrives within `ms` milliseconds, including a close as `{"closed":true}`.
+    pub async fn collect(&mut self, ms: u64) -> Vec<Value> {
+        let mut seen = Vec::new();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(ms);
+        while let Ok(Some(o)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
+            seen.push(match o {
+                Outbound::Frame(f) => serde_json::from_slice(&f).expect("server frames are JSON"),
+                Outbound::Close => json!({ "closed": true }),
+            });
+        }
+        seen
     }
 
     /// Every frame queued so far.
