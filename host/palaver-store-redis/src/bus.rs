@@ -79,6 +79,7 @@ pub struct BusConfig {
     pub dedup_capacity: usize,
     /// The first wait before reconnecting the subscriber; it doubles up to `reconnect_max_ms`.
     pub reconnect_min_ms: u64,
+    /// The longest wait between two reconnection attempts.
     pub reconnect_max_ms: u64,
 }
 
@@ -256,9 +257,9 @@ impl Publisher {
     /// Sends one batch as one pipeline. Every command in it is the route script, so a `NOSCRIPT` means none
     /// ran and the client's single retry after loading it cannot publish anything twice.
     async fn send(&mut self, envelopes: &[Envelope]) {
-        let metrics = self.client.metrics();
-        let keys = self.client.keys();
-        let ttl = self.client.config().presence_ttl_seconds;
+        let client = self.client.clone();
+        let (metrics, keys) = (client.metrics(), client.keys());
+        let ttl = client.config().presence_ttl_seconds;
         let mut pipe = redis::pipe();
         let (mut calls, mut unsent) = (0_u64, 0_u64);
         for envelope in envelopes {
@@ -299,7 +300,7 @@ impl Publisher {
         if calls == 0 {
             return;
         }
-        match self.client.script_pipeline::<Vec<u64>>(&[&self.script], &pipe).await {
+        match client.script_pipeline::<Vec<u64>>(&[&self.script], &pipe).await {
             Ok(counts) => {
                 metrics.bus_published(calls, counts.iter().sum());
                 self.warned = None;

@@ -11,6 +11,7 @@
 //! `{"user","device"}` (`Device`), a topic name (`Topic`) or an object `{"node","session"}` (`Session`). User
 //! ids travel in their Tinode form (`usr…`), the tenant id as a decimal string.
 
+use crate::codec::rfc3339_millis;
 use palaver_core::ports::{BusTarget, Envelope, EventKind};
 use palaver_core::{TenantId, UnixMillis, UserId};
 use serde::{Deserialize, Serialize};
@@ -97,7 +98,7 @@ pub fn encode(envelope: &Envelope) -> Result<String, EnvelopeError> {
         source_node: &envelope.source_node,
         skip_sid: envelope.skip_session.as_deref(),
         dedup_key: envelope.dedup_key.as_deref(),
-        occurred_at: format_millis(envelope.occurred_at),
+        occurred_at: rfc3339_millis(envelope.occurred_at),
         payload,
     };
     serde_json::to_string(&wire).map_err(|e| EnvelopeError::Payload(e.to_string()))
@@ -144,36 +145,15 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// The date of a day count since 1970-01-01 (`civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// RFC 3339 in UTC with milliseconds, `2026-09-08T10:00:00.000Z`.
-fn format_millis(ms: UnixMillis) -> String {
-    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    let (y, m, d) = civil_from_days(days);
-    let (h, min, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
-    format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z")
-}
-
-/// Parses RFC 3339 (`Z` or a numeric offset, any number of fraction digits, kept to milliseconds).
+/// Parses RFC 3339 (`Z` or a numeric offset, any number of fraction digits, kept to milliseconds): the
+/// inverse of [`rfc3339_millis`], lenient enough for another writer's timestamps.
 fn parse_millis(s: &str) -> Option<UnixMillis> {
     let b = s.as_bytes();
     let num = |from: usize, len: usize| -> Option<i64> {
         let part = s.get(from..from + len)?;
         part.bytes().all(|c| c.is_ascii_digit()).then(|| part.parse().ok())?
     };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':'
-    {
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
         return None;
     }
     let (y, mo, d, h, mi, sec) = (num(0, 4)?, num(5, 2)?, num(8, 2)?, num(11, 2)?, num(14, 2)?, num(17, 2)?);
@@ -237,7 +217,13 @@ mod tests {
             let e = envelope(target);
             assert_eq!(decode(&encode(&e).unwrap()).unwrap(), e);
         }
-        let bare = Envelope { tenant_code: None, from: None, skip_session: None, dedup_key: None, ..envelope(BusTarget::Topic("grpX".into())) };
+        let bare = Envelope {
+            tenant_code: None,
+            from: None,
+            skip_session: None,
+            dedup_key: None,
+            ..envelope(BusTarget::Topic("grpX".into()))
+        };
         assert_eq!(decode(&encode(&bare).unwrap()).unwrap(), bare);
     }
 
@@ -260,9 +246,9 @@ mod tests {
     #[test]
     fn timestamps_format_and_parse() {
         for ms in [0, 1, 999, 951_782_400_123, 1_788_861_600_000, -1, -86_400_001, 4_102_444_800_000] {
-            assert_eq!(parse_millis(&format_millis(ms)), Some(ms), "{}", format_millis(ms));
+            assert_eq!(parse_millis(&rfc3339_millis(ms)), Some(ms), "{}", rfc3339_millis(ms));
         }
-        assert_eq!(format_millis(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339_millis(951_782_400_123), "2000-02-29T00:00:00.123Z");
         assert_eq!(parse_millis("2026-09-08T12:00:00.5+02:00"), Some(1_788_861_600_500));
         assert_eq!(parse_millis("2026-09-08T10:00:00Z"), Some(1_788_861_600_000));
         for bad in ["", "2026-09-08", "2026-09-08T10:00:00", "2026-13-08T10:00:00Z", "2026-09-08T10:00:00.Z"] {
@@ -272,8 +258,12 @@ mod tests {
 
     #[test]
     fn malformed_input_is_refused() {
-        assert!(matches!(encode(&Envelope { payload: "not json".into(), ..envelope(BusTarget::Topic("t".into())) }), Err(EnvelopeError::Payload(_))));
-        let good: serde_json::Value = serde_json::from_str(&encode(&envelope(BusTarget::User(UserId(42)))).unwrap()).unwrap();
+        assert!(matches!(
+            encode(&Envelope { payload: "not json".into(), ..envelope(BusTarget::Topic("t".into())) }),
+            Err(EnvelopeError::Payload(_))
+        ));
+        let good: serde_json::Value =
+            serde_json::from_str(&encode(&envelope(BusTarget::User(UserId(42)))).unwrap()).unwrap();
         let spoil = |field: &str, value: serde_json::Value| {
             let mut v = good.clone();
             v[field] = value;

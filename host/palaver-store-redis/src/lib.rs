@@ -11,6 +11,9 @@
 //! | [`HotMessages`] | `MessageStore` decorator | §5.4 hot messages | reads and writes go to the inner store |
 //! | [`CachedUsers`], [`CachedTopics`], [`CachedSubs`] | storage decorators | §5.2, §7.3 | reads go to the store |
 //! | [`ShortState`] | (inherent) | §5.1 short state | an error: security state fails closed |
+//! | [`RedisBus`] | `RealtimeBus` | 002 §4 Pub/Sub channels | `publish` drops (counted); the subscriber reconnects |
+//! | [`RedisNodes`] | `NodeRegistry` | 002 node identity | an error: a node must not start on an unknown claim |
+//! | [`RedisControl`] | `SessionControlStore` | 002 §6.5 control versions | an error |
 //!
 //! The decorators wrap an inner `Arc<dyn …>` port, so this crate depends on `palaver-core` only; [`CachedStorage`]
 //! stacks all four over one adapter with their copies kept coherent with each other (a message append patches
@@ -38,26 +41,34 @@
 //!     seq: Arc::new(redis.seq),
 //!     idempotency: Arc::new(redis.idempotency),
 //!     presence: Arc::new(redis.presence),
+//!     bus: Arc::new(redis.bus.clone()),                                 // keep a clone for readiness
+//!     control: Arc::new(redis.control),
 //!     ..
 //! };
+//! redis.nodes.register(&node_info).await?;                              // then `heartbeat` every node_heartbeat_ms
 //! ```
 //!
-//! `/readyz` can call [`RedisClient::ping`]; `RedisClient::metrics` feeds the node's metrics.
+//! `/readyz` can call [`RedisClient::ping`] and [`RedisBus::subscriber_connected`]; `RedisClient::metrics`
+//! feeds the node's metrics.
 //!
 //! **Limits, by design.** The scripts name some keys they build themselves (eviction of other topics' hot
 //! copies, the online-node sets), so they assume a single Redis, not a Cluster. A cache copy whose
 //! invalidation fails stays until its TTL (`cache_ttl_seconds`), as the seed's §7.3 accepts; writes are never
 //! rolled back for it.
 
+mod bus;
 mod cache;
 mod client;
 mod codec;
 mod coherence;
 mod config;
+mod control;
+mod envelope;
 mod hot;
 mod idempotency;
 mod keys;
 mod metrics;
+mod nodes;
 mod online;
 mod policy;
 mod presence;
@@ -65,21 +76,26 @@ mod scripts;
 mod seq;
 mod short_state;
 mod storage;
+mod subscriber;
 
+pub use bus::{BusConfig, RedisBus};
 pub use cache::{CachedSubs, CachedTopics, CachedUsers};
 pub use client::{RedisClient, SetupError};
 pub use config::{ConfigError, RedisConfig};
+pub use control::RedisControl;
+pub use envelope::{EnvelopeError, decode as decode_envelope, encode as encode_envelope};
 pub use hot::HotMessages;
 pub use idempotency::RedisIdempotency;
 pub use keys::Keys;
 pub use metrics::{MetricsSnapshot, RedisMetrics};
+pub use nodes::RedisNodes;
 pub use policy::{HotPolicy, HotPredicate, MemberThreshold};
 pub use presence::RedisPresence;
 pub use seq::RedisSeq;
 pub use short_state::{MAX_SENDS_PER_HOUR, MAX_VERIFY_ATTEMPTS, ShortLock, ShortState, ShortStateError, phone_hash};
 pub use storage::CachedStorage;
 
-/// Everything the scale-out mode builds from one client: the three Redis-native ports and the short state.
+/// Everything the scale-out mode builds from one client: the Redis-native ports and the short state.
 /// The storage decorators need the inner ports as well, so they are built apart ([`CachedStorage::new`]).
 #[derive(Clone, Debug)]
 pub struct RedisPorts {
@@ -87,16 +103,24 @@ pub struct RedisPorts {
     pub idempotency: RedisIdempotency,
     pub presence: RedisPresence,
     pub short_state: ShortState,
+    pub bus: RedisBus,
+    pub nodes: RedisNodes,
+    pub control: RedisControl,
 }
 
 impl RedisPorts {
-    /// The Redis-native adapters of node `node_id` over one client.
+    /// The Redis-native adapters of node `node_id` over one client, the bus with [`BusConfig::default`]. Builds
+    /// without I/O and spawns nothing: the bus starts its tasks at its first `publish` or `subscribe`.
     pub fn new(client: &RedisClient, node_id: impl Into<String>) -> Self {
+        let node_id = node_id.into();
         Self {
             seq: RedisSeq::new(client.clone()),
             idempotency: RedisIdempotency::new(client.clone()),
-            presence: RedisPresence::new(client.clone(), node_id),
+            presence: RedisPresence::new(client.clone(), node_id.clone()),
             short_state: ShortState::new(client.clone()),
+            bus: RedisBus::new(client.clone(), node_id, BusConfig::default()),
+            nodes: RedisNodes::new(client.clone()),
+            control: RedisControl::new(client.clone()),
         }
     }
 }

@@ -1,12 +1,21 @@
 //! Group online members (§5.4): `topic:{topic}:online_members`, the per-node `topic:{topic}:node:{node_id}:
 //! online_members`, and `topic:{topic}:online_nodes`, the nodes a cross-node fanout must reach.
 //!
-//! These are inherent methods of [`RedisPresence`] rather than a port: only the multi-node fanout uses them,
-//! and their shape will settle with it. The caller (the node's hub) joins a user when the user's first local
-//! session attaches to the topic and leaves when the last one detaches; the sets hold users, not sessions.
+//! The one-topic methods are inherent to [`RedisPresence`]; the port's batch methods (`join_topics`,
+//! `leave_topics`, `heartbeat`) are built here as pipelines. The caller (the node's hub) joins a user when the
+//! user's first local session attaches to the topic and leaves when the last one detaches; the sets hold
+//! users, not sessions. The bus routes topic envelopes by these sets (see [`crate::RedisBus`]).
+//!
+//! A heartbeat refreshes the sets' TTLs and re-lists the node in `online_nodes`, but it cannot rebuild the
+//! content of a member set Redis lost (a flush, a failover): the service re-joins its users when their
+//! sessions subscribe again, and until then the bus broadcasts the topic or skips this node.
 
 use crate::presence::RedisPresence;
+use palaver_core::ports::SessionBeat;
 use palaver_core::{StoreResult, TenantId, UserId};
+
+/// The most commands in one heartbeat or leave pipeline, so one call never holds Redis for long.
+const CHUNK: usize = 500;
 
 /// KEYS: online members, this node's members, online nodes. ARGV: uid, node id, node-set head.
 /// A user leaves the topic-wide set only when no other live node still lists them.
@@ -32,6 +41,17 @@ for _, node in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   end
 end
 return live
+";
+
+/// KEYS: online members, this node's members, online nodes. ARGV: node id, ttl. Refreshes the three sets and
+/// lists this node again in the nodes set (healing one that was lost), but only while this node's member set
+/// exists: re-listing a node whose members are gone would make the bus route the topic to nobody instead of
+/// broadcasting. Answers 0 for such a topic, whose members the service restores when they attach again.
+pub(crate) const TOPIC_BEAT: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+redis.call('SADD', KEYS[3], ARGV[1])
+for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[2]) end
+return 1
 ";
 
 impl RedisPresence {
@@ -106,5 +126,95 @@ impl RedisPresence {
         let key = self.client.keys().topic_online_members(tenant, topic);
         let members: Vec<u64> = self.client.query(redis::cmd("SMEMBERS").arg(&key)).await?;
         Ok(members.into_iter().map(UserId).collect())
+    }
+
+    /// Joins `user` to every topic of `topics` on this node in one transaction.
+    pub(crate) async fn join_many(&self, tenant: TenantId, user: UserId, topics: &[String]) -> StoreResult<()> {
+        if topics.is_empty() {
+            return Ok(());
+        }
+        let keys = self.client.keys();
+        let ttl = self.client.config().presence_ttl_seconds;
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for topic in topics {
+            let all = keys.topic_online_members(tenant, topic);
+            let mine = keys.topic_node_online_members(tenant, topic, &self.node_id);
+            let nodes = keys.topic_online_nodes(tenant, topic);
+            pipe.cmd("SADD").arg(&all).arg(user.0).ignore();
+            pipe.cmd("SADD").arg(&mine).arg(user.0).ignore();
+            pipe.cmd("SADD").arg(&nodes).arg(&*self.node_id).ignore();
+            for key in [&all, &mine, &nodes] {
+                pipe.cmd("EXPIRE").arg(key).arg(ttl).ignore();
+            }
+        }
+        self.client.pipeline(&pipe).await
+    }
+
+    /// Leaves every topic of `topics` on this node, one `LEAVE` per topic in as few pipelines as [`CHUNK`]
+    /// allows. Each `LEAVE` is atomic by itself; repeating one is harmless.
+    pub(crate) async fn leave_many(&self, tenant: TenantId, user: UserId, topics: &[String]) -> StoreResult<()> {
+        let keys = self.client.keys();
+        for chunk in topics.chunks(CHUNK) {
+            let mut pipe = redis::pipe();
+            for topic in chunk {
+                pipe.cmd("EVALSHA")
+                    .arg(self.scripts.leave.get_hash())
+                    .arg(3)
+                    .arg(keys.topic_online_members(tenant, topic))
+                    .arg(keys.topic_node_online_members(tenant, topic, &self.node_id))
+                    .arg(keys.topic_online_nodes(tenant, topic))
+                    .arg(user.0)
+                    .arg(&*self.node_id)
+                    .arg(self.node_set_head(tenant, topic))
+                    .ignore();
+            }
+            self.client.script_pipeline::<()>(&[&self.scripts.leave], &pipe).await?;
+        }
+        Ok(())
+    }
+
+    /// The node heartbeat: `REFRESH` for every session and [`TOPIC_BEAT`] for every topic, in pipelines of at
+    /// most [`CHUNK`] calls. Sessions are refreshed with `now = -1`, which `REFRESH` never takes for a newer
+    /// activity, so `last_active_at` (and the `node_id` written with it) stays as the last real activity set.
+    pub(crate) async fn beat(&self, sessions: &[SessionBeat], topics: &[(TenantId, String)]) -> StoreResult<()> {
+        let keys = self.client.keys();
+        let ttl = self.ttl();
+        let scripts = [&self.scripts.refresh, &self.scripts.topic_beat];
+        for chunk in sessions.chunks(CHUNK) {
+            let mut pipe = redis::pipe();
+            for s in chunk {
+                pipe.cmd("EVALSHA")
+                    .arg(self.scripts.refresh.get_hash())
+                    .arg(2)
+                    .arg(keys.presence_user(s.tenant, s.user))
+                    .arg(keys.presence_user_sessions(s.tenant, s.user))
+                    .arg(self.member(&s.session))
+                    .arg(&*self.node_id)
+                    .arg(-1)
+                    .arg(ttl)
+                    .ignore();
+            }
+            self.client.script_pipeline::<()>(&scripts, &pipe).await?;
+        }
+        for chunk in topics.chunks(CHUNK) {
+            let mut pipe = redis::pipe();
+            for (tenant, topic) in chunk {
+                pipe.cmd("EVALSHA")
+                    .arg(self.scripts.topic_beat.get_hash())
+                    .arg(3)
+                    .arg(keys.topic_online_members(*tenant, topic))
+                    .arg(keys.topic_node_online_members(*tenant, topic, &self.node_id))
+                    .arg(keys.topic_online_nodes(*tenant, topic))
+                    .arg(&*self.node_id)
+                    .arg(ttl);
+            }
+            let kept: Vec<i64> = self.client.script_pipeline(&scripts, &pipe).await?;
+            let lost = kept.iter().filter(|k| **k == 0).count();
+            if lost > 0 {
+                tracing::debug!(lost, "heartbeat found topics whose member set on this node is gone");
+            }
+        }
+        Ok(())
     }
 }

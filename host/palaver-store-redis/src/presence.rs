@@ -92,11 +92,12 @@ pub struct RedisPresence {
 /// The presence scripts, loaded once per adapter; a `Script` holds only its source and SHA.
 pub(crate) struct Scripts {
     online: Script,
-    refresh: Script,
+    pub(crate) refresh: Script,
     offline: Script,
     get: Script,
     pub(crate) leave: Script,
     pub(crate) live_nodes: Script,
+    pub(crate) topic_beat: Script,
 }
 
 impl std::fmt::Debug for RedisPresence {
@@ -117,6 +118,7 @@ impl RedisPresence {
             get: with_clock(GET),
             leave: Script::new(crate::online::LEAVE),
             live_nodes: Script::new(crate::online::LIVE_NODES),
+            topic_beat: Script::new(crate::online::TOPIC_BEAT),
         };
         Self { client, node_id: Arc::from(node_id.into()), scripts: Arc::new(scripts) }
     }
@@ -126,11 +128,11 @@ impl RedisPresence {
         &self.node_id
     }
 
-    fn member(&self, session: &str) -> String {
+    pub(crate) fn member(&self, session: &str) -> String {
         format!("{}|{session}", self.node_id)
     }
 
-    fn ttl(&self) -> u64 {
+    pub(crate) fn ttl(&self) -> u64 {
         self.client.config().presence_ttl_seconds
     }
 
@@ -236,26 +238,17 @@ impl PresenceStore for RedisPresence {
     }
 
     async fn join_topics(&self, tenant: TenantId, user: UserId, topics: &[String]) -> StoreResult<()> {
-        for topic in topics {
-            self.join_topic(tenant, topic, user).await?;
-        }
-        Ok(())
+        let span = tracing::debug_span!("redis.join_topics", tenant = tenant.0, user = user.0, topics = topics.len());
+        self.join_many(tenant, user, topics).instrument(span).await
     }
 
     async fn leave_topics(&self, tenant: TenantId, user: UserId, topics: &[String]) -> StoreResult<()> {
-        for topic in topics {
-            self.leave_topic(tenant, topic, user).await?;
-        }
-        Ok(())
+        let span = tracing::debug_span!("redis.leave_topics", tenant = tenant.0, user = user.0, topics = topics.len());
+        self.leave_many(tenant, user, topics).instrument(span).await
     }
 
     async fn heartbeat(&self, sessions: &[SessionBeat], topics: &[(TenantId, String)]) -> StoreResult<()> {
-        for s in sessions {
-            self.refresh(s.tenant, s.user, &s.session, 0).await?;
-        }
-        for (tenant, topic) in topics {
-            self.refresh_topic(*tenant, topic).await?;
-        }
-        Ok(())
+        let span = tracing::debug_span!("redis.heartbeat", sessions = sessions.len(), topics = topics.len());
+        self.beat(sessions, topics).instrument(span).await
     }
 }

@@ -8,10 +8,15 @@
 
 #![allow(dead_code)]
 
+mod bus;
+mod bus_faults;
 mod cache;
+mod control;
 mod hot;
 mod keys;
+mod nodes;
 mod presence;
+mod presence_batch;
 mod semantics;
 mod seq;
 mod short_state;
