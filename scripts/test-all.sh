@@ -44,21 +44,33 @@ moderation_dir="$PWD/target/plugins/deploy"
   PALAVER_BIN="$PWD/../../target/debug/palaver" PALAVER_PLUGINS__DIR="$moderation_dir" E2E_MODERATION=1 npm test
 )
 
-step "end-to-end: tinode-sdk against target/debug/palaver on MariaDB + Redis"
+step "end-to-end: tinode-sdk against two target/debug/palaver nodes sharing MariaDB + Redis"
 scaleout_dir=$(mktemp -d)
 control_db="palaver_e2e_$(date +%s)"
-PALAVER_SERVER__LISTEN=127.0.0.1:16061 PALAVER_STORE__URL="mysql://palaver:palaver@127.0.0.1:3306/$control_db" \
-  PALAVER_STORE_CONFIG__REDIS='{ addr = "127.0.0.1:6379", key_prefix = "im_e2e" }' \
-  target/debug/palaver serve --config deploy/scaleout.toml --data-dir "$scaleout_dir" >"$scaleout_dir/server.log" 2>&1 &
-scaleout_pid=$!
-trap 'kill "$scaleout_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 1 60); do
-  curl -fs http://127.0.0.1:16061/readyz >/dev/null 2>&1 && break
-  kill -0 "$scaleout_pid" 2>/dev/null || { cat "$scaleout_dir/server.log"; exit 1; }
-  sleep 1
+# Every node of a cluster must share the token key, or a token minted on one node fails on the other.
+token_key=$(head -c 32 /dev/urandom | base64 -w0)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+for node in 1 2; do
+  mkdir -p "$scaleout_dir/n$node"
+  PALAVER_SERVER__LISTEN="127.0.0.1:1606$node" PALAVER_STORE__URL="mysql://palaver:palaver@127.0.0.1:3306/$control_db" \
+    PALAVER_STORE_CONFIG__REDIS='{ addr = "127.0.0.1:6379", key_prefix = "im_e2e" }' PALAVER_AUTH__TOKEN_KEY="$token_key" \
+    PALAVER_SERVER__HEARTBEAT_MS=1000 \
+    target/debug/palaver serve --config deploy/scaleout.toml --node-id "e2e-$node" --data-dir "$scaleout_dir/n$node" \
+    >"$scaleout_dir/n$node.log" 2>&1 &
+  pids+=($!)
+  # The first node creates the control database and migrates it; the second starts once that is done.
+  for _ in $(seq 1 60); do
+    curl -fs "http://127.0.0.1:1606$node/readyz" >/dev/null 2>&1 && break
+    kill -0 "${pids[-1]}" 2>/dev/null || { cat "$scaleout_dir/n$node.log"; exit 1; }
+    sleep 1
+  done
 done
-(cd tests/e2e && PALAVER_URL=127.0.0.1:16061 npm test) || { tail -50 "$scaleout_dir/server.log"; exit 1; }
-kill "$scaleout_pid" && wait "$scaleout_pid" 2>/dev/null || true
+show_logs() { tail -40 "$scaleout_dir/n1.log"; tail -40 "$scaleout_dir/n2.log"; }
+(cd tests/e2e && PALAVER_URL=127.0.0.1:16061 npm test) || { show_logs; exit 1; }
+(cd tests/e2e && PALAVER_URLS=127.0.0.1:16061,127.0.0.1:16062 node --test --test-concurrency=1 \
+  --test-timeout=240000 --test-force-exit test/multinode.test.js) || { show_logs; exit 1; }
+kill "${pids[@]}" && wait "${pids[@]}" 2>/dev/null || true
 trap - EXIT
 
 step "all tests passed"

@@ -49,19 +49,27 @@ pub(crate) struct FanoutArgs {
     /// Client read buffer per member socket in bytes.
     #[arg(long, default_value_t = 16 * 1024)]
     pub(crate) read_buffer: usize,
+    /// Servers to spawn (with `--spawn` and a scale-out `--config` they share); members are spread round-robin
+    /// over them and the publisher is on the first.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) nodes: usize,
+    /// A Redis to read `total_commands_processed` from, to print Redis commands per delivered message.
+    #[arg(long)]
+    pub(crate) redis_addr: Option<std::net::SocketAddr>,
 }
 
 /// Sets up the group, runs the requested load and prints the figures.
 pub(crate) async fn run(args: FanoutArgs) -> Result<()> {
     crate::raise_nofile(args.members as u64 + 256);
-    let target = Target::open(&args.target).await?;
+    let targets = Target::open_nodes(&args.target, args.nodes).await?;
     println!(
-        "fanout: 1 publisher + {} members in one group; client and server share this 2-core machine, so the \
-         figures are a ceiling for the whole box, not for the server alone",
-        args.members
+        "fanout: 1 publisher + {} members in one group on {} node(s); client and server share this 2-core \
+         machine, so the figures are a ceiling for the whole box, not for the server alone",
+        args.members,
+        targets.len()
     );
     let setup_start = Instant::now();
-    let (mut publisher, topic, sockets) = setup(&target, &args).await?;
+    let (mut publisher, topic, sockets) = setup(&targets, &args).await?;
     let setup_secs = setup_start.elapsed().as_secs_f64();
     let joined = sockets.len();
     println!(
@@ -78,13 +86,13 @@ pub(crate) async fn run(args: FanoutArgs) -> Result<()> {
     let ctx = RunCtx { args: &args, topic: &topic, setup_secs };
 
     if args.find_max {
-        let max = ctx.run_once(&target, &mut publisher, &mut sets, 1, 0.0).await?;
+        let max = ctx.run_once(&targets, &mut publisher, &mut sets, 1, 0.0).await?;
         let half_rate = (max.msg_per_s / 2.0).max(1.0);
         println!(
             "find-max: maximum {:.0} deliveries/s; running again at half: {half_rate:.1} msg/s",
             max.deliveries_per_s
         );
-        let half = ctx.run_once(&target, &mut publisher, &mut sets, 2, half_rate).await?;
+        let half = ctx.run_once(&targets, &mut publisher, &mut sets, 2, half_rate).await?;
         let throughput_ok = max.deliveries_per_s >= TARGET_DELIVERIES_PER_S;
         let latency_ok = half.p99_ms <= TARGET_P99_MS;
         println!(
@@ -96,25 +104,28 @@ pub(crate) async fn run(args: FanoutArgs) -> Result<()> {
             if latency_ok { "meets" } else { "MISSES" }
         );
     } else {
-        ctx.run_once(&target, &mut publisher, &mut sets, 1, args.rate).await?;
+        ctx.run_once(&targets, &mut publisher, &mut sets, 1, args.rate).await?;
     }
     drop(sets);
-    target.finish();
+    for target in targets {
+        target.finish();
+    }
     Ok(())
 }
 
 /// Creates the publisher and the group, then signs up and subscribes the members.
 ///
 /// Every finished session is parked until all have joined, so none is dropped for not answering pings.
-async fn setup(target: &Target, args: &FanoutArgs) -> Result<(Conn, String, Vec<Ws>)> {
+async fn setup(targets: &[Target], args: &FanoutArgs) -> Result<(Conn, String, Vec<Ws>)> {
     let tag = crate::run_tag();
-    let (publisher, topic) = setup_publisher(target, &tag).await?;
+    let (publisher, topic) = setup_publisher(&targets[0], &tag).await?;
     println!("publisher {} created {topic}", publisher.user);
     let parking = Parking::new();
     let parked_publisher = parking.park(publisher);
     let results = client::bounded("members joined", args.members, args.setup_concurrency, |i| {
         let (parking, topic) = (&parking, topic.as_str());
         let login = format!("b{tag}m{i}");
+        let target = &targets[i % targets.len()];
         async move { Ok(parking.park(join_member(target, args.read_buffer, login, topic).await?)) }
     })
     .await;

@@ -32,7 +32,7 @@ impl RunCtx<'_> {
     /// Publishes one run while the readers count deliveries, then prints and returns the figures.
     pub(crate) async fn run_once(
         &self,
-        target: &Target,
+        targets: &[Target],
         publisher: &mut Conn,
         sets: &mut Vec<MemberSet>,
         run: u32,
@@ -46,8 +46,12 @@ impl RunCtx<'_> {
             .drain(..)
             .map(|set| tokio::spawn(members::read_run(set, run, args.messages, progress.clone(), stop_rx.clone())))
             .collect();
-        let server_cpu = target.cpu_secs();
+        let server_cpu = total_cpu(targets);
         let client_cpu = own_cpu_secs();
+        let redis_before = match self.args.redis_addr {
+            Some(addr) => redis_commands(addr).await.ok(),
+            None => None,
+        };
 
         let plan = Plan {
             topic: self.topic,
@@ -75,8 +79,21 @@ impl RunCtx<'_> {
             sets.push(set);
             tally.merge(part);
         }
-        let server_cpu = target.cpu_secs().zip(server_cpu).map(|(after, before)| after - before);
+        let server_cpu = total_cpu(targets).zip(server_cpu).map(|(after, before)| after - before);
         let client_cpu = own_cpu_secs() - client_cpu;
+        let redis_delta = match (self.args.redis_addr, redis_before) {
+            // The INFO call itself counts one command; it is negligible next to a run's thousands.
+            (Some(addr), Some(before)) => redis_commands(addr).await.ok().map(|after| after.saturating_sub(before)),
+            _ => None,
+        };
+        let unique = tally.received - tally.duplicates;
+        if let Some(commands) = redis_delta {
+            println!(
+                "  redis: {commands} commands for {unique} deliveries = {:.4} per delivery, {:.2} per message",
+                commands as f64 / unique.max(1) as f64,
+                commands as f64 / outcome.sent.max(1) as f64
+            );
+        }
         Ok(self.report(run, rate, members, &mut outcome, &mut tally, server_cpu, client_cpu))
     }
 
@@ -176,5 +193,31 @@ impl RunCtx<'_> {
         }
         println!("{out}");
         RunResult { deliveries_per_s, msg_per_s, p99_ms: latency.p99_ms }
+    }
+}
+
+/// CPU seconds of every server, when all their PIDs are known.
+fn total_cpu(targets: &[Target]) -> Option<f64> {
+    targets.iter().map(Target::cpu_secs).sum()
+}
+
+/// Redis's `total_commands_processed`, read with a raw `INFO stats` so the tool needs no Redis client.
+async fn redis_commands(addr: std::net::SocketAddr) -> Result<u64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.context("connecting to Redis")?;
+    tcp.write_all(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n").await?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut len = 0;
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(2), tcp.read(&mut buf[len..])).await??;
+        len += n;
+        let text = String::from_utf8_lossy(&buf[..len]);
+        // Only a line that has arrived whole: a read may end in the middle of the number.
+        if let Some(rest) = text.split("total_commands_processed:").nth(1)
+            && let Some((v, _)) = rest.split_once("\r\n")
+        {
+            return v.trim().parse().context("parsing total_commands_processed");
+        }
+        anyhow::ensure!(n > 0 && len < buf.len(), "no total_commands_processed in INFO stats");
     }
 }

@@ -69,6 +69,24 @@ impl Drop for Spawned {
 impl Target {
     /// Starts or locates the server and waits until it is ready.
     pub(crate) async fn open(args: &TargetArgs) -> Result<Target> {
+        Self::open_node(args, None).await
+    }
+
+    /// Starts `nodes` servers (`--node-id bench0`, `bench1`, …) with the same arguments, which must point them at
+    /// shared storage (a scale-out `--config`), or locates the one given by `--addr`.
+    pub(crate) async fn open_nodes(args: &TargetArgs, nodes: usize) -> Result<Vec<Target>> {
+        if nodes <= 1 {
+            return Ok(vec![Self::open(args).await?]);
+        }
+        ensure!(args.spawn.is_some(), "--nodes above 1 needs --spawn");
+        let mut all = Vec::with_capacity(nodes);
+        for i in 0..nodes {
+            all.push(Self::open_node(args, Some(i)).await?);
+        }
+        Ok(all)
+    }
+
+    async fn open_node(args: &TargetArgs, node: Option<usize>) -> Result<Target> {
         let Some(path) = &args.spawn else {
             ensure!(
                 args.addr.ip().is_loopback(),
@@ -89,6 +107,7 @@ impl Target {
             .arg("--data-dir")
             .arg(dir.path())
             .args(&args.server_args)
+            .args(node.map(|i| vec!["--node-id".to_owned(), format!("bench{i}")]).unwrap_or_default())
             .envs(args.server_env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(out)
