@@ -3,6 +3,7 @@
 
 use crate::Shared;
 use crate::http::{Body, json};
+use crate::users;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
@@ -67,7 +68,56 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
                 _ => reply(StatusCode::BAD_REQUEST, j!({ "code": 400, "message": "the body must be a JSON object" })),
             }
         }
+        (Method::POST, ["tenants", tenant, "users", user, action]) => {
+            let (tenant, user, action) = (tenant.to_string(), user.to_string(), action.to_string());
+            let body = match read_object(req).await {
+                Ok(b) => b,
+                Err(resp) => return resp,
+            };
+            users::handle(&shared.service, &tenant, &user, &action, &body).await
+        }
         _ => reply(StatusCode::NOT_FOUND, j!({ "code": 404, "message": "no such admin endpoint" })),
+    }
+}
+
+/// Reads a small JSON object body; an empty body is `{}`.
+async fn read_object(req: Request<Incoming>) -> Result<Value, Response<Body>> {
+    let body = match http_body_util::Limited::new(req.into_body(), 64 * 1024).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Err(reply(StatusCode::PAYLOAD_TOO_LARGE, j!({ "code": 413, "message": "body too large" }))),
+    };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(j!({}));
+    }
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(v) if v.is_object() => Ok(v),
+        _ => Err(reply(StatusCode::BAD_REQUEST, j!({ "code": 400, "message": "the body must be a JSON object" }))),
+    }
+}
+
+/// The admin API of a node without plugins: the plugin endpoints answer that there are none.
+#[derive(Debug, Default)]
+pub struct NoPlugins;
+
+#[async_trait::async_trait]
+impl Admin for NoPlugins {
+    fn plugins(&self) -> Value {
+        j!({ "plugins": [] })
+    }
+    async fn rescan(&self) -> Value {
+        j!({ "plugins": [] })
+    }
+    async fn reload(&self, _name: &str) -> Result<Value, String> {
+        Err("no plugins on this node".into())
+    }
+    async fn rollback(&self, _name: &str) -> Result<Value, String> {
+        Err("no plugins on this node".into())
+    }
+    fn tenant_plugin(&self, _tenant: u64, _name: &str) -> Result<Value, String> {
+        Err("no plugins on this node".into())
+    }
+    fn set_tenant_plugin(&self, _tenant: u64, _name: &str, _change: &Value) -> Result<Value, String> {
+        Err("no plugins on this node".into())
     }
 }
 
@@ -78,7 +128,7 @@ fn outcome(result: Result<Value, String>) -> Response<Body> {
     }
 }
 
-fn reply(status: StatusCode, body: Value) -> Response<Body> {
+pub(crate) fn reply(status: StatusCode, body: Value) -> Response<Body> {
     json(status, Bytes::from(body.to_string()))
 }
 

@@ -9,9 +9,10 @@ pub mod apikey;
 mod http;
 mod limits;
 mod longpoll;
+mod users;
 mod ws;
 
-pub use admin::Admin;
+pub use admin::{Admin, NoPlugins};
 use apikey::TenantResolver;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;

@@ -33,10 +33,13 @@ pub struct ServerConfig {
     pub listen: String,
     /// The data directory: the SQLite database and the generated token key live here.
     pub data_dir: PathBuf,
-    /// This node's id.
+    /// This node's id, unique among live nodes. Empty: `IM_NODE_ID`, else `HOSTNAME`, else `local`.
     pub node_id: String,
     /// How long draining waits for sessions to flush their last frames, in milliseconds.
     pub drain_grace_ms: u64,
+    /// With Redis: how often the node renews its id claim, refreshes the presence of its sessions and checks
+    /// them against session-control versions (so a control lost on the bus takes effect within this time).
+    pub heartbeat_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -44,8 +47,9 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: "127.0.0.1:6060".into(),
             data_dir: PathBuf::from("./data"),
-            node_id: "local".into(),
+            node_id: String::new(),
             drain_grace_ms: 1500,
+            heartbeat_ms: 10_000,
         }
     }
 }
@@ -139,6 +143,8 @@ pub struct AuthConfig {
     pub argon2_memory_kib: u32,
     /// Argon2id passes.
     pub argon2_iterations: u32,
+    /// A new login with the same platform (`platf` in `{hi}`) closes the user's older sessions of it.
+    pub evict_same_platform: bool,
 }
 
 impl Default for AuthConfig {
@@ -148,6 +154,7 @@ impl Default for AuthConfig {
             token_ttl_seconds: 14 * 24 * 3600,
             argon2_memory_kib: 19_456,
             argon2_iterations: 2,
+            evict_same_platform: false,
         }
     }
 }
@@ -321,6 +328,9 @@ impl Config {
         if let Some(n) = &cli.node_id {
             cfg.server.node_id = n.clone();
         }
+        if cfg.server.node_id.is_empty() {
+            cfg.server.node_id = default_node_id(|k| std::env::var(k).ok());
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -331,8 +341,12 @@ impl Config {
         if self.server.listen.parse::<SocketAddr>().is_err() {
             return bad(format!("server.listen {:?} is not an address like 127.0.0.1:6060", self.server.listen));
         }
-        if self.server.node_id.is_empty() || self.server.node_id.len() > 64 {
-            return bad("server.node_id must be 1–64 characters".into());
+        let id_ok = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+        if self.server.node_id.is_empty() || self.server.node_id.len() > 64 || !self.server.node_id.chars().all(id_ok) {
+            return bad("server.node_id must be 1–64 letters, digits or -_.".into());
+        }
+        if self.server.heartbeat_ms < 100 {
+            return bad("server.heartbeat_ms must be at least 100".into());
         }
         if self.store.kind == StoreKind::Mysql && !self.store.url.starts_with("mysql://") {
             return bad("store.url must be a mysql:// URL when store.kind = \"mysql\"".into());
@@ -417,6 +431,16 @@ fn redact_url(url: &str) -> String {
     format!("{scheme}://{user}:<redacted>@{host}")
 }
 
+/// The node id when none is configured (seed 002 §1.1): `IM_NODE_ID`, else `HOSTNAME`, else `local`.
+pub fn default_node_id(env: impl Fn(&str) -> Option<String>) -> String {
+    ["IM_NODE_ID", "HOSTNAME"]
+        .iter()
+        .filter_map(|k| env(k))
+        .map(|v| v.trim().to_owned())
+        .find(|v| !v.is_empty())
+        .unwrap_or_else(|| "local".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,5 +506,15 @@ mod tests {
         assert!(Config::load(None, Vec::new(), &CliOverrides::default()).unwrap().store_config.redis.is_none());
         let e = Config::load(None, vec![("PALAVER_STORE__KIND".into(), "mysql".into())], &CliOverrides::default());
         assert!(e.unwrap_err().to_string().contains("store.url"));
+    }
+
+    #[test]
+    fn node_id_falls_back_from_im_node_id_to_hostname_to_local() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        assert_eq!(default_node_id(env(&[("IM_NODE_ID", "im-1"), ("HOSTNAME", "host")])), "im-1");
+        assert_eq!(default_node_id(env(&[("IM_NODE_ID", " "), ("HOSTNAME", "host")])), "host");
+        assert_eq!(default_node_id(env(&[])), "local");
     }
 }

@@ -1,6 +1,7 @@
 //! The composition root: the only place that names every adapter. It opens the store, builds the service and
 //! the gateway, and runs the node until SIGTERM or SIGINT, then drains.
 
+use crate::cluster::{Cluster, Heartbeat, claim_node_id};
 use crate::config::Config;
 use crate::config::StoreKind;
 use crate::plugins::Plugins;
@@ -46,6 +47,7 @@ pub struct Node {
     serving: tokio::task::JoinHandle<std::io::Result<()>>,
     grace: Duration,
     plugins: Option<Arc<Plugins>>,
+    heartbeat: Option<Heartbeat>,
 }
 
 impl Node {
@@ -66,6 +68,9 @@ impl Node {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.serving.abort();
+        if let Some(h) = self.heartbeat {
+            h.stop().await;
+        }
         self.backend.close().await;
         tracing::info!("stopped");
     }
@@ -94,15 +99,28 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
 }
 
 /// Starts a node and returns once it is listening.
-pub async fn start(cfg: Config) -> anyhow::Result<Node> {
+pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
+    if cfg.server.node_id.is_empty() {
+        cfg.server.node_id = crate::config::default_node_id(|k| std::env::var(k).ok());
+    }
     std::fs::create_dir_all(&cfg.server.data_dir)
         .with_context(|| format!("creating the data directory {}", cfg.server.data_dir.display()))?;
     let salt = decode_salt(&cfg.api.key_salt)?;
     let (storage, tenants, backend) = open_storage(&cfg, salt).await?;
-    let mut ports = with_shared_state(&cfg, storage)?;
+    let (mut ports, cluster) = with_shared_state(&cfg, storage)?;
+    let claim = match &cluster {
+        Some(c) => Some(claim_node_id(&cfg, c.nodes.as_ref()).await?),
+        None => None,
+    };
     let plugins = Plugins::start(&cfg, ports.users.clone(), ports.topics.clone(), ports.subs.clone()).await?;
     if let Some(p) = &plugins {
         ports.hooks = p.hook();
+    }
+    if cluster.is_some() && cfg.auth.token_key.is_empty() {
+        tracing::warn!(
+            "auth.token_key is not set: this node signs tokens with a key of its own, which other nodes reject; \
+             give every node of the cluster the same auth.token_key"
+        );
     }
     let signer = TokenSigner::new(token_key(&cfg)?);
     let service = Service::new(ports, service_config(&cfg), signer);
@@ -110,9 +128,13 @@ pub async fn start(cfg: Config) -> anyhow::Result<Node> {
     if let Some(p) = &plugins {
         p.effects.bind(service.clone());
     }
+    // The admin API exists whenever a token is configured; without plugins its plugin endpoints say so.
     let admin = match (&plugins, cfg.admin.token.is_empty()) {
+        (_, true) => None,
         (Some(p), false) => Some((p.clone() as Arc<dyn palaver_gateway::Admin>, cfg.admin.token.clone())),
-        _ => None,
+        (None, false) => {
+            Some((Arc::new(palaver_gateway::NoPlugins) as Arc<dyn palaver_gateway::Admin>, cfg.admin.token.clone()))
+        }
     };
     let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants, admin);
     let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
@@ -126,7 +148,11 @@ pub async fn start(cfg: Config) -> anyhow::Result<Node> {
         async move { gateway.serve(listener).await }
     });
     let grace = Duration::from_millis(cfg.server.drain_grace_ms);
-    Ok(Node { addr, gateway, service, backend, serving, grace, plugins })
+    let heartbeat = match (cluster, claim) {
+        (Some(c), Some(claim)) => Some(Heartbeat::start(c, claim, service.clone(), &cfg)),
+        _ => None,
+    };
+    Ok(Node { addr, gateway, service, backend, serving, grace, plugins, heartbeat })
 }
 
 /// The four storage ports, seen as one value before Redis decorates them.
@@ -170,9 +196,9 @@ const TENANT_CACHE_SECONDS: u64 = 60;
 
 /// Adds seq, idempotency, presence and the bus: Redis-backed (with the storage decorated by its caches) when
 /// `[store_config.redis]` is set, in-process otherwise, which keeps the node's single-node behaviour.
-fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<Ports> {
+fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, Option<Cluster>)> {
     let Some(redis) = &cfg.store_config.redis else {
-        return Ok(Ports {
+        let ports = Ports {
             users: storage.users,
             topics: storage.topics,
             subs: storage.subs,
@@ -182,8 +208,10 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<Ports> {
             presence: Arc::new(MemoryPresence::new()),
             bus: Arc::new(MemoryBus::new()),
             control: Arc::new(MemoryControl::default()),
+            topic_carrier: None,
             hooks: Arc::new(NoHooks),
-        });
+        };
+        return Ok((ports, None));
     };
     let client = RedisClient::connect(redis.clone()).context("configuring Redis")?;
     let shared = RedisPorts::new(&client, cfg.server.node_id.clone());
@@ -193,7 +221,8 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<Ports> {
         Duration::from_secs(HOT_RECHECK_SECONDS),
     );
     let cached = CachedStorage::new(client, storage.users, storage.topics, storage.subs, storage.messages, policy);
-    Ok(Ports {
+    let cluster = Cluster { nodes: Arc::new(shared.nodes), bus: shared.bus.clone() };
+    let ports = Ports {
         users: Arc::new(cached.users),
         topics: Arc::new(cached.topics),
         subs: Arc::new(cached.subs),
@@ -201,10 +230,12 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<Ports> {
         seq: Arc::new(shared.seq),
         idempotency: Arc::new(shared.idempotency),
         presence: Arc::new(shared.presence),
-        bus: Arc::new(MemoryBus::new()),
-        control: Arc::new(MemoryControl::default()),
+        bus: Arc::new(shared.bus),
+        control: Arc::new(shared.control),
+        topic_carrier: None,
         hooks: Arc::new(NoHooks),
-    })
+    };
+    Ok((ports, Some(cluster)))
 }
 
 /// How often a group's member count is re-read to decide whether its messages stay hot in Redis.
@@ -279,6 +310,7 @@ fn service_config(cfg: &Config) -> ServiceConfig {
         max_message_size: cfg.limits.max_message_size,
         max_subscriber_count: cfg.limits.max_subscriber_count,
         session_queue: cfg.limits.session_queue,
+        evict_same_platform: cfg.auth.evict_same_platform,
         ..ServiceConfig::default()
     }
 }

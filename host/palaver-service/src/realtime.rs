@@ -178,7 +178,12 @@ impl Inner {
             occurred_at: crate::now_millis(),
             payload,
         };
-        let ok = self.ports.bus.publish(envelope).is_ok();
+        // One carrier per event, never both: a topic-master cluster orders its topics' events itself.
+        let ok = match &self.ports.topic_carrier {
+            Some(carrier) if matches!(kind, EventKind::Message | EventKind::TopicEvent) => carrier.carry(envelope),
+            _ => self.ports.bus.publish(envelope),
+        }
+        .is_ok();
         self.metrics.bus_published(kind.as_str(), ok);
     }
 }

@@ -118,3 +118,13 @@ pub trait RealtimeBus: Send + Sync {
     /// the service then skips encoding envelopes at all.
     fn is_shared(&self) -> bool;
 }
+
+/// Who carries topic events (messages and topic changes) between nodes: the seam for a native Topic-master
+/// cluster (seed 003). Standalone mode has none and the realtime bus carries everything. A cluster mode would
+/// implement this to send a topic's events through the topic's master node, which orders them; user events,
+/// presence and session control stay on the realtime bus. An event is carried by exactly one of the two, never
+/// both, so that no session receives it twice (seed 003 §8).
+pub trait TopicCarrier: Send + Sync {
+    /// Carries a topic event (kind `Message` or `TopicEvent`) to the nodes that need it.
+    fn carry(&self, envelope: Envelope) -> Result<(), BusError>;
+}

@@ -16,7 +16,7 @@ mod tenants;
 mod topics;
 mod users;
 
-pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus};
+pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus, TopicCarrier};
 pub use control::{ControlScope, ControlVersions, SessionControlStore};
 pub use hooks::{NoHooks, PublishContext, PublishHook, PublishVerdict};
 pub use idempotency::IdempotencyStore;
@@ -43,5 +43,7 @@ pub struct Ports {
     pub presence: Arc<dyn PresenceStore>,
     pub bus: Arc<dyn RealtimeBus>,
     pub control: Arc<dyn SessionControlStore>,
+    /// Carries topic events instead of the bus in a native-cluster mode; `None` in standalone mode.
+    pub topic_carrier: Option<Arc<dyn TopicCarrier>>,
     pub hooks: Arc<dyn PublishHook>,
 }

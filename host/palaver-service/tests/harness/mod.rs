@@ -35,6 +35,7 @@ pub fn service_with_hooks(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -
         presence: Arc::new(MemoryPresence::new()),
         bus: Arc::new(MemoryBus::new()),
         control: Arc::new(MemoryControl::default()),
+        topic_carrier: None,
         hooks,
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
@@ -71,12 +72,34 @@ pub fn cluster_parts(n: usize, tweak: impl Fn(&mut ServiceConfig)) -> (Vec<Servi
                 presence: presence.clone(),
                 bus: Arc::new(hub.connect(cfg.node_id.clone())),
                 control: control.clone(),
+                topic_carrier: None,
                 hooks: Arc::new(NoHooks),
             };
             Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
         })
         .collect();
     (nodes, control)
+}
+
+/// One node on `bus`, with an optional topic carrier (the native-cluster seam).
+pub fn service_on(bus: MemoryBus, carrier: Option<Arc<dyn palaver_core::ports::TopicCarrier>>) -> Service {
+    let store = Arc::new(MemoryStore::new());
+    let mut cfg = ServiceConfig { node_id: bus.node_id().to_owned(), ..ServiceConfig::default() };
+    cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
+    let ports = Ports {
+        users: store.clone(),
+        topics: store.clone(),
+        subs: store.clone(),
+        messages: store,
+        seq: Arc::new(MemorySeq::new()),
+        idempotency: Arc::new(MemoryIdempotency::default()),
+        presence: Arc::new(MemoryPresence::new()),
+        bus: Arc::new(bus),
+        control: Arc::new(MemoryControl::default()),
+        topic_carrier: carrier,
+        hooks: Arc::new(NoHooks),
+    };
+    Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
 }
 
 pub struct Client {
