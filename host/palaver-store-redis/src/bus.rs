@@ -10,7 +10,8 @@
 //! | --- | --- | --- |
 //! | `Topic(t)` | `topic:{t}:online_nodes`, each node's `…:node:{n}:online_members` | every live node but the source; the broadcast channel if the nodes set does not exist (flushed, never joined) |
 //! | `User(u)`, `Device{u,…}` | `presence:user:{u}:sessions` | every node with a live session but the source; nobody if the user has none |
-//! | `Users(…)` | nothing | the broadcast channel of the kind |
+//! | `Users(…)`, up to 16 | each user's `presence:user:{uid}:sessions` | every node with a live session of one of them, but the source |
+//! | `Users(…)`, longer | nothing | the broadcast channel of the kind |
 //! | `Session{node,…}` | nothing | that node's channel; not sent at all when it is the source |
 //!
 //! A user without a sessions key is offline everywhere as far as Redis knows; the envelope goes nowhere, and
@@ -33,7 +34,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// KEYS[1]: the topic's online nodes (`topic`) or the user's sessions (`user`); none otherwise.
+/// KEYS: the topic's online nodes (`topic`), or the session sets of each addressed user (`user`); none otherwise.
 /// ARGV: mode, message, source node, broadcast channel, node-channel head, then the topic's node-set head
 /// (`topic`), the presence TTL in seconds (`user`) or the target node (`node`). Answers the PUBLISH count.
 pub(crate) const ROUTE: &str = r"
@@ -54,12 +55,14 @@ end
 local t = redis.call('TIME')
 local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local seen = {}
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (clock - tonumber(ARGV[6]) * 1000), '+inf')) do
-  local node = string.match(m, '^(.-)|')
-  if node and node ~= source and not seen[node] then
-    seen[node] = true
-    redis.call('PUBLISH', head .. node, msg)
-    sent = sent + 1
+for _, key in ipairs(KEYS) do
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', key, '(' .. (clock - tonumber(ARGV[6]) * 1000), '+inf')) do
+    local node = string.match(m, '^(.-)|')
+    if node and node ~= source and not seen[node] then
+      seen[node] = true
+      redis.call('PUBLISH', head .. node, msg)
+      sent = sent + 1
+    end
   end
 end
 return sent
@@ -215,10 +218,14 @@ impl RealtimeBus for RedisBus {
     }
 }
 
+/// The longest user list routed by presence; longer ones are broadcast.
+const ROUTED_USERS_MAX: usize = 16;
+
 /// Where one envelope goes, decided before the script decides which nodes.
 enum Route {
     Topic(String),
-    User(palaver_core::UserId),
+    /// One user, or a short list of users (a P2P message's two parties), routed by their presence sessions.
+    Users(Vec<palaver_core::UserId>),
     Broadcast,
     Node(String),
     /// A session on the source node: no other node needs it.
@@ -228,7 +235,9 @@ enum Route {
 fn route(envelope: &Envelope) -> Route {
     match &envelope.target {
         BusTarget::Topic(topic) => Route::Topic(topic.clone()),
-        BusTarget::User(user) | BusTarget::Device { user, .. } => Route::User(*user),
+        BusTarget::User(user) | BusTarget::Device { user, .. } => Route::Users(vec![*user]),
+        // A long list (a user's contacts) costs one broadcast rather than a presence read per user.
+        BusTarget::Users(users) if users.len() <= ROUTED_USERS_MAX => Route::Users(users.clone()),
         BusTarget::Users(_) => Route::Broadcast,
         BusTarget::Session { node_id, .. } if *node_id == envelope.source_node => Route::Nowhere,
         BusTarget::Session { node_id, .. } => Route::Node(node_id.clone()),
@@ -272,20 +281,23 @@ impl Publisher {
                 }
             };
             let t = envelope.tenant;
-            let (mode, key, extra) = match route(envelope) {
+            let (mode, route_keys, extra) = match route(envelope) {
                 Route::Topic(topic) => {
-                    ("topic", Some(keys.topic_online_nodes(t, &topic)), keys.topic_node_head(t, &topic))
+                    ("topic", vec![keys.topic_online_nodes(t, &topic)], keys.topic_node_head(t, &topic))
                 }
-                Route::User(user) => ("user", Some(keys.presence_user_sessions(t, user)), ttl.to_string()),
-                Route::Broadcast => ("broadcast", None, String::new()),
-                Route::Node(node) => ("node", None, node),
+                Route::Users(users) => {
+                    let sets = users.iter().map(|u| keys.presence_user_sessions(t, *u)).collect();
+                    ("user", sets, ttl.to_string())
+                }
+                Route::Broadcast => ("broadcast", Vec::new(), String::new()),
+                Route::Node(node) => ("node", Vec::new(), node),
                 Route::Nowhere => {
                     unsent += 1;
                     continue;
                 }
             };
-            let cmd = pipe.cmd("EVALSHA").arg(self.script.get_hash()).arg(usize::from(key.is_some()));
-            if let Some(key) = key {
+            let cmd = pipe.cmd("EVALSHA").arg(self.script.get_hash()).arg(route_keys.len());
+            for key in route_keys {
                 cmd.arg(key);
             }
             cmd.arg(mode)

@@ -148,17 +148,23 @@ async fn user_envelopes_follow_presence_sessions() {
 async fn user_lists_broadcast_and_sessions_go_to_their_node() {
     let Some(client) = common::client("bus-users").await else { return };
     let (a, b) = (node(&client, "a").await, node(&client, "b").await);
-    a.bus.publish(envelope("contacts", "a", BusTarget::Users(vec![UserId(1), UserId(2)]))).unwrap();
+    // A short list is routed by presence: user 2 is online on b, user 1 nowhere.
+    let pb = RedisPresence::new(client.clone(), "b");
+    pb.mark_online(T, UserId(2), "s9", &meta("b")).await.unwrap();
+    a.bus.publish(envelope("pair", "a", BusTarget::Users(vec![UserId(1), UserId(2)]))).unwrap();
+    a.bus.publish(envelope("nobody", "a", BusTarget::Users(vec![UserId(1), UserId(5)]))).unwrap();
+    // A long list (a user's contacts) is one broadcast.
+    a.bus.publish(envelope("contacts", "a", BusTarget::Users((100..117).map(UserId).collect()))).unwrap();
     let own = BusTarget::Session { node_id: "a".into(), session: "s".into() };
     a.bus.publish(envelope("own-session", "a", own)).unwrap();
     let theirs = BusTarget::Session { node_id: "b".into(), session: "s".into() };
     b.bus.publish(envelope("b-to-b", "b", theirs)).unwrap();
     marker(&a, &b, "m").await;
     marker(&b, &a, "m-a").await;
-    assert_eq!(b.got.ids(), vec!["contacts", "m"]);
+    assert_eq!(b.got.ids(), vec!["pair", "contacts", "m"]);
     assert_eq!(a.got.ids(), vec!["m-a"], "a session on the source node is not sent at all");
     let m = client.metrics().snapshot();
-    assert_eq!(m.bus_published, 5, "every envelope counts as published, the unsent ones included");
+    assert_eq!(m.bus_published, 7, "every envelope counts as published, the unsent ones included");
     assert!(a.bus.is_shared());
 }
 
@@ -173,7 +179,7 @@ async fn a_burst_arrives_whole_and_in_order() {
         let target = match i % 3 {
             0 => BusTarget::Topic("grpO".into()),
             1 => BusTarget::Session { node_id: "b".into(), session: "s".into() },
-            _ => BusTarget::Users(vec![UserId(3)]),
+            _ => BusTarget::Users((200..217).map(UserId).collect()),
         };
         a.bus.publish(envelope(id, "a", target)).unwrap();
     }
