@@ -87,14 +87,16 @@ impl RunCtx<'_> {
             _ => None,
         };
         let unique = tally.received - tally.duplicates;
+        let sent = outcome.sent;
+        let result = self.report(run, rate, members, &mut outcome, &mut tally, server_cpu, client_cpu);
         if let Some(commands) = redis_delta {
             println!(
                 "  redis: {commands} commands for {unique} deliveries = {:.4} per delivery, {:.2} per message",
                 commands as f64 / unique.max(1) as f64,
-                commands as f64 / outcome.sent.max(1) as f64
+                commands as f64 / sent.max(1) as f64
             );
         }
-        Ok(self.report(run, rate, members, &mut outcome, &mut tally, server_cpu, client_cpu))
+        Ok(result)
     }
 
     /// Prints the human-readable lines and the JSON line of one run.
