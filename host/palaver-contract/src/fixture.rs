@@ -2,13 +2,18 @@
 //! outlive the store.
 
 use palaver_core::TenantId;
-use palaver_core::ports::{MessageStore, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{MessageStore, RelationStore, SubscriptionStore, TopicStore, UserStore};
 use std::any::Any;
 
 /// Every storage port at once, as one adapter value that can be cloned into spawned tasks.
 pub trait Storage: UserStore + TopicStore + SubscriptionStore + MessageStore + Clone + Send + Sync + 'static {}
 
 impl<S> Storage for S where S: UserStore + TopicStore + SubscriptionStore + MessageStore + Clone + Send + Sync + 'static {}
+
+/// The relation port, as one adapter value that can be cloned into spawned tasks.
+pub trait RelationStorage: RelationStore + Clone + Send + Sync + 'static {}
+
+impl<S> RelationStorage for S where S: RelationStore + Clone + Send + Sync + 'static {}
 
 /// A fresh store for one case, with the two tenants the case may write to.
 pub struct Fixture<S> {

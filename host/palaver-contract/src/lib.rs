@@ -13,6 +13,14 @@
 //! a [`Fixture`] built with [`Fixture::with_guard`]. The calling crate needs `tokio`
 //! with the `macros` and `rt-multi-thread` features among its dev-dependencies.
 //!
+//! A relation store (friend requests, friendships, blocks) runs [`relation_contract_tests!`], which takes the
+//! same two forms as [`storage_contract_tests!`] and may sit next to it in one test module, since no case names
+//! are shared:
+//!
+//! ```ignore
+//! palaver_contract::relation_contract_tests!(async { MemoryStore::new() });
+//! ```
+//!
 //! A tenant registry runs its own suite with [`tenant_contract_tests!`], whose expression evaluates to a fresh,
 //! empty `TenantStore`:
 //!
@@ -26,7 +34,7 @@ pub mod cases;
 mod data;
 mod fixture;
 
-pub use fixture::{Fixture, Storage};
+pub use fixture::{Fixture, RelationStorage, Storage};
 
 /// Expands to one `#[tokio::test]` per contract case, each on a fresh store made by the given async expression.
 #[macro_export]
@@ -73,6 +81,40 @@ macro_rules! storage_contract_tests {
     };
     ($make:expr) => {
         $crate::storage_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
+    };
+}
+
+/// Expands to one `#[tokio::test]` per relation case, each on a fresh store made by the given async expression
+/// (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! relation_contract_tests {
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                let fixture: $crate::Fixture<_> = $make.await;
+                $crate::cases::$case(fixture).await;
+            }
+        )*
+    };
+    (fixture = $make:expr) => {
+        $crate::relation_contract_tests!(@cases $make;
+            friend_request_create_is_idempotent,
+            friend_request_concurrent_creates_store_one,
+            friend_request_count_since,
+            friend_accept_makes_friends_both_ways,
+            friend_request_wrong_actor_refused,
+            friend_request_decided_once,
+            friend_concurrent_accepts_make_one_friendship,
+            block_cancels_pending_and_shows_both_ways,
+            friend_remark_set_and_cleared,
+            friend_remove_both_ways,
+            relation_lists_page_by_cursor,
+            relations_tenants_are_isolated,
+        );
+    };
+    ($make:expr) => {
+        $crate::relation_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
     };
 }
 

@@ -1,6 +1,7 @@
 //! Column forms of domain values, shared by the SQL adapters (which must not depend on each other): ids as
 //! signed 64-bit integers, modes as bit sets, states and kinds as short words, JSON as text. Pure functions.
 
+use crate::ports::RequestStatus;
 use crate::{AccessMode, AuditStatus, RecordState, StoreError, TopicKind, UserId};
 use serde_json::Value;
 
@@ -109,6 +110,11 @@ pub fn audit_of(v: &str) -> Result<AuditStatus, CorruptRow> {
     AuditStatus::parse(v).ok_or_else(|| CorruptRow::Value { column: "audit_status", value: v.to_owned() })
 }
 
+/// The friend request status a `status` column holds.
+pub fn request_status_of(v: &str) -> Result<RequestStatus, CorruptRow> {
+    RequestStatus::parse(v).ok_or_else(|| CorruptRow::Value { column: "status", value: v.to_owned() })
+}
+
 /// Risk flags as stored: SQL NULL when there are none, so unflagged rows carry no JSON, else a JSON array.
 pub fn risk_flags_col(flags: &[String]) -> Option<String> {
     (!flags.is_empty()).then(|| Value::from(flags.to_vec()).to_string())
@@ -153,5 +159,7 @@ mod tests {
         assert_eq!(risk_flags_col(&[]), None);
         assert_eq!(risk_flags_of(risk_flags_col(&tags)).unwrap(), tags);
         assert_eq!(risk_flags_of(None).unwrap(), Vec::<String>::new());
+        assert_eq!(request_status_of(RequestStatus::Cancelled.as_str()).unwrap(), RequestStatus::Cancelled);
+        assert!(request_status_of("canceled").is_err());
     }
 }

@@ -13,7 +13,8 @@
 //!
 //! `UserStore`, `TopicStore`, `SubscriptionStore` and `MessageStore` run on the tenant's own database, whose tables
 //! have no `tenant_id` column (seed §8): the tenant id picks the database, so no query can reach another tenant's
-//! rows. A disabled or unknown tenant is `NotFound` to every storage call.
+//! rows. A disabled or unknown tenant is `NotFound` to every storage call. `RelationStore` (friend requests,
+//! friendships, blocks) runs on the same database's business tables.
 //!
 //! # Pools
 //!
@@ -61,6 +62,7 @@ mod derive;
 mod error;
 mod messages;
 mod pools;
+mod relations;
 mod schema;
 mod store;
 mod subs;

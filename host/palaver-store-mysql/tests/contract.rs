@@ -1,5 +1,5 @@
-//! Runs the shared storage contract and the tenant registry contract against a real MariaDB: every storage case
-//! on two fresh tenant databases, every registry case on a fresh control database.
+//! Runs the shared storage, relation and tenant registry contracts against a real MariaDB: every storage and
+//! relation case on two fresh tenant databases, every registry case on a fresh control database.
 
 mod common;
 
@@ -8,6 +8,15 @@ use palaver_core::{StoreResult, Tenant, TenantId, TenantState};
 use palaver_store_mysql::MysqlStore;
 
 palaver_contract::storage_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);
+
+palaver_contract::relation_contract_tests!(
     fixture = {
         if common::skip() {
             return;

@@ -1,8 +1,9 @@
 //! SQLite adapter for the storage ports (users, topics, subscriptions, messages) through sqlx.
 //!
 //! [`SqliteStore`] opens (or creates) one database file in WAL mode, applies the embedded migrations from
-//! `migrations/sqlite`, and implements `UserStore`, `TopicStore`, `SubscriptionStore` and `MessageStore`. Group
-//! history lives in `im_group_messages` and P2P history in `im_messages`; the table is picked from the topic name.
+//! `migrations/sqlite`, and implements `UserStore`, `TopicStore`, `SubscriptionStore` and `MessageStore`, plus
+//! `RelationStore` (friend requests, friendships and blocks, from migration 0002). Group history lives in
+//! `im_group_messages` and P2P history in `im_messages`; the table is picked from the topic name.
 //!
 //! Every write that touches more than one row runs in one `BEGIN IMMEDIATE` transaction: taking the write lock up
 //! front lets SQLite's busy timeout queue concurrent writers instead of failing one of them mid-transaction.
@@ -12,6 +13,7 @@ mod deletions;
 mod error;
 mod messages;
 mod ranges;
+mod relations;
 mod store;
 mod subs;
 mod topics;

@@ -1,4 +1,4 @@
-//! Runs the shared storage contract suite against SQLite, each case on a fresh database file.
+//! Runs the shared storage and relation contract suites against SQLite, each case on a fresh database file.
 
 use palaver_contract::Fixture;
 use palaver_store_sqlite::SqliteStore;
@@ -11,3 +11,5 @@ async fn fresh() -> Fixture<SqliteStore> {
 }
 
 palaver_contract::storage_contract_tests!(fixture = fresh());
+
+palaver_contract::relation_contract_tests!(fixture = fresh());

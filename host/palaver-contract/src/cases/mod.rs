@@ -1,10 +1,12 @@
 //! The contract cases, one public async function each. [`crate::storage_contract_tests!`] lists the storage
-//! cases and [`crate::tenant_contract_tests!`] the tenant registry's; an adapter may also call single cases from
-//! its own tests.
+//! cases, [`crate::relation_contract_tests!`] the relation store's and [`crate::tenant_contract_tests!`] the tenant
+//! registry's; an adapter may also call single cases from its own tests.
 
 mod deletions;
 mod messages;
 mod registry;
+mod relations;
+mod requests;
 mod subs;
 mod tenancy;
 mod topics;
@@ -13,6 +15,8 @@ mod users;
 pub use deletions::*;
 pub use messages::*;
 pub use registry::*;
+pub use relations::*;
+pub use requests::*;
 pub use subs::*;
 pub use tenancy::*;
 pub use topics::*;

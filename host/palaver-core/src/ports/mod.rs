@@ -10,6 +10,7 @@ mod idempotency;
 mod messages;
 mod nodes;
 mod presence;
+mod relations;
 mod seq;
 mod subscriptions;
 mod tenants;
@@ -23,6 +24,10 @@ pub use idempotency::IdempotencyStore;
 pub use messages::MessageStore;
 pub use nodes::{NodeError, NodeInfo, NodeRegistry};
 pub use presence::{PresenceStore, SessionBeat};
+pub use relations::{
+    Block, CreateOutcome, Decision, Friend, FriendRequest, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, Relation,
+    RelationStore, RequestStatus,
+};
 pub use seq::SeqAllocator;
 pub use subscriptions::SubscriptionStore;
 pub use tenants::TenantStore;

@@ -1,10 +1,11 @@
 //! The in-memory storage adapter: users, topics, subscriptions and messages in tenant-scoped maps.
 //!
-//! All four storage ports share one lock over one map of tenants. That makes every port call atomic with
+//! All the storage ports (and the relation port) share one lock over one map of tenants. That makes every port call atomic with
 //! respect to the others (a topic delete and an append never interleave), which is what the SQL adapters get
 //! from transactions.
 
 mod messages;
+mod relations;
 mod subs;
 mod topics;
 mod users;
@@ -52,6 +53,7 @@ struct TenantData {
     /// Subscriptions keyed by (topic, user), so a topic's members are one contiguous range.
     subs: BTreeMap<(String, UserId), Subscription>,
     history: HashMap<String, History>,
+    relations: relations::Relations,
 }
 
 /// One topic's stored messages and deletion log.
