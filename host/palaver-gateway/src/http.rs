@@ -37,6 +37,8 @@ pub(crate) async fn route(
             resp
         }
         (_, p) if p.starts_with("/v1/admin/") => crate::admin::handle(&shared, req).await,
+        (&Method::GET, "/v1/openapi.json") => crate::im::openapi(),
+        (_, p) if p.starts_with("/v1/im/") => crate::im::handle(&shared, req).await,
         (_, "/v0/channels") => crate::ws::upgrade(shared, req, remote).await,
         (_, "/v0/channels/lp") => crate::longpoll::handle(shared, req, remote).await,
         _ => text(StatusCode::NOT_FOUND, "not found"),

@@ -7,6 +7,7 @@
 mod admin;
 pub mod apikey;
 mod http;
+mod im;
 mod limits;
 mod longpoll;
 mod users;
@@ -16,6 +17,7 @@ pub use admin::{Admin, NoPlugins};
 use apikey::TenantResolver;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
+pub use im::{ImCall, ImCommands, ImOutcome};
 use palaver_service::Service;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,6 +81,8 @@ pub(crate) struct Shared {
     pub(crate) stop: watch::Receiver<bool>,
     /// The admin API and its bearer token, when the node has one.
     pub(crate) admin: Option<(Arc<dyn Admin>, String)>,
+    /// What runs the `/v1/im/` API's business commands, when the node has plugins.
+    pub(crate) commands: Option<Arc<dyn ImCommands>>,
 }
 
 /// The gateway: cheap to clone.
@@ -95,6 +99,7 @@ impl Gateway {
         cfg: GatewayConfig,
         tenants: Arc<dyn TenantResolver>,
         admin: Option<(Arc<dyn Admin>, String)>,
+        commands: Option<Arc<dyn ImCommands>>,
     ) -> Self {
         let (stop_tx, stop) = watch::channel(false);
         Gateway {
@@ -106,6 +111,7 @@ impl Gateway {
                 lp: longpoll::LpSessions::default(),
                 stop,
                 admin,
+                commands,
             }),
             stop_tx: Arc::new(stop_tx),
         }

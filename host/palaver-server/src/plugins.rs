@@ -196,3 +196,20 @@ impl Admin for Plugins {
         self.tenant_plugin(tenant, name)
     }
 }
+
+/// The `/v1/im/` API's business commands run on the plugins, as the `on-command` hook.
+#[async_trait::async_trait]
+impl palaver_gateway::ImCommands for Plugins {
+    async fn run(&self, call: palaver_gateway::ImCall) -> palaver_gateway::ImOutcome {
+        use palaver_gateway::ImOutcome;
+        use palaver_plugin_runtime::{CommandContext, CommandError, CommandOutcome};
+        let ctx = CommandContext::new(call.tenant, call.actor);
+        match PluginHooks::new(self.registry.clone()).run_command(&ctx, call.command, &call.args).await {
+            Ok(CommandOutcome::Ok(v)) => ImOutcome::Ok(v),
+            Ok(CommandOutcome::Rejected { code, reason_code, message }) => {
+                ImOutcome::Refused { status: code, reason: reason_code, message }
+            }
+            Err(CommandError::UnknownCommand(_)) => ImOutcome::NotAvailable,
+        }
+    }
+}

@@ -136,7 +136,8 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
             Some((Arc::new(palaver_gateway::NoPlugins) as Arc<dyn palaver_gateway::Admin>, cfg.admin.token.clone()))
         }
     };
-    let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants, admin);
+    let commands = plugins.clone().map(|p| p as Arc<dyn palaver_gateway::ImCommands>);
+    let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants, admin, commands);
     let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
         .await
         .with_context(|| format!("binding {}", cfg.server.listen))?;

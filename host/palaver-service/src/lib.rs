@@ -188,6 +188,20 @@ impl Service {
         self.inner.deliver_business(tenant, &to, event, &payload)
     }
 
+    /// The user a login token belongs to in `tenant`, checked as `{login scheme:"token"}` checks it: signature,
+    /// expiry, tenant, the account's current `auth_version` and state. Used by the HTTP API.
+    pub async fn authenticate_token(&self, tenant: TenantId, token: &str) -> ServiceResult<palaver_core::UserId> {
+        let claims = self.inner.signer.verify(token, now_millis()).map_err(|_| ServiceError::AuthFailed)?;
+        if claims.tenant != tenant {
+            return Err(ServiceError::AuthFailed);
+        }
+        let user = self.inner.ports.users.get_user(tenant, claims.user).await?.ok_or(ServiceError::AuthFailed)?;
+        if user.auth_version != claims.auth_version || user.state != palaver_core::RecordState::Active {
+            return Err(ServiceError::AuthFailed);
+        }
+        Ok(user.id)
+    }
+
     /// True once draining has begun.
     pub fn is_draining(&self) -> bool {
         self.inner.draining.load(Ordering::Relaxed)
