@@ -1,10 +1,11 @@
 //! Databases and their migrations: creating the control and tenant databases, and bringing each up to date with
 //! its own migration set (`migrations/mysql/control`, `migrations/mysql/tenant`), embedded at compile time.
 //!
-//! Each database keeps its applied versions in its own `_sqlx_migrations` table. sqlx serialises concurrent runs
-//! on one database with `GET_LOCK`, records a version as dirty before running it and clean after, and refuses to
-//! go past a dirty version: MariaDB commits every DDL statement on its own, so a crash can leave a migration half
-//! applied, and `migrations/mysql/README.md` says how to finish it.
+//! Each database keeps its applied versions in its own `_sqlx_migrations` table. Concurrent runs on one database
+//! are serialised by a named lock (`locked_run`: sqlx's own lock does not wait on MariaDB). sqlx records a version
+//! as dirty before running it and clean after, and refuses to go past a dirty version: MariaDB commits every DDL
+//! statement on its own, so a crash can leave a migration half applied, and `migrations/mysql/README.md` says how
+//! to finish it.
 
 use crate::config::{ConfigError, is_identifier};
 use crate::error::{db_error, migrate_error};
@@ -68,7 +69,7 @@ pub(crate) async fn create_database(base: &MySqlConnectOptions, database: &str) 
 /// Applies the control migrations over one of the control pool's connections.
 pub(crate) async fn migrate_control(pool: &sqlx::MySqlPool) -> StoreResult<()> {
     let mut conn = pool.acquire().await.map_err(db_error)?;
-    control_migrator().run_direct(None, &mut *conn, false).await.map_err(migrate_error)
+    locked_run(&control_migrator(), &mut conn).await
 }
 
 /// Brings one tenant database up to date on a connection of its own (tenant pools are not opened for this), and
@@ -77,10 +78,37 @@ pub(crate) async fn migrate_tenant(base: &MySqlConnectOptions, database: &str) -
     let mut conn: MySqlConnection = base.clone().database(database).connect().await.map_err(db_error)?;
     // `run_direct` rather than `run`: the latter's `Acquire` bound is not general enough for futures that must
     // be `Send` across the async-trait ports.
-    let outcome = tenant_migrator().run_direct(None, &mut conn, false).await.map_err(migrate_error);
+    let outcome = locked_run(&tenant_migrator(), &mut conn).await;
     // The connection is closed either way; a failure to close politely changes nothing about the outcome.
     let _ = conn.close().await;
     outcome.map(|()| tenant_schema_version())
+}
+
+/// How long a run waits for another node's run of the same database's migrations, in seconds.
+const MIGRATION_LOCK_WAIT_SECONDS: i64 = 120;
+
+/// Runs `migrator` on the connection's database under a named lock. sqlx takes its own lock with
+/// `GET_LOCK(name, -1)`, which MySQL reads as "wait forever" but MariaDB answers at once with NULL without
+/// waiting (and sqlx ignores the answer), so on MariaDB nodes starting together on a fresh database ran the same
+/// migrations at once and failed on each other's half-applied version ("migration 1 is partially applied").
+async fn locked_run(migrator: &Migrator, conn: &mut MySqlConnection) -> StoreResult<()> {
+    let database: Option<String> =
+        sqlx::query_scalar("SELECT DATABASE()").fetch_one(&mut *conn).await.map_err(db_error)?;
+    // Lock names are at most 64 characters; a truncated name can only serialise two databases needlessly.
+    let name: String = format!("palaver_migrate:{}", database.unwrap_or_default()).chars().take(64).collect();
+    let got: Option<i64> = sqlx::query_scalar("SELECT GET_LOCK(?, ?)")
+        .bind(&name)
+        .bind(MIGRATION_LOCK_WAIT_SECONDS)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    if got != Some(1) {
+        return Err(StoreError::Unavailable(format!("timed out waiting for the migration lock {name}")));
+    }
+    let outcome = migrator.run_direct(None, &mut *conn, false).await.map_err(migrate_error);
+    // Released before a pooled connection goes back to its pool; a session's locks also end with it.
+    let released = sqlx::query("SELECT RELEASE_LOCK(?)").bind(&name).execute(&mut *conn).await;
+    outcome.and(released.map(|_| ()).map_err(db_error))
 }
 
 #[cfg(test)]
