@@ -64,9 +64,11 @@ impl Node {
         self.service.drain();
         // Give writers a moment to flush the shutdown notice before the store closes.
         let deadline = tokio::time::Instant::now() + self.grace;
-        while self.service.hub().session_count() > 0 && tokio::time::Instant::now() < deadline {
+        while self.service.sessions_pending() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        // Clients that did not answer the close within the grace still count as online elsewhere: release them.
+        self.service.release_presence().await;
         self.serving.abort();
         if let Some(h) = self.heartbeat {
             h.stop().await;

@@ -1122,11 +1122,10 @@ async fn a_login_on_the_same_platform_on_another_node_evicts_the_older_session_w
     assert!(!new_ios.closes_within(Duration::from_millis(100)).await, "the new session stays");
 }
 
-/// Known bug (reported, not fixed): a session whose client does not answer the close within the drain grace (a
-/// half-dead mobile connection) never runs its cleanup, because the process exits first; its presence then
-/// reads online until the presence TTL (120 s by default) although its node stopped cleanly.
+/// A session whose client does not answer the close within the drain grace (a half-dead mobile connection) never
+/// runs its own clean-up before the process exits; the node releases its presence at the end of the drain, so it
+/// does not read online until the presence TTL (120 s by default).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known bug: the drain leaves unanswered sessions online until the presence TTL"]
 async fn a_clean_stop_takes_the_presence_of_unresponsive_clients_too() {
     let cl = Cluster::new("mute");
     let mut nodes = cl.start_all(&["n1", "n2"]).await;

@@ -91,6 +91,9 @@ pub(crate) struct Inner {
     pub(crate) metrics: Arc<Metrics>,
     next_sid: AtomicU64,
     draining: AtomicBool,
+    /// Sessions between leaving the hub and finishing their clean-up (presence, last seen), which shutdown
+    /// waits for before the store closes.
+    pub(crate) closing: std::sync::atomic::AtomicUsize,
 }
 
 /// The service: cheap to clone, shared by every transport.
@@ -113,6 +116,7 @@ impl Service {
                 metrics: Arc::new(Metrics::default()),
                 next_sid: AtomicU64::new(seed << 24),
                 draining: AtomicBool::new(false),
+                closing: std::sync::atomic::AtomicUsize::new(0),
             }),
         };
         if svc.inner.ports.bus.is_shared() {
@@ -200,6 +204,25 @@ impl Service {
             return Err(ServiceError::AuthFailed);
         }
         Ok(user.id)
+    }
+
+    /// Sessions still open or still finishing their clean-up; shutdown waits for zero.
+    pub fn sessions_pending(&self) -> usize {
+        self.inner.hub.session_count() + self.inner.closing.load(Ordering::Relaxed)
+    }
+
+    /// The last step of a shutdown: sessions whose clients never answered the close are taken out of the shared
+    /// presence here, so that other nodes do not show them online until the presence TTL.
+    pub async fn release_presence(&self) {
+        let now = now_millis();
+        for s in self.inner.hub.all_sessions() {
+            if let Some(user) = s.user() {
+                if let Err(e) = self.inner.ports.presence.mark_offline(s.tenant, user, &s.sid.to_string(), now).await {
+                    tracing::debug!(error = %e, "presence not released");
+                }
+                self.inner.leave_online_all(s.tenant, user).await;
+            }
+        }
     }
 
     /// True once draining has begun.

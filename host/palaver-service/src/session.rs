@@ -191,6 +191,9 @@ impl Session {
     /// Ends the session: detaches from every topic, marks presence offline, tells contacts if the user is gone.
     pub async fn close(mut self) {
         let stored: Vec<String> = self.attached.iter().cloned().collect();
+        // Counted before leaving the hub, so that a shutdown waiting for sessions also waits for this clean-up.
+        self.svc.closing.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _done = ClosingGuard(self.svc.clone());
         self.svc.hub.unregister(&self.handle, &stored);
         if let Some(user) = self.user {
             let sid = self.sid();
@@ -215,5 +218,14 @@ impl Session {
                 self.announce_presence(user, false).await;
             }
         }
+    }
+}
+
+/// Counts a session's clean-up as finished when dropped, however `close` returns.
+struct ClosingGuard(Arc<Inner>);
+
+impl Drop for ClosingGuard {
+    fn drop(&mut self) {
+        self.0.closing.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
