@@ -10,5 +10,7 @@ log "building the plugins (cargo xtask plugins)"
 cargo xtask plugins
 log "building palaver (release)"
 cargo build --release --locked -p palaver-server
-log "serving on the embedded default; Ctrl-C drains and stops"
+# The deployable plugins (moderation, friends, group governance) run unless another directory is given.
+export PALAVER_PLUGINS__DIR="${PALAVER_PLUGINS__DIR:-$PWD/target/plugins/deploy}"
+log "serving on the embedded default with the plugins in $PALAVER_PLUGINS__DIR; Ctrl-C drains and stops"
 exec target/release/palaver serve "$@"

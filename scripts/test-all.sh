@@ -44,7 +44,7 @@ moderation_dir="$PWD/target/plugins/deploy"
   PALAVER_BIN="$PWD/../../target/debug/palaver" PALAVER_PLUGINS__DIR="$moderation_dir" E2E_MODERATION=1 npm test
 )
 
-step "end-to-end: tinode-sdk against two target/debug/palaver nodes sharing MariaDB + Redis"
+step "end-to-end: tinode-sdk against two target/debug/palaver nodes sharing MariaDB + Redis, business plugins loaded"
 scaleout_dir=$(mktemp -d)
 control_db="palaver_e2e_$(date +%s)"
 # Every node of a cluster must share the token key, or a token minted on one node fails on the other.
@@ -55,7 +55,7 @@ for node in 1 2; do
   mkdir -p "$scaleout_dir/n$node"
   PALAVER_SERVER__LISTEN="127.0.0.1:1606$node" PALAVER_STORE__URL="mysql://palaver:palaver@127.0.0.1:3306/$control_db" \
     PALAVER_STORE_CONFIG__REDIS='{ addr = "127.0.0.1:6379", key_prefix = "im_e2e" }' PALAVER_AUTH__TOKEN_KEY="$token_key" \
-    PALAVER_SERVER__HEARTBEAT_MS=1000 \
+    PALAVER_SERVER__HEARTBEAT_MS=1000 PALAVER_PLUGINS__DIR="$PWD/target/plugins/deploy" \
     target/debug/palaver serve --config deploy/scaleout.toml --node-id "e2e-$node" --data-dir "$scaleout_dir/n$node" \
     >"$scaleout_dir/n$node.log" 2>&1 &
   pids+=($!)
@@ -70,6 +70,8 @@ show_logs() { tail -40 "$scaleout_dir/n1.log"; tail -40 "$scaleout_dir/n2.log"; 
 (cd tests/e2e && PALAVER_URL=127.0.0.1:16061 npm test) || { show_logs; exit 1; }
 (cd tests/e2e && PALAVER_URLS=127.0.0.1:16061,127.0.0.1:16062 node --test --test-concurrency=1 \
   --test-timeout=240000 --test-force-exit test/multinode.test.js) || { show_logs; exit 1; }
+(cd tests/e2e && PALAVER_URLS=127.0.0.1:16061,127.0.0.1:16062 E2E_BUSINESS=1 node --test --test-concurrency=1 \
+  --test-timeout=240000 --test-force-exit test/business.test.js) || { show_logs; exit 1; }
 kill "${pids[@]}" && wait "${pids[@]}" 2>/dev/null || true
 trap - EXIT
 

@@ -10,12 +10,14 @@
 //! palaver-bench p2p    --spawn target/release/palaver --pairs 10 --messages 1000
 //! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --messages 5000
 //! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --compare
+//! palaver-bench business --spawn target/release/palaver --server-env PALAVER_PLUGINS__DIR=target/plugins/deploy
 //! ```
 //!
 //! `--spawn PATH` starts `PATH serve --listen 127.0.0.1:<free port> --data-dir <temp dir>`, waits for
 //! `GET /readyz` to answer 200 and kills the server at the end; it also lets the tool read the server's RSS
 //! and CPU time from /proc (as `--pid` does for a server started by hand).
 
+mod business;
 mod client;
 mod fanout;
 mod fanout_run;
@@ -62,6 +64,8 @@ enum Command {
     /// T groups × P publishers send as fast as their windows allow; print accepted msg/s and ack latency.
     /// With --compare, the same load against an embedded and a scale-out server, side by side.
     Publish(pubload::PublishArgs),
+    /// Friend requests over the /v1/im/ HTTP API; print requests/s, latency, and the plugin's share of it.
+    Business(business::BusinessArgs),
 }
 
 fn main() -> Result<()> {
@@ -79,6 +83,7 @@ fn main() -> Result<()> {
                 Command::Fanout(args) => fanout::run(args).await,
                 Command::P2p(args) => p2p::run(args).await,
                 Command::Publish(args) => pubload::run(args).await,
+                Command::Business(args) => business::run(args).await,
             }
         };
         match tokio::time::timeout(limit, run).await {

@@ -2,7 +2,9 @@
 //! outlive the store.
 
 use palaver_core::TenantId;
-use palaver_core::ports::{MessageStore, RelationStore, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{
+    GroupStore, MessageStore, NotificationStore, RelationStore, SubscriptionStore, TopicStore, UserStore,
+};
 use std::any::Any;
 
 /// Every storage port at once, as one adapter value that can be cloned into spawned tasks.
@@ -14,6 +16,16 @@ impl<S> Storage for S where S: UserStore + TopicStore + SubscriptionStore + Mess
 pub trait RelationStorage: RelationStore + Clone + Send + Sync + 'static {}
 
 impl<S> RelationStorage for S where S: RelationStore + Clone + Send + Sync + 'static {}
+
+/// The notification port, as one adapter value that can be cloned into spawned tasks.
+pub trait NotificationStorage: NotificationStore + Clone + Send + Sync + 'static {}
+
+impl<S> NotificationStorage for S where S: NotificationStore + Clone + Send + Sync + 'static {}
+
+/// The group governance port, as one adapter value that can be cloned into spawned tasks.
+pub trait GroupStorage: GroupStore + Clone + Send + Sync + 'static {}
+
+impl<S> GroupStorage for S where S: GroupStore + Clone + Send + Sync + 'static {}
 
 /// A fresh store for one case, with the two tenants the case may write to.
 pub struct Fixture<S> {

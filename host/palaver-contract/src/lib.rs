@@ -21,6 +21,10 @@
 //! palaver_contract::relation_contract_tests!(async { MemoryStore::new() });
 //! ```
 //!
+//! A notification store (each user's system notifications) runs [`notification_contract_tests!`] the same way.
+//! A group store (roles, mutes, settings, join requests, announcements) runs [`group_contract_tests!`] the same
+//! way too.
+//!
 //! A tenant registry runs its own suite with [`tenant_contract_tests!`], whose expression evaluates to a fresh,
 //! empty `TenantStore`:
 //!
@@ -34,7 +38,7 @@ pub mod cases;
 mod data;
 mod fixture;
 
-pub use fixture::{Fixture, RelationStorage, Storage};
+pub use fixture::{Fixture, GroupStorage, NotificationStorage, RelationStorage, Storage};
 
 /// Expands to one `#[tokio::test]` per contract case, each on a fresh store made by the given async expression.
 #[macro_export]
@@ -115,6 +119,84 @@ macro_rules! relation_contract_tests {
     };
     ($make:expr) => {
         $crate::relation_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
+    };
+}
+
+/// Expands to one `#[tokio::test]` per notification case, each on a fresh store made by the given async
+/// expression (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! notification_contract_tests {
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                let fixture: $crate::Fixture<_> = $make.await;
+                $crate::cases::$case(fixture).await;
+            }
+        )*
+    };
+    (fixture = $make:expr) => {
+        $crate::notification_contract_tests!(@cases $make;
+            notification_add_assigns_rising_ids,
+            notification_list_pages_newest_first,
+            notification_unread_only_lists_unread,
+            notification_mark_read_once_keeps_first_time,
+            notification_mark_read_of_others_is_not_found,
+            notification_concurrent_mark_read_once,
+            notification_mark_all_read_counts_unread,
+            notification_expired_are_gone,
+            notification_content_round_trips,
+            notification_tenants_are_isolated,
+        );
+    };
+    ($make:expr) => {
+        $crate::notification_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
+    };
+}
+
+/// Expands to one `#[tokio::test]` per group store case, each on a fresh store made by the given async expression
+/// (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! group_contract_tests {
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                let fixture: $crate::Fixture<_> = $make.await;
+                $crate::cases::$case(fixture).await;
+            }
+        )*
+    };
+    (fixture = $make:expr) => {
+        $crate::group_contract_tests!(@cases $make;
+            group_ensure_owner_once,
+            group_concurrent_ensure_owner_one_owner,
+            group_set_role_admin_and_member,
+            group_admin_limit_refused,
+            group_concurrent_grants_respect_limit,
+            group_owner_role_refused,
+            group_transfer_owner_moves_ownership,
+            group_concurrent_transfers_one_wins,
+            group_mute_unmute_member_and_everyone,
+            group_mute_expires,
+            group_forget_member_keeps_owner,
+            group_settings_default_then_stored,
+            group_tenants_are_isolated,
+            group_join_request_create_is_idempotent,
+            group_join_concurrent_creates_store_one,
+            group_join_request_decided_once,
+            group_join_cancel_only_by_its_user,
+            group_join_concurrent_decisions_one_wins,
+            group_join_requests_list_pages,
+            group_announcement_edit_and_remove,
+            group_announcements_list_pinned_first,
+            group_announcement_read_marks,
+            group_announcement_concurrent_reads_mark_once,
+            group_announcement_content_round_trips,
+        );
+    };
+    ($make:expr) => {
+        $crate::group_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
     };
 }
 

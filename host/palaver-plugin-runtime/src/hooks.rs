@@ -62,6 +62,16 @@ impl PluginHooks {
         &self.registry
     }
 
+    /// True if a plugin enabled for `tenant` handles business command `name`: a lookup, no call.
+    pub fn handles_command(&self, tenant: TenantId, name: &str) -> bool {
+        self.registry.order.load_full().iter().any(|slot| {
+            slot.current.load_full().is_some_and(|v| {
+                v.manifest.handles_command(name)
+                    && self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default)
+            })
+        })
+    }
+
     /// Runs business command `name` with JSON `args` on the first plugin (by priority) enabled for the tenant
     /// that handles it.
     pub async fn run_command(

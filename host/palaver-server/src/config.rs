@@ -342,7 +342,9 @@ impl Config {
             return bad(format!("server.listen {:?} is not an address like 127.0.0.1:6060", self.server.listen));
         }
         let id_ok = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
-        if self.server.node_id.is_empty() || self.server.node_id.len() > 64 || !self.server.node_id.chars().all(id_ok) {
+        // Empty means "resolve at start" (IM_NODE_ID, then HOSTNAME, then `local`).
+        let id = &self.server.node_id;
+        if id.len() > 64 || !id.chars().all(id_ok) {
             return bad("server.node_id must be 1–64 letters, digits or -_.".into());
         }
         if self.server.heartbeat_ms < 100 {

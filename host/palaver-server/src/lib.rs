@@ -1,6 +1,7 @@
 //! The palaver server as a library: the typed configuration and the wiring that starts a node, so that the
 //! binary and the integration tests start servers the same way.
 
+mod business;
 mod cluster;
 pub mod config;
 mod plugins;

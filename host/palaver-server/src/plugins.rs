@@ -4,8 +4,9 @@
 
 use crate::config::Config;
 use anyhow::Context;
-use palaver_core::TenantId;
+use palaver_core::ports::{BusinessRules, RuleVerdict};
 use palaver_core::ports::{PublishHook, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::{TenantId, UserId};
 use palaver_gateway::Admin;
 use palaver_plugin_runtime::{
     DirWatcher, EffectError, Effects, EventTarget, HostServices, LoadOutcome, LoadReport, MemoryKv, PluginEvent,
@@ -46,11 +47,12 @@ impl Effects for ServiceEffects {
     }
 
     async fn notify(&self, tenant: TenantId, n: PluginNotification) -> Result<(), EffectError> {
-        // Stored notifications (im_system_notifications) arrive with the business-plugins work; until then the
-        // user's sessions are told in real time.
-        let payload = json!({ "kind": n.kind, "title": n.title, "payload": n.payload, "plugin": n.plugin });
-        self.service()?.emit_event(tenant, palaver_service::EventTarget::User(n.user), "notification", payload);
-        Ok(())
+        // Stored in im_system_notifications and announced to the user's devices on every node.
+        let content = json!({ "title": n.title, "payload": n.payload, "plugin": n.plugin });
+        self.service()?.notify_user(tenant, n.user, &n.kind, content, None).await.map(|_| ()).map_err(|e| {
+            // The call that asked for it succeeded already; what remains is to say why the notice is missing.
+            EffectError::Unavailable(format!("{}: {}", e.reason, e.message))
+        })
     }
 }
 
@@ -197,19 +199,33 @@ impl Admin for Plugins {
     }
 }
 
-/// The `/v1/im/` API's business commands run on the plugins, as the `on-command` hook.
+/// The business rules of the `/v1/im/` commands, decided by the plugins that handle them (`on-command`).
+pub(crate) struct PluginRules {
+    registry: Arc<PluginRegistry>,
+}
+
 #[async_trait::async_trait]
-impl palaver_gateway::ImCommands for Plugins {
-    async fn run(&self, call: palaver_gateway::ImCall) -> palaver_gateway::ImOutcome {
-        use palaver_gateway::ImOutcome;
+impl BusinessRules for PluginRules {
+    fn available(&self, tenant: TenantId, command: &str) -> bool {
+        PluginHooks::new(self.registry.clone()).handles_command(tenant, command)
+    }
+
+    async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &Value) -> RuleVerdict {
         use palaver_plugin_runtime::{CommandContext, CommandError, CommandOutcome};
-        let ctx = CommandContext::new(call.tenant, call.actor);
-        match PluginHooks::new(self.registry.clone()).run_command(&ctx, call.command, &call.args).await {
-            Ok(CommandOutcome::Ok(v)) => ImOutcome::Ok(v),
+        let ctx = CommandContext::new(tenant, actor);
+        match PluginHooks::new(self.registry.clone()).run_command(&ctx, command, input).await {
+            Ok(CommandOutcome::Ok(v)) => RuleVerdict::Allow(v),
             Ok(CommandOutcome::Rejected { code, reason_code, message }) => {
-                ImOutcome::Refused { status: code, reason: reason_code, message }
+                RuleVerdict::Refuse { status: code, reason: reason_code, message }
             }
-            Err(CommandError::UnknownCommand(_)) => ImOutcome::NotAvailable,
+            Err(CommandError::UnknownCommand(_)) => RuleVerdict::NoRules,
         }
+    }
+}
+
+impl Plugins {
+    /// The rules the plugins hold for business commands.
+    pub(crate) fn rules(&self) -> Arc<dyn BusinessRules> {
+        Arc::new(PluginRules { registry: self.registry.clone() })
     }
 }

@@ -9,7 +9,10 @@ use anyhow::Context;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
-use palaver_core::ports::{MessageStore, NoHooks, Ports, SubscriptionStore, TenantStore, TopicStore, UserStore};
+use palaver_core::ports::{
+    BusinessPorts, GroupStore, MessageStore, NoHooks, NoRules, NotificationStore, Ports, RelationStore,
+    SubscriptionStore, TenantStore, TopicStore, UserStore,
+};
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
 use palaver_service::auth::{HashCost, TokenSigner};
@@ -117,6 +120,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let plugins = Plugins::start(&cfg, ports.users.clone(), ports.topics.clone(), ports.subs.clone()).await?;
     if let Some(p) = &plugins {
         ports.hooks = p.hook();
+        ports.business.rules = p.rules();
     }
     if cluster.is_some() && cfg.auth.token_key.is_empty() {
         tracing::warn!(
@@ -138,7 +142,9 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
             Some((Arc::new(palaver_gateway::NoPlugins) as Arc<dyn palaver_gateway::Admin>, cfg.admin.token.clone()))
         }
     };
-    let commands = plugins.clone().map(|p| p as Arc<dyn palaver_gateway::ImCommands>);
+    // The API is always there: notifications need no plugin, and commands without rules say they are off.
+    let commands: Option<Arc<dyn palaver_gateway::ImCommands>> =
+        Some(Arc::new(crate::business::BusinessApi { service: service.clone() }));
     let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants, admin, commands);
     let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
         .await
@@ -164,11 +170,23 @@ struct Storage {
     topics: Arc<dyn TopicStore>,
     subs: Arc<dyn SubscriptionStore>,
     messages: Arc<dyn MessageStore>,
+    /// The business tables; their rules are added once the plugins are up.
+    business: BusinessPorts,
 }
 
 impl Storage {
-    fn of<S: UserStore + TopicStore + SubscriptionStore + MessageStore + 'static>(store: Arc<S>) -> Self {
-        Storage { users: store.clone(), topics: store.clone(), subs: store.clone(), messages: store }
+    fn of<S>(store: Arc<S>) -> Self
+    where
+        S: UserStore + TopicStore + SubscriptionStore + MessageStore + RelationStore + GroupStore + NotificationStore,
+        S: 'static,
+    {
+        Storage {
+            users: store.clone(),
+            topics: store.clone(),
+            subs: store.clone(),
+            messages: store.clone(),
+            business: BusinessPorts::of(store, Arc::new(NoRules)),
+        }
     }
 }
 
@@ -213,6 +231,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
             control: Arc::new(MemoryControl::default()),
             topic_carrier: None,
             hooks: Arc::new(NoHooks),
+            business: storage.business,
         };
         return Ok((ports, None));
     };
@@ -223,6 +242,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
         redis.hot_group_min_members,
         Duration::from_secs(HOT_RECHECK_SECONDS),
     );
+    let business = storage.business;
     let cached = CachedStorage::new(client, storage.users, storage.topics, storage.subs, storage.messages, policy);
     let cluster = Cluster { nodes: Arc::new(shared.nodes), bus: shared.bus.clone() };
     let ports = Ports {
@@ -237,6 +257,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
         control: Arc::new(shared.control),
         topic_carrier: None,
         hooks: Arc::new(NoHooks),
+        business,
     };
     Ok((ports, Some(cluster)))
 }

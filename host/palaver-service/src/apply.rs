@@ -71,8 +71,8 @@ impl Inner {
                     self.join_online(tenant, user, vec![topic]).await;
                 }
             }
-            Event::Business { to, event, payload } => {
-                self.deliver_business(tenant, &to, &event, &payload);
+            Event::Business { to, event, payload, from } => {
+                self.deliver_business(tenant, &to, &event, &payload, from);
             }
             Event::Control { user, scope, version, reason, except } => {
                 self.apply_control(tenant, user, &scope, version, &reason, except.as_deref());
@@ -142,11 +142,13 @@ impl Inner {
         to: &BusinessTarget,
         event: &str,
         payload: &Value,
+        from: Option<UserId>,
     ) -> usize {
+        let from = from.map_or_else(|| "sys".to_owned(), |u| u.to_string());
         let info = |topic: String, what: &str| MsgInfo {
             topic,
             src: None,
-            from: "sys".into(),
+            from: from.clone(),
             what: what.into(),
             seq: None,
             event: Some(event.to_owned()),
@@ -175,7 +177,10 @@ impl Inner {
     /// Drops the cached member list of a topic.
     pub(crate) async fn drop_members(&self, tenant: TenantId, topic: &str) {
         let lock = self.topics.get(tenant, topic);
-        lock.lock().await.members = None;
+        let mut state = lock.lock().await;
+        state.members = None;
+        state.gate = None;
+        state.roster = None;
     }
 
     /// Lists the user as an online member of `topics` in the shared presence, once per node.

@@ -95,7 +95,7 @@ impl Inner {
 }
 
 /// How long a cached member list is trusted when other nodes may change it.
-const SHARED_MEMBERS_MAX_AGE_MS: i64 = 10_000;
+pub(crate) const SHARED_MEMBERS_MAX_AGE_MS: i64 = 10_000;
 
 /// A `{data}` frame for `msg` as seen under `wire` name.
 fn data_frame(msg: &Message, wire: &str, from: &str) -> Frame {

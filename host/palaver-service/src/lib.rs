@@ -6,6 +6,7 @@
 
 mod apply;
 pub mod auth;
+mod business;
 mod control;
 mod delivery;
 mod error;
@@ -17,6 +18,7 @@ mod render;
 mod session;
 mod topics;
 
+pub use business::{BLOCKED, BizError, BizResult, GROUP_MUTED};
 pub use control::Eviction;
 pub use error::{ServiceError, ServiceResult};
 pub use hub::{Attached, Frame, Hub, Outbound, SessionHandle};
@@ -187,9 +189,7 @@ impl Service {
             EventTarget::User(u) => realtime::BusinessTarget::User(u),
             EventTarget::Topic(t) => realtime::BusinessTarget::Topic(t),
         };
-        let ev = realtime::Event::Business { to: to.clone(), event: event.to_owned(), payload: payload.clone() };
-        self.inner.publish_event(tenant, &ev, None, None);
-        self.inner.deliver_business(tenant, &to, event, &payload)
+        self.inner.emit_business(tenant, to, event, &payload, None)
     }
 
     /// The user a login token belongs to in `tenant`, checked as `{login scheme:"token"}` checks it: signature,

@@ -26,6 +26,12 @@ pub struct Metrics {
     bus_received: Mutex<BTreeMap<&'static str, u64>>,
     /// Sessions closed by a session control, by how the control arrived.
     sessions_controlled: Mutex<BTreeMap<&'static str, u64>>,
+    /// Business commands (`/v1/im/`), by outcome, and the time they took in all.
+    business_commands: Mutex<BTreeMap<&'static str, u64>>,
+    business_micros: AtomicU64,
+    /// Calls to the business rules (the plugins) and the time they took in all.
+    rule_calls: AtomicU64,
+    rule_micros: AtomicU64,
 }
 
 impl Metrics {
@@ -77,6 +83,16 @@ impl Metrics {
 
     pub(crate) fn session_controlled(&self, via: &'static str) {
         *self.sessions_controlled.lock().entry(via).or_default() += 1;
+    }
+
+    pub(crate) fn business_command(&self, outcome: &'static str, took: std::time::Duration) {
+        *self.business_commands.lock().entry(outcome).or_default() += 1;
+        self.business_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn rule_call(&self, took: std::time::Duration) {
+        self.rule_calls.fetch_add(1, Ordering::Relaxed);
+        self.rule_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
     }
 
     /// Envelopes received from other nodes with `outcome` (`applied`, `loopback`, `duplicate`, `malformed`,
@@ -169,6 +185,30 @@ impl Metrics {
             "counter",
             "Sessions closed by a session control, by how it arrived (event, check).",
             &labelled(&self.sessions_controlled, "via"),
+        );
+        metric(
+            "palaver_business_commands_total",
+            "counter",
+            "Business commands (/v1/im/) run, by outcome (ok, refused, failed).",
+            &labelled(&self.business_commands, "outcome"),
+        );
+        metric(
+            "palaver_business_command_microseconds_total",
+            "counter",
+            "Time spent running business commands, rules, storage and events included.",
+            &[(String::new(), load(&self.business_micros))],
+        );
+        metric(
+            "palaver_business_rule_calls_total",
+            "counter",
+            "Calls to the business rules (the plugins' on-command hook).",
+            &[(String::new(), load(&self.rule_calls))],
+        );
+        metric(
+            "palaver_business_rule_microseconds_total",
+            "counter",
+            "Time spent in the business rules, a part of the command time.",
+            &[(String::new(), load(&self.rule_micros))],
         );
         out
     }

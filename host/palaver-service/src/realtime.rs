@@ -43,7 +43,14 @@ pub(crate) enum Event {
     /// The user gained a subscription elsewhere: their nodes list them as online members of it.
     Joined { topic: String, user: UserId },
     /// A business event in the seed's `{info}` form (`what` "im" on `me`, or "group" on the topic).
-    Business { to: BusinessTarget, event: String, payload: Value },
+    Business {
+        to: BusinessTarget,
+        event: String,
+        payload: Value,
+        /// The user whose action it reports (`from` of the `{info}`); `None` for the system.
+        #[serde(default)]
+        from: Option<UserId>,
+    },
     /// Close sessions whose control version is older than `version` (seed 002 §6.5, seed 003 §9.3).
     Control { user: UserId, scope: ControlScope, version: u64, reason: String, except: Option<String> },
 }

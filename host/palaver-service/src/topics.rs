@@ -18,6 +18,15 @@ pub(crate) struct TopicWrite {
     pub(crate) members: Option<Vec<UserId>>,
     /// When `members` was loaded (Unix ms).
     pub(crate) members_at: i64,
+    /// What the publish gate needs (mutes and roles of a group, blocks between a P2P topic's two users), once
+    /// loaded; dropped with `members`, so every change that invalidates members invalidates this too.
+    pub(crate) gate: Option<std::sync::Arc<crate::business::Gate>>,
+    /// When `gate` was loaded (Unix ms).
+    pub(crate) gate_at: i64,
+    /// The member list the `/v1/im/` API pages through, sorted by user id, once built; dropped with `members`.
+    pub(crate) roster: Option<std::sync::Arc<Vec<crate::business::RosterEntry>>>,
+    /// When `roster` was built (Unix ms).
+    pub(crate) roster_at: i64,
 }
 
 /// A topic's write lock, shared by every publisher of it on this node.

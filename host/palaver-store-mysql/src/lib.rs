@@ -14,7 +14,8 @@
 //! `UserStore`, `TopicStore`, `SubscriptionStore` and `MessageStore` run on the tenant's own database, whose tables
 //! have no `tenant_id` column (seed §8): the tenant id picks the database, so no query can reach another tenant's
 //! rows. A disabled or unknown tenant is `NotFound` to every storage call. `RelationStore` (friend requests,
-//! friendships, blocks) runs on the same database's business tables.
+//! friendships, blocks), `NotificationStore` (each user's system notifications) and `GroupStore` (group roles,
+//! mutes, settings, join requests, announcements) run on the same database's business tables.
 //!
 //! # Pools
 //!
@@ -60,7 +61,9 @@ mod config;
 mod deletions;
 mod derive;
 mod error;
+mod groups;
 mod messages;
+mod notifications;
 mod pools;
 mod relations;
 mod schema;

@@ -1,5 +1,6 @@
-//! Runs the shared storage, relation and tenant registry contracts against a real MariaDB: every storage and
-//! relation case on two fresh tenant databases, every registry case on a fresh control database.
+//! Runs the shared storage, relation, group, notification and tenant registry contracts against a real MariaDB:
+//! every storage, relation, group and notification case on two fresh tenant databases, every registry case on a
+//! fresh control database.
 
 mod common;
 
@@ -17,6 +18,24 @@ palaver_contract::storage_contract_tests!(
 );
 
 palaver_contract::relation_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);
+
+palaver_contract::group_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);
+
+palaver_contract::notification_contract_tests!(
     fixture = {
         if common::skip() {
             return;

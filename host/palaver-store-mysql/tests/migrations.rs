@@ -9,10 +9,11 @@ use palaver_core::ports::{TenantStore, UserStore};
 use sqlx::Executor;
 
 /// The tenant migrations as files, to replay them by hand like an operator finishing a half-applied run.
-const TENANT_SQL: [&str; 3] = [
+const TENANT_SQL: [&str; 4] = [
     include_str!("../../../migrations/mysql/tenant/0001_core.sql"),
     include_str!("../../../migrations/mysql/tenant/0002_business.sql"),
     include_str!("../../../migrations/mysql/tenant/0003_relations.sql"),
+    include_str!("../../../migrations/mysql/tenant/0004_groups.sql"),
 ];
 
 async fn applied(conn: &mut sqlx::MySqlConnection) -> Vec<(i64, bool)> {
@@ -40,10 +41,10 @@ async fn migrations_rerun_safely_on_migrated_databases() {
     let mut control = scratch.connect("control").await;
     assert_eq!(applied(&mut control).await, vec![(1, true)]);
     let mut tenant = scratch.connect("t_acme").await;
-    assert_eq!(applied(&mut tenant).await, vec![(1, true), (2, true), (3, true)]);
+    assert_eq!(applied(&mut tenant).await, vec![(1, true), (2, true), (3, true), (4, true)]);
     let versions: Vec<Option<i64>> =
         sqlx::query_scalar("SELECT schema_version FROM tenants ORDER BY id").fetch_all(&mut control).await.unwrap();
-    assert_eq!(versions, vec![Some(3), Some(3)]);
+    assert_eq!(versions, vec![Some(4), Some(4)]);
 
     // Every statement is repeatable, so replaying the files on a migrated database is harmless.
     for sql in TENANT_SQL {

@@ -181,11 +181,14 @@ impl RedisClient {
             return Err(StoreError::Unavailable("redis circuit open after repeated failures".into()));
         }
         let run = async {
-            let (slot, conn) = self.handle().await?;
+            let (_, conn) = self.handle().await?;
             command(conn).await.map_err(|e| {
                 let error = redis_error(e);
                 if matches!(error, StoreError::Unavailable(_)) {
-                    self.slots.empty(slot);
+                    // A broken pipe on one connection usually means the network to Redis broke for all of
+                    // them; refilling every slot at once keeps each stale connection from failing one more
+                    // command (and reopening the circuit) after Redis is back.
+                    self.slots.empty_all();
                 }
                 error
             })
@@ -277,13 +280,8 @@ impl Slots {
         handle
     }
 
-    /// Returns the slot's connection to the pool, whose next check decides whether it is reused.
-    fn empty(&self, slot: usize) {
-        let dropped = self.held.lock().get_mut(slot).and_then(Option::take);
-        drop(dropped);
-    }
-
-    /// After a timeout it is unknown which connection hung, so every slot is refilled through the pool.
+    /// After a timeout or a transport fault every slot is refilled through the pool, whose recycle check drops
+    /// the broken connections.
     fn empty_all(&self) {
         let dropped: Vec<_> = self.held.lock().iter_mut().filter_map(Option::take).collect();
         drop(dropped);

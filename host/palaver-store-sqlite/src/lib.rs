@@ -2,8 +2,10 @@
 //!
 //! [`SqliteStore`] opens (or creates) one database file in WAL mode, applies the embedded migrations from
 //! `migrations/sqlite`, and implements `UserStore`, `TopicStore`, `SubscriptionStore` and `MessageStore`, plus
-//! `RelationStore` (friend requests, friendships and blocks, from migration 0002). Group history lives in
-//! `im_group_messages` and P2P history in `im_messages`; the table is picked from the topic name.
+//! `RelationStore` (friend requests, friendships and blocks, from migration 0002) and `NotificationStore`
+//! (each user's system notifications, from migration 0003) and `GroupStore` (group roles, mutes, settings, join
+//! requests and announcements, from migration 0004). Group history lives in `im_group_messages` and P2P history
+//! in `im_messages`; the table is picked from the topic name.
 //!
 //! Every write that touches more than one row runs in one `BEGIN IMMEDIATE` transaction: taking the write lock up
 //! front lets SQLite's busy timeout queue concurrent writers instead of failing one of them mid-transaction.
@@ -11,7 +13,9 @@
 mod codec;
 mod deletions;
 mod error;
+mod groups;
 mod messages;
+mod notifications;
 mod ranges;
 mod relations;
 mod store;

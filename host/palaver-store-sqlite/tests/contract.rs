@@ -1,4 +1,5 @@
-//! Runs the shared storage and relation contract suites against SQLite, each case on a fresh database file.
+//! Runs the shared storage, relation, group and notification contract suites against SQLite, each case on a fresh
+//! database file.
 
 use palaver_contract::Fixture;
 use palaver_store_sqlite::SqliteStore;
@@ -13,3 +14,7 @@ async fn fresh() -> Fixture<SqliteStore> {
 palaver_contract::storage_contract_tests!(fixture = fresh());
 
 palaver_contract::relation_contract_tests!(fixture = fresh());
+
+palaver_contract::group_contract_tests!(fixture = fresh());
+
+palaver_contract::notification_contract_tests!(fixture = fresh());

@@ -1,9 +1,16 @@
 //! The contract cases, one public async function each. [`crate::storage_contract_tests!`] lists the storage
-//! cases, [`crate::relation_contract_tests!`] the relation store's and [`crate::tenant_contract_tests!`] the tenant
-//! registry's; an adapter may also call single cases from its own tests.
+//! cases, [`crate::relation_contract_tests!`] the relation store's, [`crate::notification_contract_tests!`] the
+//! notification store's, [`crate::group_contract_tests!`] the group store's and
+//! [`crate::tenant_contract_tests!`] the tenant registry's; an adapter may also call
+//! single cases from its own tests.
 
 mod deletions;
+mod group_announcements;
+mod group_requests;
+mod group_state;
+mod groups;
 mod messages;
+mod notifications;
 mod registry;
 mod relations;
 mod requests;
@@ -13,7 +20,12 @@ mod topics;
 mod users;
 
 pub use deletions::*;
+pub use group_announcements::*;
+pub use group_requests::*;
+pub use group_state::*;
+pub use groups::*;
 pub use messages::*;
+pub use notifications::*;
 pub use registry::*;
 pub use relations::*;
 pub use requests::*;

@@ -37,6 +37,8 @@ impl Session {
         if !mode.has(AccessMode::WRITE) {
             return Err(ServiceError::PermissionDenied);
         }
+        // Mutes and blocks hold on every node: the gate state is dropped everywhere by each change.
+        self.svc.check_gate(self.tenant(), &stored, me).await?;
         let content = m
             .content
             .filter(|c| !c.is_null())

@@ -5,7 +5,7 @@
 
 use base64::Engine;
 use palaver_core::TenantId;
-use palaver_core::ports::{NoHooks, Ports, PublishHook};
+use palaver_core::ports::{BusinessPorts, NoHooks, Ports, PublishHook};
 use palaver_service::auth::{HashCost, TokenSigner};
 use palaver_service::{Outbound, Service, ServiceConfig, Session, Transport};
 use palaver_store_memory::{MemoryBus, MemoryControl, MemoryIdempotency, MemoryPresence, MemorySeq, MemoryStore};
@@ -29,7 +29,7 @@ pub fn service_with_hooks(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -
         users: store.clone(),
         topics: store.clone(),
         subs: store.clone(),
-        messages: store,
+        messages: store.clone(),
         seq: Arc::new(MemorySeq::new()),
         idempotency: Arc::new(MemoryIdempotency::default()),
         presence: Arc::new(MemoryPresence::new()),
@@ -37,6 +37,7 @@ pub fn service_with_hooks(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -
         control: Arc::new(MemoryControl::default()),
         topic_carrier: None,
         hooks,
+        business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
 }
@@ -74,6 +75,7 @@ pub fn cluster_parts(n: usize, tweak: impl Fn(&mut ServiceConfig)) -> (Vec<Servi
                 control: control.clone(),
                 topic_carrier: None,
                 hooks: Arc::new(NoHooks),
+                business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
             };
             Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
         })
@@ -90,7 +92,7 @@ pub fn service_on(bus: MemoryBus, carrier: Option<Arc<dyn palaver_core::ports::T
         users: store.clone(),
         topics: store.clone(),
         subs: store.clone(),
-        messages: store,
+        messages: store.clone(),
         seq: Arc::new(MemorySeq::new()),
         idempotency: Arc::new(MemoryIdempotency::default()),
         presence: Arc::new(MemoryPresence::new()),
@@ -98,6 +100,7 @@ pub fn service_on(bus: MemoryBus, carrier: Option<Arc<dyn palaver_core::ports::T
         control: Arc::new(MemoryControl::default()),
         topic_carrier: carrier,
         hooks: Arc::new(NoHooks),
+        business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
 }
@@ -264,4 +267,28 @@ pub fn data(frames: &[Value]) -> Vec<Value> {
 /// The frames of one kind (`pres`, `info`, `meta`, `ctrl`).
 pub fn of(frames: &[Value], kind: &str) -> Vec<Value> {
     frames.iter().filter_map(|f| f.get(kind).cloned()).collect()
+}
+
+/// Rules that allow every business command, with the parameters the default plugins would fix.
+pub struct AllowAll;
+
+#[async_trait::async_trait]
+impl palaver_core::ports::BusinessRules for AllowAll {
+    fn available(&self, _: palaver_core::TenantId, _: &str) -> bool {
+        true
+    }
+
+    async fn decide(
+        &self,
+        _: palaver_core::TenantId,
+        _: palaver_core::UserId,
+        command: &str,
+        _: &serde_json::Value,
+    ) -> palaver_core::ports::RuleVerdict {
+        let params = match command {
+            "group.role.set" => serde_json::json!({ "max_admins": 2 }),
+            _ => serde_json::Value::Null,
+        };
+        palaver_core::ports::RuleVerdict::Allow(params)
+    }
 }

@@ -1,10 +1,12 @@
 //! The in-memory storage adapter: users, topics, subscriptions and messages in tenant-scoped maps.
 //!
-//! All the storage ports (and the relation port) share one lock over one map of tenants. That makes every port call atomic with
-//! respect to the others (a topic delete and an append never interleave), which is what the SQL adapters get
-//! from transactions.
+//! All the storage ports (and the relation, group and notification ports) share one lock over one map of
+//! tenants. That makes every port call atomic with respect to the others (a topic delete and an append never
+//! interleave), which is what the SQL adapters get from transactions.
 
+mod groups;
 mod messages;
+mod notifications;
 mod relations;
 mod subs;
 mod topics;
@@ -54,6 +56,8 @@ struct TenantData {
     subs: BTreeMap<(String, UserId), Subscription>,
     history: HashMap<String, History>,
     relations: relations::Relations,
+    groups: groups::Groups,
+    notifications: notifications::Notifications,
 }
 
 /// One topic's stored messages and deletion log.

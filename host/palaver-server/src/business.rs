@@ -1,0 +1,19 @@
+//! The `/v1/im/` API's commands, run by the service over the node's business stores and the plugins' rules.
+
+use palaver_gateway::{ImCall, ImCommands, ImOutcome};
+use palaver_service::Service;
+
+/// Runs API commands on the service.
+pub(crate) struct BusinessApi {
+    pub(crate) service: Service,
+}
+
+#[async_trait::async_trait]
+impl ImCommands for BusinessApi {
+    async fn run(&self, call: ImCall) -> ImOutcome {
+        match self.service.run_command(call.tenant, call.actor, call.command, call.args).await {
+            Ok(v) => ImOutcome::Ok(v),
+            Err(e) => ImOutcome::Refused { status: e.status, reason: e.reason, message: e.message },
+        }
+    }
+}

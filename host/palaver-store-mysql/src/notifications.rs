@@ -1,0 +1,206 @@
+//! The notification port over a tenant database: the `im_system_notifications` table of migration 0002. Times
+//! are UTC `DATETIME(3)`, converted in SQL, and the content is JSON text.
+//!
+//! Marking a notice read is one guarded `UPDATE` (only while `read_at` is NULL and the notice has not expired).
+//! InnoDB locks the row and re-evaluates the condition on the latest committed version, so when two calls race
+//! the second waits for the first and then matches nothing: exactly one call changes the row, and its read time
+//! is the one kept. A call that matched nothing then looks the notice up to tell "read already" (false) from "not
+//! one of the user's live notices" (`NotFound`). The connection reports rows matched rather than changed, which
+//! is the same thing here because every matched row has a NULL `read_at` that the statement sets.
+
+use crate::MysqlStore;
+use crate::codec::{datetime_to_millis, limit_col, millis_to_datetime, user_col, user_of};
+use crate::error::{CorruptRow, db_error};
+use palaver_core::ports::{NewNotification, Notification, NotificationStore};
+use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use serde_json::Value;
+
+/// The select list of a [`NotificationRow`], as a literal so that `concat!` can splice it into static SQL.
+macro_rules! notification_select {
+    () => {
+        concat!(
+            "SELECT id, user_id, kind, content, source_topic, source_seq, ",
+            datetime_to_millis!("read_at"),
+            " AS read_ms, ",
+            datetime_to_millis!("expires_at"),
+            " AS expires_ms, ",
+            datetime_to_millis!("created_at"),
+            " AS created_ms FROM im_system_notifications "
+        )
+    };
+}
+
+/// The condition that keeps a notice alive at the next bound time, as a literal for `concat!`.
+macro_rules! alive {
+    () => {
+        concat!("(expires_at IS NULL OR expires_at > ", millis_to_datetime!(), ")")
+    };
+}
+
+/// An `im_system_notifications` row as selected by `notification_select!`.
+#[derive(sqlx::FromRow)]
+struct NotificationRow {
+    id: i64,
+    user_id: i64,
+    kind: String,
+    content: String,
+    source_topic: Option<String>,
+    source_seq: Option<i64>,
+    read_ms: Option<i64>,
+    expires_ms: Option<i64>,
+    created_ms: i64,
+}
+
+impl TryFrom<NotificationRow> for Notification {
+    type Error = CorruptRow;
+
+    fn try_from(r: NotificationRow) -> Result<Self, CorruptRow> {
+        let content: Value =
+            serde_json::from_str(&r.content).map_err(|source| CorruptRow::Json { column: "content", source })?;
+        Ok(Notification {
+            id: r.id,
+            user: user_of(r.user_id),
+            kind: r.kind,
+            content,
+            source_topic: r.source_topic,
+            source_seq: r.source_seq,
+            read: r.read_ms,
+            created: r.created_ms,
+            expires: r.expires_ms,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl NotificationStore for MysqlStore {
+    #[tracing::instrument(name = "palaver.store.add_notification", skip_all, fields(tenant = %tenant))]
+    async fn add(&self, tenant: TenantId, n: &NewNotification, now: UnixMillis) -> StoreResult<Notification> {
+        let db = self.db(tenant).await?;
+        // A NULL expiry stays NULL through the conversion, since arithmetic on NULL is NULL.
+        let done = sqlx::query(concat!(
+            "INSERT INTO im_system_notifications \
+             (user_id, kind, content, source_topic, source_seq, read_at, expires_at, created_at) \
+             VALUES (?, ?, ?, ?, ?, NULL, ",
+            millis_to_datetime!(),
+            ", ",
+            millis_to_datetime!(),
+            ")"
+        ))
+        .bind(user_col(n.user))
+        .bind(&n.kind)
+        .bind(n.content.to_string())
+        .bind(n.source_topic.as_deref())
+        .bind(n.source_seq)
+        .bind(n.expires)
+        .bind(now)
+        .execute(&db.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(Notification {
+            id: i64::try_from(done.last_insert_id()).map_err(|e| StoreError::Internal(e.to_string()))?,
+            user: n.user,
+            kind: n.kind.clone(),
+            content: n.content.clone(),
+            source_topic: n.source_topic.clone(),
+            source_seq: n.source_seq,
+            read: None,
+            created: now,
+            expires: n.expires,
+        })
+    }
+
+    #[tracing::instrument(name = "palaver.store.list_notifications", skip_all, fields(tenant = %tenant))]
+    async fn list(
+        &self,
+        tenant: TenantId,
+        user: UserId,
+        unread_only: bool,
+        cursor: Option<i64>,
+        limit: usize,
+        now: UnixMillis,
+    ) -> StoreResult<Vec<Notification>> {
+        let db = self.db(tenant).await?;
+        let sql = concat!(
+            notification_select!(),
+            "WHERE user_id = ? AND (? = 0 OR read_at IS NULL) AND ",
+            alive!(),
+            " AND id < ? ORDER BY id DESC LIMIT ?"
+        );
+        let rows: Vec<NotificationRow> = sqlx::query_as(sql)
+            .bind(user_col(user))
+            .bind(unread_only)
+            .bind(now)
+            .bind(cursor.unwrap_or(i64::MAX))
+            .bind(limit_col(limit))
+            .fetch_all(&db.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(rows.into_iter().map(Notification::try_from).collect::<Result<_, _>>()?)
+    }
+
+    #[tracing::instrument(name = "palaver.store.mark_notification_read", skip_all, fields(tenant = %tenant))]
+    async fn mark_read(&self, tenant: TenantId, user: UserId, id: i64, now: UnixMillis) -> StoreResult<bool> {
+        let db = self.db(tenant).await?;
+        let done = sqlx::query(concat!(
+            "UPDATE im_system_notifications SET read_at = ",
+            millis_to_datetime!(),
+            " WHERE id = ? AND user_id = ? AND read_at IS NULL AND ",
+            alive!()
+        ))
+        .bind(now)
+        .bind(id)
+        .bind(user_col(user))
+        .bind(now)
+        .execute(&db.pool)
+        .await
+        .map_err(db_error)?;
+        if done.rows_affected() > 0 {
+            return Ok(true);
+        }
+        // A fresh autocommit read, so it sees the read mark of whichever call won the race.
+        let found: Option<i64> = sqlx::query_scalar(concat!(
+            "SELECT 1 FROM im_system_notifications WHERE id = ? AND user_id = ? AND ",
+            alive!()
+        ))
+        .bind(id)
+        .bind(user_col(user))
+        .bind(now)
+        .fetch_optional(&db.pool)
+        .await
+        .map_err(db_error)?;
+        if found.is_some() { Ok(false) } else { Err(StoreError::NotFound) }
+    }
+
+    #[tracing::instrument(name = "palaver.store.mark_all_notifications_read", skip_all, fields(tenant = %tenant))]
+    async fn mark_all_read(&self, tenant: TenantId, user: UserId, now: UnixMillis) -> StoreResult<u64> {
+        let db = self.db(tenant).await?;
+        let done = sqlx::query(concat!(
+            "UPDATE im_system_notifications SET read_at = ",
+            millis_to_datetime!(),
+            " WHERE user_id = ? AND read_at IS NULL AND ",
+            alive!()
+        ))
+        .bind(now)
+        .bind(user_col(user))
+        .bind(now)
+        .execute(&db.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(done.rows_affected())
+    }
+
+    #[tracing::instrument(name = "palaver.store.unread_notifications", skip_all, fields(tenant = %tenant))]
+    async fn unread_count(&self, tenant: TenantId, user: UserId, now: UnixMillis) -> StoreResult<u64> {
+        let db = self.db(tenant).await?;
+        let n: i64 = sqlx::query_scalar(concat!(
+            "SELECT COUNT(*) FROM im_system_notifications WHERE user_id = ? AND read_at IS NULL AND ",
+            alive!()
+        ))
+        .bind(user_col(user))
+        .bind(now)
+        .fetch_one(&db.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(n.unsigned_abs())
+    }
+}
