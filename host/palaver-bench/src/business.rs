@@ -126,7 +126,7 @@ pub(crate) async fn run(args: BusinessArgs) -> Result<()> {
     line.set("users", args.users).set("requests", latency.count).set("concurrency", args.concurrency);
     line.set("requests_per_sec", round3(rate)).set("failed", failures.len());
     line.set("server_command_us", round3(command_us)).set("server_rule_us", round3(rule_us));
-    latency.put(&mut line, "latency");
+    latency.put(&mut line, "latency_");
     println!("{line}");
     target.finish();
     Ok(())

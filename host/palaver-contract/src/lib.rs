@@ -40,20 +40,38 @@ mod fixture;
 
 pub use fixture::{Fixture, GroupStorage, NotificationStorage, RelationStorage, Storage};
 
-/// Expands to one `#[tokio::test]` per contract case, each on a fresh store made by the given async expression.
+/// The shared body of the public contract macros, not to be called directly. Given `[fixture = expr]` or `[expr]`
+/// and a list of case names, it expands to one `#[tokio::test]` per case, each on a fresh [`Fixture`] (the
+/// plain form wraps the store it makes in [`Fixture::new`]). The `@each` form binds what the expression evaluates
+/// to under the given name and type and hands it to each case; the expression is awaited in the test's own body,
+/// so a `return` in it ends the test.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! storage_contract_tests {
-    (@cases $make:expr; $($case:ident),* $(,)?) => {
+macro_rules! __contract_suite {
+    (@each $binding:ident: $ty:ty = $make:expr; $($case:ident),* $(,)?) => {
         $(
             #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
-                let fixture: $crate::Fixture<_> = $make.await;
-                $crate::cases::$case(fixture).await;
+                let $binding: $ty = $make.await;
+                $crate::cases::$case($binding).await;
             }
         )*
     };
-    (fixture = $make:expr) => {
-        $crate::storage_contract_tests!(@cases $make;
+    ([fixture = $make:expr] $($case:ident),* $(,)?) => {
+        $crate::__contract_suite!(@each fixture: $crate::Fixture<_> = $make; $($case),*);
+    };
+    ([$make:expr] $($case:ident),* $(,)?) => {
+        $crate::__contract_suite!(
+            [fixture = async { $crate::Fixture::new($make.await) }] $($case),*
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per contract case, each on a fresh store made by the given async expression.
+#[macro_export]
+macro_rules! storage_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
             user_create_get_update,
             user_duplicate_id_conflicts,
             login_taken_conflicts,
@@ -83,26 +101,14 @@ macro_rules! storage_contract_tests {
             concurrent_appends_all_stored,
         );
     };
-    ($make:expr) => {
-        $crate::storage_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
-    };
 }
 
 /// Expands to one `#[tokio::test]` per relation case, each on a fresh store made by the given async expression
 /// (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
 #[macro_export]
 macro_rules! relation_contract_tests {
-    (@cases $make:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() {
-                let fixture: $crate::Fixture<_> = $make.await;
-                $crate::cases::$case(fixture).await;
-            }
-        )*
-    };
-    (fixture = $make:expr) => {
-        $crate::relation_contract_tests!(@cases $make;
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
             friend_request_create_is_idempotent,
             friend_request_concurrent_creates_store_one,
             friend_request_count_since,
@@ -117,26 +123,14 @@ macro_rules! relation_contract_tests {
             relations_tenants_are_isolated,
         );
     };
-    ($make:expr) => {
-        $crate::relation_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
-    };
 }
 
 /// Expands to one `#[tokio::test]` per notification case, each on a fresh store made by the given async
 /// expression (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
 #[macro_export]
 macro_rules! notification_contract_tests {
-    (@cases $make:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() {
-                let fixture: $crate::Fixture<_> = $make.await;
-                $crate::cases::$case(fixture).await;
-            }
-        )*
-    };
-    (fixture = $make:expr) => {
-        $crate::notification_contract_tests!(@cases $make;
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
             notification_add_assigns_rising_ids,
             notification_list_pages_newest_first,
             notification_unread_only_lists_unread,
@@ -149,26 +143,14 @@ macro_rules! notification_contract_tests {
             notification_tenants_are_isolated,
         );
     };
-    ($make:expr) => {
-        $crate::notification_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
-    };
 }
 
 /// Expands to one `#[tokio::test]` per group store case, each on a fresh store made by the given async expression
 /// (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
 #[macro_export]
 macro_rules! group_contract_tests {
-    (@cases $make:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() {
-                let fixture: $crate::Fixture<_> = $make.await;
-                $crate::cases::$case(fixture).await;
-            }
-        )*
-    };
-    (fixture = $make:expr) => {
-        $crate::group_contract_tests!(@cases $make;
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
             group_ensure_owner_once,
             group_concurrent_ensure_owner_one_owner,
             group_set_role_admin_and_member,
@@ -195,26 +177,14 @@ macro_rules! group_contract_tests {
             group_announcement_content_round_trips,
         );
     };
-    ($make:expr) => {
-        $crate::group_contract_tests!(fixture = async { $crate::Fixture::new($make.await) });
-    };
 }
 
 /// Expands to one `#[tokio::test]` per tenant registry case, each on a fresh, empty registry made by the given
 /// async expression.
 #[macro_export]
 macro_rules! tenant_contract_tests {
-    (@cases $make:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $case() {
-                let registry = $make.await;
-                $crate::cases::$case(registry).await;
-            }
-        )*
-    };
     ($make:expr) => {
-        $crate::tenant_contract_tests!(@cases $make;
+        $crate::__contract_suite!(@each registry: _ = $make;
             registry_create_get_find_by_code,
             registry_taken_code_conflicts,
             registry_api_key_finds_tenant,

@@ -1,8 +1,14 @@
 //! Column forms of domain values, shared by the SQL adapters (which must not depend on each other): ids as
 //! signed 64-bit integers, modes as bit sets, states and kinds as short words, JSON as text. Pure functions.
+//!
+//! The `…Columns` tuples are the rows the adapters select for the group and notification ports, in the order
+//! their select lists name the columns (times as Unix milliseconds, whatever the backend stores); the `…_of`
+//! functions next to them assemble the domain value, so every adapter decodes a row the same way.
 
-use crate::ports::RequestStatus;
-use crate::{AccessMode, AuditStatus, RecordState, StoreError, TopicKind, UserId};
+use crate::ports::{
+    Announcement, AnnouncementView, GroupRole, JoinPolicy, JoinRequest, Mute, Notification, RequestStatus, RoleGrant,
+};
+use crate::{AccessMode, AuditStatus, RecordState, StoreError, TopicKind, UnixMillis, UserId};
 use serde_json::Value;
 
 /// A stored value that does not decode into the domain type it should hold.
@@ -92,7 +98,12 @@ pub fn json_change(v: Option<&Value>) -> (bool, Option<String>) {
 
 /// The JSON value a nullable column holds.
 pub fn json_of(column: &'static str, v: Option<String>) -> Result<Option<Value>, CorruptRow> {
-    v.map(|text| serde_json::from_str(&text).map_err(|source| CorruptRow::Json { column, source })).transpose()
+    v.map(|text| json_text_of(column, &text)).transpose()
+}
+
+/// The JSON value a non-null column holds.
+pub fn json_text_of(column: &'static str, text: &str) -> Result<Value, CorruptRow> {
+    serde_json::from_str(text).map_err(|source| CorruptRow::Json { column, source })
 }
 
 /// A tag list as a JSON array, the form the tags columns hold.
@@ -113,6 +124,93 @@ pub fn audit_of(v: &str) -> Result<AuditStatus, CorruptRow> {
 /// The friend request status a `status` column holds.
 pub fn request_status_of(v: &str) -> Result<RequestStatus, CorruptRow> {
     RequestStatus::parse(v).ok_or_else(|| CorruptRow::Value { column: "status", value: v.to_owned() })
+}
+
+/// The group role a `role` column holds.
+pub fn role_of(v: &str) -> Result<GroupRole, CorruptRow> {
+    GroupRole::parse(v).ok_or_else(|| CorruptRow::Value { column: "role", value: v.to_owned() })
+}
+
+/// The join policy a `join_policy` column holds.
+pub fn join_policy_of(v: String) -> Result<JoinPolicy, CorruptRow> {
+    JoinPolicy::parse(&v).ok_or(CorruptRow::Value { column: "join_policy", value: v })
+}
+
+/// The `user_id` a mute of everyone is stored under; never a valid user id.
+pub const EVERYONE: i64 = 0;
+
+/// The `user_id` column of a mute's target: the member, or [`EVERYONE`].
+pub fn mute_target_col(user: Option<UserId>) -> i64 {
+    user.map_or(EVERYONE, user_col)
+}
+
+/// A `group_member_roles` row: `user_id, role, granted_by, updated_at`.
+pub type GrantColumns = (i64, String, Option<i64>, UnixMillis);
+
+/// The role grant a `group_member_roles` row holds.
+pub fn grant_of((user, role, by, updated): GrantColumns) -> Result<RoleGrant, CorruptRow> {
+    Ok(RoleGrant { user: user_of(user), role: role_of(&role)?, granted_by: by.map(user_of), updated })
+}
+
+/// A `group_mutes` row: `user_id, muted_by, reason, muted_until, created_at, updated_at`.
+pub type MuteColumns = (i64, Option<i64>, Option<String>, Option<UnixMillis>, UnixMillis, UnixMillis);
+
+/// The mute a `group_mutes` row holds; a `user_id` of [`EVERYONE`] is the mute of everyone.
+pub fn mute_of((user, by, reason, until, created, updated): MuteColumns) -> Mute {
+    Mute { user: (user != EVERYONE).then(|| user_of(user)), muted_by: by.map(user_of), reason, until, created, updated }
+}
+
+/// A `group_join_requests` row: `id, topic, user_id, inviter, message, status, handled_by, handled_at,
+/// created_at`.
+pub type JoinRequestColumns =
+    (i64, String, i64, Option<i64>, Option<String>, String, Option<i64>, Option<UnixMillis>, UnixMillis);
+
+/// The join request a `group_join_requests` row holds.
+pub fn join_request_of(row: JoinRequestColumns) -> Result<JoinRequest, CorruptRow> {
+    let (id, topic, user, inviter, message, status, handled_by, handled, created) = row;
+    Ok(JoinRequest {
+        id,
+        topic,
+        user: user_of(user),
+        inviter: inviter.map(user_of),
+        message,
+        status: request_status_of(&status)?,
+        handled_by: handled_by.map(user_of),
+        created,
+        handled,
+    })
+}
+
+/// A `group_announcements` row: `id, topic, author, title, content, pinned, version, created_at, updated_at`.
+pub type AnnouncementColumns = (i64, String, i64, Option<String>, String, bool, i32, UnixMillis, UnixMillis);
+
+/// The announcement a `group_announcements` row holds.
+pub fn announcement_of(row: AnnouncementColumns) -> Result<Announcement, CorruptRow> {
+    let (id, topic, author, title, content, pinned, version, created, updated) = row;
+    let content = json_text_of("content", &content)?;
+    Ok(Announcement { id, topic, author: user_of(author), title, content, pinned, version, created, updated })
+}
+
+/// The announcement of a `group_announcements` row as one member sees it: with their read time (`None` while
+/// unread) and the count of its read marks.
+pub fn announcement_view_of(
+    row: AnnouncementColumns,
+    read: Option<UnixMillis>,
+    read_count: i64,
+) -> Result<AnnouncementView, CorruptRow> {
+    Ok(AnnouncementView { announcement: announcement_of(row)?, read, reads: read_count.unsigned_abs() })
+}
+
+/// An `im_system_notifications` row: `id, user_id, kind, content, source_topic, source_seq, read_at, expires_at,
+/// created_at`.
+pub type NotificationColumns =
+    (i64, i64, String, String, Option<String>, Option<i64>, Option<UnixMillis>, Option<UnixMillis>, UnixMillis);
+
+/// The notice an `im_system_notifications` row holds.
+pub fn notification_of(row: NotificationColumns) -> Result<Notification, CorruptRow> {
+    let (id, user, kind, content, source_topic, source_seq, read, expires, created) = row;
+    let content = json_text_of("content", &content)?;
+    Ok(Notification { id, user: user_of(user), kind, content, source_topic, source_seq, read, created, expires })
 }
 
 /// Risk flags as stored: SQL NULL when there are none, so unflagged rows carry no JSON, else a JSON array.
@@ -161,5 +259,29 @@ mod tests {
         assert_eq!(risk_flags_of(None).unwrap(), Vec::<String>::new());
         assert_eq!(request_status_of(RequestStatus::Cancelled.as_str()).unwrap(), RequestStatus::Cancelled);
         assert!(request_status_of("canceled").is_err());
+        assert_eq!(role_of(GroupRole::Admin.as_str()).unwrap(), GroupRole::Admin);
+        assert!(role_of("boss").is_err());
+        assert_eq!(join_policy_of("closed".to_owned()).unwrap(), JoinPolicy::Closed);
+        assert!(join_policy_of("invite".to_owned()).is_err());
+    }
+
+    #[test]
+    fn rows_assemble_their_domain_values() {
+        assert_eq!(mute_target_col(None), EVERYONE);
+        let everyone = mute_of((EVERYONE, Some(3), None, None, 1, 2));
+        assert_eq!((everyone.user, everyone.muted_by), (None, Some(UserId(3))));
+        assert_eq!(mute_of((mute_target_col(Some(UserId(4))), None, None, Some(9), 1, 2)).user, Some(UserId(4)));
+        let grant = grant_of((5, "owner".to_owned(), None, 7)).unwrap();
+        assert_eq!((grant.user, grant.role, grant.updated), (UserId(5), GroupRole::Owner, 7));
+        let row = (1, "grpA".to_owned(), 5, Some(6), None, "pending".to_owned(), None, None, 8);
+        let request = join_request_of(row).unwrap();
+        assert_eq!(request, JoinRequest::pending(1, "grpA", UserId(5), Some(UserId(6)), None, 8));
+        let row = (2, "grpA".to_owned(), 5, None, "{\"a\":1}".to_owned(), true, 3, 4, 6);
+        let view = announcement_view_of(row.clone(), Some(5), 2).unwrap();
+        assert_eq!((view.announcement.content, view.read, view.reads), (serde_json::json!({ "a": 1 }), Some(5), 2));
+        assert!(announcement_of((row.0, row.1, row.2, row.3, "{".to_owned(), row.5, row.6, row.7, row.8)).is_err());
+        let row = (3, 5, "k".to_owned(), "[]".to_owned(), Some("grpA".to_owned()), Some(4), None, Some(9), 8);
+        let n = notification_of(row).unwrap();
+        assert_eq!((n.user, n.content, n.expires, n.created), (UserId(5), serde_json::json!([]), Some(9), 8));
     }
 }

@@ -6,11 +6,11 @@
 
 mod common;
 
-use common::{Client, KEY, config, http_with};
+use common::{Client, KEY, config, http_with, plugins_dir};
 use palaver_server::wiring::{self, Node};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,19 +22,7 @@ fn env_addr(var: &str, default: &str) -> SocketAddr {
 
 /// A plugins directory holding the built friends and governance plugins.
 fn business_plugins() -> tempfile::TempDir {
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/plugins");
-    let dir = tempfile::tempdir().unwrap();
-    let mut copied = 0;
-    for entry in std::fs::read_dir(&built).expect("target/plugins exists: run `cargo xtask plugins` first") {
-        let path: PathBuf = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("friends-0.1.0.") || name.starts_with("governance-0.1.0.") {
-            std::fs::copy(&path, dir.path().join(&name)).unwrap();
-            copied += 1;
-        }
-    }
-    assert_eq!(copied, 4, "both components and manifests are built: run `cargo xtask plugins`");
-    dir
+    plugins_dir(&["friends-0.1.0.", "governance-0.1.0."])
 }
 
 /// One node of a cluster named `tag` (its databases and Redis keys), with the plugins in `plugins`.

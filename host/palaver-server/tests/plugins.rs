@@ -4,28 +4,10 @@
 
 mod common;
 
-use common::{Client, http_with, start};
+use common::{Client, http_with, plugins_dir, start};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
 
 const TOKEN: &str = "test-admin-token-0123456789";
-
-/// A plugins directory holding only the built moderation plugin.
-fn moderation_dir() -> tempfile::TempDir {
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/plugins");
-    let dir = tempfile::tempdir().unwrap();
-    let mut copied = 0;
-    for entry in std::fs::read_dir(&built).expect("target/plugins exists: run `cargo xtask plugins` first") {
-        let path: PathBuf = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("moderation-") {
-            std::fs::copy(&path, dir.path().join(&name)).unwrap();
-            copied += 1;
-        }
-    }
-    assert_eq!(copied, 2, "the moderation component and manifest are built: run `cargo xtask plugins`");
-    dir
-}
 
 async fn admin(addr: std::net::SocketAddr, method: &str, path: &str, body: &str) -> (u16, Value) {
     let auth = format!("Bearer {TOKEN}");
@@ -35,7 +17,8 @@ async fn admin(addr: std::net::SocketAddr, method: &str, path: &str, body: &str)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moderation_admin_api_and_tenant_settings() {
-    let plugins = moderation_dir();
+    // A plugins directory holding only the built moderation plugin.
+    let plugins = plugins_dir(&["moderation-"]);
     let data = tempfile::tempdir().unwrap();
     let dir = plugins.path().to_string_lossy().into_owned();
     let node = start(data.path(), &[("PALAVER_PLUGINS__DIR", &dir), ("PALAVER_ADMIN__TOKEN", TOKEN)]).await;

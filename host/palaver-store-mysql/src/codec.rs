@@ -6,7 +6,8 @@ pub(crate) use palaver_core::columns::{
     audit_of, json_change, json_col, json_of, kind_col, kind_of, limit_col, risk_flags_col, risk_flags_of, state_col,
     state_of, tags_col, tags_of, user_col, user_of,
 };
-use palaver_core::{AccessMode, DefaultAccess, UnixMillis};
+use palaver_core::{AccessMode, DefaultAccess, StoreError, StoreResult, UnixMillis};
+use sqlx::mysql::MySqlQueryResult;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Splices a bound Unix-millisecond parameter into SQL as a `DATETIME(3)`. Date arithmetic from the epoch literal
@@ -39,6 +40,11 @@ pub(crate) fn mode_col(m: AccessMode) -> i16 {
 /// Default access from its two columns.
 pub(crate) fn defacs_of(auth: i16, anon: i16) -> Result<DefaultAccess, CorruptRow> {
     Ok(DefaultAccess { auth: mode_of("defacs_auth", auth)?, anon: mode_of("defacs_anon", anon)? })
+}
+
+/// The id an `INSERT` gave its auto-increment row, in the signed form the id columns are read back in.
+pub(crate) fn insert_id(done: &MySqlQueryResult) -> StoreResult<i64> {
+    i64::try_from(done.last_insert_id()).map_err(|e| StoreError::Internal(e.to_string()))
 }
 
 /// The wall clock in Unix milliseconds, for writes whose port call carries no time. A clock before 1970 reads as

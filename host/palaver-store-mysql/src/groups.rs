@@ -8,20 +8,18 @@
 //! written and the call may be retried.
 
 use crate::MysqlStore;
-use crate::codec::{datetime_to_millis, millis_to_datetime, user_col, user_of};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{datetime_to_millis, millis_to_datetime, user_col};
+use crate::error::db_error;
+use palaver_core::columns::{MuteColumns, join_policy_of, mute_of, mute_target_col};
 use palaver_core::ports::{
     Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision, JoinOutcome,
-    JoinPolicy, JoinRequest, Mute, RequestStatus, RoleGrant,
+    JoinRequest, Mute, RequestStatus, RoleGrant,
 };
 use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
 
 mod announcements;
 mod requests;
 mod roles;
-
-/// The `user_id` a mute of everyone is stored under; never a valid user id.
-const EVERYONE: i64 = 0;
 
 #[async_trait::async_trait]
 impl GroupStore for MysqlStore {
@@ -87,7 +85,7 @@ impl GroupStore for MysqlStore {
              muted_until = VALUES(muted_until), updated_at = VALUES(updated_at)"
         ))
         .bind(topic)
-        .bind(user.map_or(EVERYONE, user_col))
+        .bind(mute_target_col(user))
         .bind(user_col(by))
         .bind(reason)
         .bind(until)
@@ -104,7 +102,7 @@ impl GroupStore for MysqlStore {
         let db = self.db(tenant).await?;
         let done = sqlx::query("DELETE FROM group_mutes WHERE topic = ? AND user_id = ?")
             .bind(topic)
-            .bind(user.map_or(EVERYONE, user_col))
+            .bind(mute_target_col(user))
             .execute(&db.pool)
             .await
             .map_err(db_error)?;
@@ -113,9 +111,8 @@ impl GroupStore for MysqlStore {
 
     #[tracing::instrument(name = "palaver.store.mutes", skip_all, fields(tenant = %tenant))]
     async fn mutes(&self, tenant: TenantId, topic: &str, now: UnixMillis) -> StoreResult<Vec<Mute>> {
-        type MuteRow = (i64, Option<i64>, Option<String>, Option<i64>, i64, i64);
         let db = self.db(tenant).await?;
-        let rows: Vec<MuteRow> = sqlx::query_as(concat!(
+        let rows: Vec<MuteColumns> = sqlx::query_as(concat!(
             "SELECT user_id, muted_by, reason, ",
             datetime_to_millis!("muted_until"),
             ", ",
@@ -131,17 +128,7 @@ impl GroupStore for MysqlStore {
         .fetch_all(&db.pool)
         .await
         .map_err(db_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(user, by, reason, until, created, updated)| Mute {
-                user: (user != EVERYONE).then(|| user_of(user)),
-                muted_by: by.map(user_of),
-                reason,
-                until,
-                created,
-                updated,
-            })
-            .collect())
+        Ok(rows.into_iter().map(mute_of).collect())
     }
 
     #[tracing::instrument(name = "palaver.store.forget_member", skip_all, fields(tenant = %tenant))]
@@ -179,9 +166,7 @@ impl GroupStore for MysqlStore {
         .map_err(db_error)?;
         // A row without a time exists only as the group's lock (see `roles`) and holds no settings.
         let Some((Some(policy), members_invite, Some(updated))) = row else { return Ok(GroupSettings::default()) };
-        let join_policy =
-            JoinPolicy::parse(&policy).ok_or(CorruptRow::Value { column: "join_policy", value: policy })?;
-        Ok(GroupSettings { join_policy, members_invite, updated })
+        Ok(GroupSettings { join_policy: join_policy_of(policy)?, members_invite, updated })
     }
 
     #[tracing::instrument(name = "palaver.store.set_group_settings", skip_all, fields(tenant = %tenant))]

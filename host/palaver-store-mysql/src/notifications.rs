@@ -9,13 +9,13 @@
 //! is the same thing here because every matched row has a NULL `read_at` that the statement sets.
 
 use crate::MysqlStore;
-use crate::codec::{datetime_to_millis, limit_col, millis_to_datetime, user_col, user_of};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col};
+use crate::error::db_error;
+use palaver_core::columns::{NotificationColumns, notification_of};
 use palaver_core::ports::{NewNotification, Notification, NotificationStore};
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
-use serde_json::Value;
 
-/// The select list of a [`NotificationRow`], as a literal so that `concat!` can splice it into static SQL.
+/// The select list of a [`NotificationColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! notification_select {
     () => {
         concat!(
@@ -35,40 +35,6 @@ macro_rules! alive {
     () => {
         concat!("(expires_at IS NULL OR expires_at > ", millis_to_datetime!(), ")")
     };
-}
-
-/// An `im_system_notifications` row as selected by `notification_select!`.
-#[derive(sqlx::FromRow)]
-struct NotificationRow {
-    id: i64,
-    user_id: i64,
-    kind: String,
-    content: String,
-    source_topic: Option<String>,
-    source_seq: Option<i64>,
-    read_ms: Option<i64>,
-    expires_ms: Option<i64>,
-    created_ms: i64,
-}
-
-impl TryFrom<NotificationRow> for Notification {
-    type Error = CorruptRow;
-
-    fn try_from(r: NotificationRow) -> Result<Self, CorruptRow> {
-        let content: Value =
-            serde_json::from_str(&r.content).map_err(|source| CorruptRow::Json { column: "content", source })?;
-        Ok(Notification {
-            id: r.id,
-            user: user_of(r.user_id),
-            kind: r.kind,
-            content,
-            source_topic: r.source_topic,
-            source_seq: r.source_seq,
-            read: r.read_ms,
-            created: r.created_ms,
-            expires: r.expires_ms,
-        })
-    }
 }
 
 #[async_trait::async_trait]
@@ -96,17 +62,7 @@ impl NotificationStore for MysqlStore {
         .execute(&db.pool)
         .await
         .map_err(db_error)?;
-        Ok(Notification {
-            id: i64::try_from(done.last_insert_id()).map_err(|e| StoreError::Internal(e.to_string()))?,
-            user: n.user,
-            kind: n.kind.clone(),
-            content: n.content.clone(),
-            source_topic: n.source_topic.clone(),
-            source_seq: n.source_seq,
-            read: None,
-            created: now,
-            expires: n.expires,
-        })
+        Ok(n.stored(insert_id(&done)?, now))
     }
 
     #[tracing::instrument(name = "palaver.store.list_notifications", skip_all, fields(tenant = %tenant))]
@@ -126,7 +82,7 @@ impl NotificationStore for MysqlStore {
             alive!(),
             " AND id < ? ORDER BY id DESC LIMIT ?"
         );
-        let rows: Vec<NotificationRow> = sqlx::query_as(sql)
+        let rows: Vec<NotificationColumns> = sqlx::query_as(sql)
             .bind(user_col(user))
             .bind(unread_only)
             .bind(now)
@@ -135,7 +91,7 @@ impl NotificationStore for MysqlStore {
             .fetch_all(&db.pool)
             .await
             .map_err(db_error)?;
-        Ok(rows.into_iter().map(Notification::try_from).collect::<Result<_, _>>()?)
+        Ok(rows.into_iter().map(notification_of).collect::<Result<_, _>>()?)
     }
 
     #[tracing::instrument(name = "palaver.store.mark_notification_read", skip_all, fields(tenant = %tenant))]

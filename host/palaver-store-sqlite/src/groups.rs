@@ -8,20 +8,18 @@
 //! the checks up in the schema itself.
 
 use crate::SqliteStore;
-use crate::codec::{tenant, user_col, user_of};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{tenant, user_col};
+use crate::error::db_error;
+use palaver_core::columns::{MuteColumns, join_policy_of, mute_of, mute_target_col};
 use palaver_core::ports::{
     Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision, JoinOutcome,
-    JoinPolicy, JoinRequest, Mute, RequestStatus, RoleGrant,
+    JoinRequest, Mute, RequestStatus, RoleGrant,
 };
 use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
 
 mod announcements;
 mod requests;
 mod roles;
-
-/// The `user_id` a mute of everyone is stored under; never a valid user id.
-const EVERYONE: i64 = 0;
 
 #[async_trait::async_trait]
 impl GroupStore for SqliteStore {
@@ -87,7 +85,7 @@ impl GroupStore for SqliteStore {
         )
         .bind(tenant(tenant_id))
         .bind(topic)
-        .bind(user.map_or(EVERYONE, user_col))
+        .bind(mute_target_col(user))
         .bind(user_col(by))
         .bind(reason)
         .bind(until)
@@ -103,7 +101,7 @@ impl GroupStore for SqliteStore {
         let done = sqlx::query("DELETE FROM group_mutes WHERE tenant_id = ? AND topic = ? AND user_id = ?")
             .bind(tenant(tenant_id))
             .bind(topic)
-            .bind(user.map_or(EVERYONE, user_col))
+            .bind(mute_target_col(user))
             .execute(&self.writer)
             .await
             .map_err(db_error)?;
@@ -112,8 +110,7 @@ impl GroupStore for SqliteStore {
 
     #[tracing::instrument(name = "palaver.store.mutes", skip_all, fields(tenant = %tenant_id))]
     async fn mutes(&self, tenant_id: TenantId, topic: &str, now: UnixMillis) -> StoreResult<Vec<Mute>> {
-        type MuteRow = (i64, Option<i64>, Option<String>, Option<i64>, i64, i64);
-        let rows: Vec<MuteRow> = sqlx::query_as(
+        let rows: Vec<MuteColumns> = sqlx::query_as(
             "SELECT user_id, muted_by, reason, muted_until, created_at, updated_at FROM group_mutes \
              WHERE tenant_id = ? AND topic = ? AND (muted_until IS NULL OR muted_until > ?) \
              ORDER BY user_id <> 0, user_id",
@@ -124,17 +121,7 @@ impl GroupStore for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(user, by, reason, until, created, updated)| Mute {
-                user: (user != EVERYONE).then(|| user_of(user)),
-                muted_by: by.map(user_of),
-                reason,
-                until,
-                created,
-                updated,
-            })
-            .collect())
+        Ok(rows.into_iter().map(mute_of).collect())
     }
 
     #[tracing::instrument(name = "palaver.store.forget_member", skip_all, fields(tenant = %tenant_id))]
@@ -171,9 +158,7 @@ impl GroupStore for SqliteStore {
         .await
         .map_err(db_error)?;
         let Some((policy, members_invite, updated)) = row else { return Ok(GroupSettings::default()) };
-        let join_policy =
-            JoinPolicy::parse(&policy).ok_or(CorruptRow::Value { column: "join_policy", value: policy })?;
-        Ok(GroupSettings { join_policy, members_invite, updated })
+        Ok(GroupSettings { join_policy: join_policy_of(policy)?, members_invite, updated })
     }
 
     #[tracing::instrument(name = "palaver.store.set_group_settings", skip_all, fields(tenant = %tenant_id))]

@@ -7,13 +7,13 @@
 //! the call's `now`, so an expired notice vanishes before any sweep deletes it.
 
 use crate::SqliteStore;
-use crate::codec::{limit_col, tenant, user_col, user_of};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{limit_col, tenant, user_col};
+use crate::error::db_error;
+use palaver_core::columns::{NotificationColumns, notification_of};
 use palaver_core::ports::{NewNotification, Notification, NotificationStore};
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
-use serde_json::Value;
 
-/// The columns of a [`NotificationRow`], as a literal so that `concat!` can splice it into static SQL.
+/// The columns of a [`NotificationColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! notification_columns {
     () => {
         "id, user_id, kind, content, source_topic, source_seq, read_at, expires_at, created_at"
@@ -25,40 +25,6 @@ macro_rules! alive_at {
     ($now:literal) => {
         concat!("(expires_at IS NULL OR expires_at > ?", $now, ")")
     };
-}
-
-/// An `im_system_notifications` row as selected by `notification_columns!`.
-#[derive(sqlx::FromRow)]
-struct NotificationRow {
-    id: i64,
-    user_id: i64,
-    kind: String,
-    content: String,
-    source_topic: Option<String>,
-    source_seq: Option<i64>,
-    read_at: Option<i64>,
-    expires_at: Option<i64>,
-    created_at: i64,
-}
-
-impl TryFrom<NotificationRow> for Notification {
-    type Error = CorruptRow;
-
-    fn try_from(r: NotificationRow) -> Result<Self, CorruptRow> {
-        let content: Value =
-            serde_json::from_str(&r.content).map_err(|source| CorruptRow::Json { column: "content", source })?;
-        Ok(Notification {
-            id: r.id,
-            user: user_of(r.user_id),
-            kind: r.kind,
-            content,
-            source_topic: r.source_topic,
-            source_seq: r.source_seq,
-            read: r.read_at,
-            created: r.created_at,
-            expires: r.expires_at,
-        })
-    }
 }
 
 #[async_trait::async_trait]
@@ -81,17 +47,7 @@ impl NotificationStore for SqliteStore {
         .execute(&self.writer)
         .await
         .map_err(db_error)?;
-        Ok(Notification {
-            id: done.last_insert_rowid(),
-            user: n.user,
-            kind: n.kind.clone(),
-            content: n.content.clone(),
-            source_topic: n.source_topic.clone(),
-            source_seq: n.source_seq,
-            read: None,
-            created: now,
-            expires: n.expires,
-        })
+        Ok(n.stored(done.last_insert_rowid(), now))
     }
 
     #[tracing::instrument(name = "palaver.store.list_notifications", skip_all, fields(tenant = %tenant_id))]
@@ -112,7 +68,7 @@ impl NotificationStore for SqliteStore {
             alive_at!("4"),
             " AND id < ?5 ORDER BY id DESC LIMIT ?6"
         );
-        let rows: Vec<NotificationRow> = sqlx::query_as(sql)
+        let rows: Vec<NotificationColumns> = sqlx::query_as(sql)
             .bind(tenant(tenant_id))
             .bind(user_col(user))
             .bind(unread_only)
@@ -122,7 +78,7 @@ impl NotificationStore for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        Ok(rows.into_iter().map(Notification::try_from).collect::<Result<_, _>>()?)
+        Ok(rows.into_iter().map(notification_of).collect::<Result<_, _>>()?)
     }
 
     #[tracing::instrument(name = "palaver.store.mark_notification_read", skip_all, fields(tenant = %tenant_id))]

@@ -123,13 +123,6 @@ mod tests {
         h.command("friend.request.create", json!({ "args": {}, "facts": facts }))
     }
 
-    fn reason(o: &CommandOutcome) -> Option<&str> {
-        match o {
-            CommandOutcome::Rejected { reason_code, .. } => Some(reason_code),
-            CommandOutcome::Ok(_) => None,
-        }
-    }
-
     #[test]
     fn the_manifest_fixtures_pass() {
         assert!(run_command_fixtures::<Friends>(MANIFEST).unwrap() >= 5);
@@ -138,10 +131,10 @@ mod tests {
     #[test]
     fn the_daily_limit_is_a_setting() {
         let mut h = Harness::<Friends>::with_manifest(MANIFEST).unwrap();
-        assert_eq!(reason(&create(&mut h, json!({ "sent_today": 29 }))), None);
-        assert_eq!(reason(&create(&mut h, json!({ "sent_today": 30 }))), Some("FRIEND_REQUEST_LIMIT"));
+        assert_eq!(create(&mut h, json!({ "sent_today": 29 })).reason_code(), None);
+        assert_eq!(create(&mut h, json!({ "sent_today": 30 })).reason_code(), Some("FRIEND_REQUEST_LIMIT"));
         h.settings(json!({ "daily_limit": 100 }));
-        assert_eq!(reason(&create(&mut h, json!({ "sent_today": 30 }))), None);
+        assert_eq!(create(&mut h, json!({ "sent_today": 30 })).reason_code(), None);
     }
 
     #[test]
@@ -150,20 +143,20 @@ mod tests {
         let a = create(&mut h, json!({ "blocked_me": true }));
         let b = create(&mut h, json!({ "i_blocked": true }));
         assert_eq!(a, b);
-        assert_eq!(reason(&a), Some("BLOCKED"));
+        assert_eq!(a.reason_code(), Some("BLOCKED"));
     }
 
     #[test]
     fn a_repeat_is_allowed_even_over_the_limit() {
         let mut h = Harness::<Friends>::with_manifest(MANIFEST).unwrap();
-        assert_eq!(reason(&create(&mut h, json!({ "pending_out": 7, "sent_today": 1000 }))), None);
+        assert_eq!(create(&mut h, json!({ "pending_out": 7, "sent_today": 1000 })).reason_code(), None);
     }
 
     #[test]
     fn a_tenant_can_require_friendship_for_p2p() {
         let mut h = Harness::<Friends>::with_manifest(MANIFEST).unwrap();
         let send = |h: &mut Harness<Friends>, friends: bool| {
-            reason(&h.command("friend.p2p.send", json!({ "facts": { "friends": friends } }))).map(str::to_owned)
+            h.command("friend.p2p.send", json!({ "facts": { "friends": friends } })).reason_code().map(str::to_owned)
         };
         assert_eq!(send(&mut h, false), None, "off by default");
         h.settings(json!({ "p2p_requires_friendship": true }));
@@ -174,6 +167,6 @@ mod tests {
     #[test]
     fn unknown_commands_are_refused() {
         let mut h = Harness::<Friends>::with_manifest(MANIFEST).unwrap();
-        assert_eq!(reason(&h.command("friend.nope", json!({}))), Some("UNKNOWN_COMMAND"));
+        assert_eq!(h.command("friend.nope", json!({})).reason_code(), Some("UNKNOWN_COMMAND"));
     }
 }

@@ -171,13 +171,6 @@ mod tests {
         Harness::<Governance>::with_manifest(MANIFEST).unwrap().command(name, json!({ "args": {}, "facts": facts }))
     }
 
-    fn reason(o: &CommandOutcome) -> Option<&str> {
-        match o {
-            CommandOutcome::Rejected { reason_code, .. } => Some(reason_code),
-            CommandOutcome::Ok(_) => None,
-        }
-    }
-
     #[test]
     fn the_manifest_fixtures_pass() {
         assert!(run_command_fixtures::<Governance>(MANIFEST).unwrap() >= 8);
@@ -186,13 +179,13 @@ mod tests {
     #[test]
     fn admins_act_on_members_and_only_the_owner_on_admins() {
         let kick = |a: &str, t: &str| {
-            reason(&run("group.member.remove", json!({ "actor_role": a, "user_role": t }))).map(str::to_owned)
+            run("group.member.remove", json!({ "actor_role": a, "user_role": t })).reason_code().map(str::to_owned)
         };
         assert_eq!(kick("admin", "member"), None);
         assert_eq!(kick("admin", "admin").as_deref(), Some("OWNER_REQUIRED"));
         assert_eq!(kick("owner", "admin"), None);
         assert_eq!(kick("member", "member").as_deref(), Some("ADMIN_REQUIRED"));
-        assert_eq!(reason(&run("group.member.remove", json!({ "actor_role": "member", "self": true }))), None);
+        assert_eq!(run("group.member.remove", json!({ "actor_role": "member", "self": true })).reason_code(), None);
     }
 
     #[test]
@@ -222,8 +215,8 @@ mod tests {
     fn long_mutes_and_announcements_are_refused() {
         let long = 31u64 * 24 * 3600 * 1000;
         let m = run("group.mute.set", json!({ "actor_role": "owner", "user_role": "member", "duration_ms": long }));
-        assert_eq!(reason(&m), Some("MUTE_TOO_LONG"));
+        assert_eq!(m.reason_code(), Some("MUTE_TOO_LONG"));
         let a = run("group.announcement.create", json!({ "actor_role": "admin", "content_chars": 2001 }));
-        assert_eq!(reason(&a), Some("ANNOUNCEMENT_TOO_LARGE"));
+        assert_eq!(a.reason_code(), Some("ANNOUNCEMENT_TOO_LARGE"));
     }
 }

@@ -154,6 +154,14 @@ impl CommandOutcome {
         CommandOutcome::Rejected { code, reason_code: reason_code.into(), message: message.into() }
     }
 
+    /// The stable reason code of a refusal; `None` when the command was done.
+    pub fn reason_code(&self) -> Option<&str> {
+        match self {
+            CommandOutcome::Rejected { reason_code, .. } => Some(reason_code),
+            CommandOutcome::Ok(_) => None,
+        }
+    }
+
     pub(crate) fn into_wit(self) -> wit::CommandOutcome {
         match self {
             CommandOutcome::Ok(v) => wit::CommandOutcome::Ok(v.to_string()),

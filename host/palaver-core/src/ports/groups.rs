@@ -6,8 +6,8 @@
 //! checked in the same transaction as the grant, at most one pending join request per user and group, a request
 //! decided at most once, and an announcement read mark whose first time is kept.
 
-use crate::ports::RequestStatus;
-use crate::{StoreResult, TenantId, UnixMillis, UserId};
+use crate::ports::{REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, RequestStatus};
+use crate::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
 use serde_json::Value;
 
 /// The `Conflict` reason when granting admin would exceed the limit the caller passed.
@@ -47,6 +47,43 @@ impl GroupRole {
             _ => None,
         }
     }
+}
+
+/// What [`GroupStore::set_role`] does to a member, as [`GroupRole::change_to`] decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleChange {
+    /// The member has the role already; nothing is written.
+    Keep,
+    /// An admin becomes a plain member: the stored role is removed.
+    Revoke,
+    /// A plain member becomes an admin, once [`check_admin_limit`] allows it.
+    GrantAdmin,
+}
+
+impl GroupRole {
+    /// What making a member whose stored role is `self` into `role` takes, or `Conflict(OWNER_ROLE)` when either
+    /// is `Owner` (only [`GroupStore::transfer_owner`] moves ownership). Adapters call this on the role they read
+    /// in the transaction that writes, so every backend applies the same rules.
+    pub fn change_to(self, role: GroupRole) -> StoreResult<RoleChange> {
+        if role == GroupRole::Owner || self == GroupRole::Owner {
+            return Err(StoreError::Conflict(OWNER_ROLE.to_owned()));
+        }
+        Ok(if role == self {
+            RoleChange::Keep
+        } else if role == GroupRole::Member {
+            RoleChange::Revoke
+        } else {
+            RoleChange::GrantAdmin
+        })
+    }
+}
+
+/// `Conflict(ADMIN_LIMIT)` when a group that has `admins` admins may not gain another under `max_admins`.
+pub fn check_admin_limit(admins: u64, max_admins: Option<u32>) -> StoreResult<()> {
+    if max_admins.is_some_and(|max| admins >= u64::from(max)) {
+        return Err(StoreError::Conflict(ADMIN_LIMIT.to_owned()));
+    }
+    Ok(())
 }
 
 /// A stored role above `Member`.
@@ -134,6 +171,50 @@ pub struct JoinRequest {
     pub handled: Option<UnixMillis>,
 }
 
+impl JoinRequest {
+    /// A request just stored under `id`: pending, created at `now`, not handled yet.
+    pub fn pending(
+        id: i64,
+        topic: &str,
+        user: UserId,
+        inviter: Option<UserId>,
+        message: Option<&str>,
+        now: UnixMillis,
+    ) -> JoinRequest {
+        JoinRequest {
+            id,
+            topic: topic.to_owned(),
+            user,
+            inviter,
+            message: message.map(str::to_owned),
+            status: RequestStatus::Pending,
+            handled_by: None,
+            created: now,
+            handled: None,
+        }
+    }
+
+    /// The request as `decision` by `by` at `now` leaves it, or the `Conflict` that refuses the decision:
+    /// [`REQUEST_NOT_YOURS`] when `by` cancels another user's request (refused before a request that is no
+    /// longer pending, as with friend requests), [`REQUEST_NOT_PENDING`] when it was decided already. Whether
+    /// `by` may approve or reject is the caller's check. Adapters call this on the row they locked, so every
+    /// backend applies the same rules.
+    pub fn decide(&self, by: UserId, decision: JoinDecision, now: UnixMillis) -> StoreResult<JoinRequest> {
+        let status = match decision {
+            JoinDecision::Approve => RequestStatus::Accepted,
+            JoinDecision::Reject => RequestStatus::Rejected,
+            JoinDecision::Cancel if by != self.user => {
+                return Err(StoreError::Conflict(REQUEST_NOT_YOURS.to_owned()));
+            }
+            JoinDecision::Cancel => RequestStatus::Cancelled,
+        };
+        if self.status != RequestStatus::Pending {
+            return Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()));
+        }
+        Ok(JoinRequest { status, handled_by: Some(by), handled: Some(now), ..self.clone() })
+    }
+}
+
 /// What [`GroupStore::create_join_request`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JoinOutcome {
@@ -164,6 +245,23 @@ pub struct Announcement {
     pub version: i32,
     pub created: UnixMillis,
     pub updated: UnixMillis,
+}
+
+impl Announcement {
+    /// An announcement just stored under `id`: the draft by `author` at `now`, version 1.
+    pub fn first(id: i64, topic: &str, author: UserId, draft: &AnnouncementDraft, now: UnixMillis) -> Announcement {
+        Announcement {
+            id,
+            topic: topic.to_owned(),
+            author,
+            title: draft.title.clone(),
+            content: draft.content.clone(),
+            pinned: draft.pinned,
+            version: 1,
+            created: now,
+            updated: now,
+        }
+    }
 }
 
 /// An announcement as one member sees it: with their read mark and how many members read it.
@@ -344,4 +442,46 @@ pub trait GroupStore: Send + Sync {
         user: UserId,
         now: UnixMillis,
     ) -> StoreResult<bool>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_decisions_follow_the_rules() {
+        let (user, admin) = (UserId(7), UserId(9));
+        let request = JoinRequest::pending(1, "grpA", user, None, Some("hi"), 10);
+        let approved = request.decide(admin, JoinDecision::Approve, 20).unwrap();
+        assert_eq!(
+            (approved.status, approved.handled_by, approved.handled),
+            (RequestStatus::Accepted, Some(admin), Some(20))
+        );
+        assert_eq!(approved.message.as_deref(), Some("hi"));
+        assert_eq!(request.decide(admin, JoinDecision::Reject, 20).unwrap().status, RequestStatus::Rejected);
+        assert_eq!(request.decide(user, JoinDecision::Cancel, 20).unwrap().status, RequestStatus::Cancelled);
+        let not_yours = StoreError::Conflict(REQUEST_NOT_YOURS.to_owned());
+        assert_eq!(request.decide(admin, JoinDecision::Cancel, 20).unwrap_err(), not_yours);
+        // Someone else's cancel is refused as not theirs even once the request is decided.
+        assert_eq!(approved.decide(admin, JoinDecision::Cancel, 30).unwrap_err(), not_yours);
+        let not_pending = StoreError::Conflict(REQUEST_NOT_PENDING.to_owned());
+        assert_eq!(approved.decide(admin, JoinDecision::Reject, 30).unwrap_err(), not_pending);
+        assert_eq!(approved.decide(user, JoinDecision::Cancel, 30).unwrap_err(), not_pending);
+    }
+
+    #[test]
+    fn role_changes_follow_the_rules() {
+        use GroupRole::{Admin, Member, Owner};
+        assert_eq!(Member.change_to(Admin).unwrap(), RoleChange::GrantAdmin);
+        assert_eq!(Admin.change_to(Member).unwrap(), RoleChange::Revoke);
+        assert_eq!(Admin.change_to(Admin).unwrap(), RoleChange::Keep);
+        assert_eq!(Member.change_to(Member).unwrap(), RoleChange::Keep);
+        let owner_role = StoreError::Conflict(OWNER_ROLE.to_owned());
+        assert_eq!(Member.change_to(Owner).unwrap_err(), owner_role);
+        assert_eq!(Owner.change_to(Admin).unwrap_err(), owner_role);
+        assert_eq!(Owner.change_to(Owner).unwrap_err(), owner_role);
+        assert!(check_admin_limit(1, Some(2)).is_ok());
+        assert!(check_admin_limit(5, None).is_ok());
+        assert_eq!(check_admin_limit(2, Some(2)).unwrap_err(), StoreError::Conflict(ADMIN_LIMIT.to_owned()));
+    }
 }

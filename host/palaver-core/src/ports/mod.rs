@@ -24,7 +24,7 @@ pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus, To
 pub use control::{ControlScope, ControlVersions, SessionControlStore};
 pub use groups::{
     ADMIN_LIMIT, Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision,
-    JoinOutcome, JoinPolicy, JoinRequest, Mute, NOT_OWNER, OWNER_ROLE, RoleGrant,
+    JoinOutcome, JoinPolicy, JoinRequest, Mute, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit,
 };
 pub use hooks::{NoHooks, PublishContext, PublishHook, PublishVerdict};
 pub use idempotency::IdempotencyStore;

@@ -46,6 +46,23 @@ pub struct NewNotification {
     pub expires: Option<UnixMillis>,
 }
 
+impl NewNotification {
+    /// The notice as stored under `id` at `now`: unread, with everything else as given.
+    pub fn stored(&self, id: i64, now: UnixMillis) -> Notification {
+        Notification {
+            id,
+            user: self.user,
+            kind: self.kind.clone(),
+            content: self.content.clone(),
+            source_topic: self.source_topic.clone(),
+            source_seq: self.source_seq,
+            read: None,
+            created: now,
+            expires: self.expires,
+        }
+    }
+}
+
 /// Each user's system notifications. Every call that reads takes `now`, because an expired notice must vanish
 /// at its expiry even before any sweep deletes it.
 #[async_trait::async_trait]

@@ -9,7 +9,7 @@ use palaver_server::config::{CliOverrides, Config};
 use palaver_server::wiring::{self, Node};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
@@ -32,6 +32,29 @@ pub fn config(dir: &Path, env: &[(&str, &str)]) -> Config {
 
 pub async fn start(dir: &Path, env: &[(&str, &str)]) -> Node {
     wiring::start(config(dir, env)).await.unwrap()
+}
+
+/// A plugins directory holding the plugins built into `target/plugins` (by `cargo xtask plugins`) whose file
+/// names start with one of `prefixes`, such as `"friends-0.1.0."`; each prefix must match exactly one component
+/// and its manifest.
+pub fn plugins_dir(prefixes: &[&str]) -> tempfile::TempDir {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/plugins");
+    let dir = tempfile::tempdir().unwrap();
+    let mut copied = 0;
+    for entry in std::fs::read_dir(&built).expect("target/plugins exists: run `cargo xtask plugins` first") {
+        let path: PathBuf = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if prefixes.iter().any(|p| name.starts_with(p)) {
+            std::fs::copy(&path, dir.path().join(&name)).unwrap();
+            copied += 1;
+        }
+    }
+    assert_eq!(
+        copied,
+        2 * prefixes.len(),
+        "the components {prefixes:?} and their manifests are built: run `cargo xtask plugins`"
+    );
+    dir
 }
 
 pub type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;

@@ -1,5 +1,5 @@
-//! Group governance: `group.*` commands for roles, ownership, mutes, removal, invites, join requests, settings
-//! and the group profile. Announcements and the member list are in `members.rs`.
+//! Group governance: `group.*` commands for roles, ownership, mutes, removal, settings and the group profile.
+//! Invites and join requests are in `joins.rs`, announcements and the member list in `members.rs`.
 //!
 //! The host guarantees what no rule may change (the group exists, the actor is a member, the owner cannot be
 //! removed or muted, at most one owner, an admin limit checked atomically); the governance plugin decides who
@@ -10,15 +10,11 @@
 use super::{BizError, BizResult, Cx, ts};
 use crate::realtime::Event;
 use palaver_core::ports::{
-    ADMIN_LIMIT, GroupRole, GroupSettings, JoinDecision, JoinPolicy, JoinRequest, NOT_OWNER, OWNER_ROLE,
-    REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, RoleGrant,
+    ADMIN_LIMIT, GroupRole, GroupSettings, JoinDecision, JoinPolicy, NOT_OWNER, OWNER_ROLE, RoleGrant,
 };
 use palaver_core::{AccessMode, RecordState, StoreError, Subscription, Topic, UserId};
-use palaver_proto::{AccessDelta, MsgPres};
+use palaver_proto::MsgPres;
 use serde_json::{Value, json};
-
-/// The most users one invite names.
-const MAX_INVITE: usize = 50;
 
 pub(super) async fn run(cx: &Cx<'_>) -> BizResult<Value> {
     match cx.command {
@@ -29,12 +25,12 @@ pub(super) async fn run(cx: &Cx<'_>) -> BizResult<Value> {
         "group.mute.set" => mute(cx).await,
         "group.mute.clear" => unmute(cx).await,
         "group.mute.all" => mute_all(cx).await,
-        "group.invite" => invite(cx).await,
-        "group.join.request" => join(cx).await,
-        "group.join.list" => list_joins(cx).await,
-        "group.join.approve" => decide_join(cx, JoinDecision::Approve).await,
-        "group.join.reject" => decide_join(cx, JoinDecision::Reject).await,
-        "group.join.cancel" => decide_join(cx, JoinDecision::Cancel).await,
+        "group.invite" => super::joins::invite(cx).await,
+        "group.join.request" => super::joins::join(cx).await,
+        "group.join.list" => super::joins::list_joins(cx).await,
+        "group.join.approve" => super::joins::decide_join(cx, JoinDecision::Approve).await,
+        "group.join.reject" => super::joins::decide_join(cx, JoinDecision::Reject).await,
+        "group.join.cancel" => super::joins::decide_join(cx, JoinDecision::Cancel).await,
         "group.settings.get" => get_settings(cx).await,
         "group.settings.set" => set_settings(cx).await,
         "group.profile.update" => profile(cx).await,
@@ -281,184 +277,6 @@ async fn mute_changed(cx: &Cx<'_>, g: &Group, user: Option<UserId>, muted: bool,
     }
 }
 
-/// Subscribes `user` to the group with its default access and tells everyone. False if already a member.
-async fn add_member(cx: &Cx<'_>, g: &Group, user: UserId) -> BizResult<bool> {
-    let subs = &cx.svc.ports.subs;
-    if subs.get_sub(cx.tenant, g.name(), user).await?.is_some() {
-        return Ok(false);
-    }
-    if subs.list_topic_subs(cx.tenant, g.name()).await?.len() >= cx.svc.cfg.max_subscriber_count {
-        return Err(BizError::new(409, "GROUP_FULL", "the group has as many members as it may"));
-    }
-    let mode = g.topic.defacs.auth;
-    let sub = Subscription {
-        topic: g.name().to_owned(),
-        user,
-        created: cx.now,
-        updated: cx.now,
-        deleted: None,
-        want: mode,
-        given: mode,
-        read: 0,
-        recv: 0,
-        del_id: 0,
-        private: None,
-    };
-    subs.upsert_sub(cx.tenant, &sub).await?;
-    cx.invalidate(g.name()).await;
-    // Tinode clients learn of a new subscription from `{pres what:"acs"}` on `me`.
-    let acs = MsgPres {
-        topic: "me".into(),
-        src: Some(g.name().to_owned()),
-        what: "acs".into(),
-        dacs: Some(AccessDelta { want: mode.to_string(), given: mode.to_string() }),
-        act: Some(cx.actor.to_string()),
-        ..MsgPres::default()
-    };
-    cx.svc.dispatch(cx.tenant, Event::MePres { users: vec![user], pres: acs }, None, Some(cx.actor)).await;
-    let payload = json!({ "topic": g.name(), "user_id": user.to_string(), "by": cx.actor.to_string() });
-    cx.to_topic(g.name(), "group.member.added", &payload);
-    cx.to_user(user, "group.member.added", &payload);
-    Ok(true)
-}
-
-async fn invite(cx: &Cx<'_>) -> BizResult<Value> {
-    let g = load(cx, true).await?;
-    let users: Vec<UserId> = match cx.args.get("users").and_then(Value::as_array) {
-        Some(list) if !list.is_empty() && list.len() <= MAX_INVITE => list
-            .iter()
-            .map(|v| v.as_str().and_then(|s| UserId::parse(s).ok()))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| BizError::new(400, "BAD_USER_ID", "`users` must be user ids"))?,
-        _ => return Err(BizError::new(400, "BAD_USERS", format!("`users` lists 1–{MAX_INVITE} user ids"))),
-    };
-    for u in &users {
-        cx.user_exists(*u).await?;
-    }
-    let list: Vec<String> = users.iter().map(|u| u.to_string()).collect();
-    let params = cx.ask(g.facts(cx, json!({ "users": list }))).await?;
-    // The rules say whether the invite takes effect now or waits for an admin.
-    let direct = match params.get("mode").and_then(Value::as_str) {
-        Some("direct") => true,
-        Some("approval") => false,
-        _ => g.role_of(cx.actor) >= GroupRole::Admin || g.settings.join_policy == JoinPolicy::Open,
-    };
-    let (mut added, mut pending, mut members) = (Vec::new(), Vec::new(), Vec::new());
-    for user in users {
-        if direct {
-            if add_member(cx, &g, user).await? {
-                cx.notify(
-                    user,
-                    "group_invite",
-                    json!({ "topic": g.name(), "by": cx.actor.to_string() }),
-                    Some(g.name()),
-                )
-                .await;
-                added.push(user.to_string());
-            } else {
-                members.push(user.to_string());
-            }
-        } else if cx.svc.ports.subs.get_sub(cx.tenant, g.name(), user).await?.is_some() {
-            members.push(user.to_string());
-        } else {
-            let req = request_join(cx, &g, user, Some(cx.actor), cx.str_arg("message")).await?;
-            pending.push(req.id);
-        }
-    }
-    Ok(json!({ "added": added, "pending": pending, "already_members": members }))
-}
-
-/// Stores a pending join request and tells the group's owner and admins.
-async fn request_join(
-    cx: &Cx<'_>,
-    g: &Group,
-    user: UserId,
-    inviter: Option<UserId>,
-    message: Option<&str>,
-) -> BizResult<JoinRequest> {
-    let groups = &cx.svc.ports.business.groups;
-    let outcome = groups.create_join_request(cx.tenant, g.name(), user, inviter, message, cx.now).await?;
-    let (req, created) = match outcome {
-        palaver_core::ports::JoinOutcome::Created(r) => (r, true),
-        palaver_core::ports::JoinOutcome::AlreadyPending(r) => (r, false),
-    };
-    if created {
-        let payload = json!({ "topic": g.name(), "request": join_json(&req) });
-        for admin in g.roles.iter().filter(|r| r.role >= GroupRole::Admin) {
-            cx.to_user(admin.user, "group.join.requested", &payload);
-            cx.notify(admin.user, "join_request", payload.clone(), Some(g.name())).await;
-        }
-    }
-    Ok(req)
-}
-
-async fn join(cx: &Cx<'_>) -> BizResult<Value> {
-    let g = load(cx, false).await?;
-    if g.mine.is_some() {
-        return Err(BizError::new(409, "ALREADY_MEMBER", "you are a member already"));
-    }
-    let params = cx.ask(g.facts(cx, json!({}))).await?;
-    let mode = params.get("mode").and_then(Value::as_str).unwrap_or(match g.settings.join_policy {
-        JoinPolicy::Open => "join",
-        JoinPolicy::Approval => "request",
-        JoinPolicy::Closed => "closed",
-    });
-    match mode {
-        "join" => {
-            add_member(cx, &g, cx.actor).await?;
-            Ok(json!({ "joined": true }))
-        }
-        "request" => {
-            let req = request_join(cx, &g, cx.actor, None, cx.str_arg("message")).await?;
-            Ok(json!({ "joined": false, "request": join_json(&req) }))
-        }
-        _ => Err(BizError::new(403, "GROUP_CLOSED", "this group takes no join requests")),
-    }
-}
-
-async fn list_joins(cx: &Cx<'_>) -> BizResult<Value> {
-    let g = load(cx, true).await?;
-    let (cursor, limit) = (cx.id_cursor()?, cx.limit()?);
-    cx.ask(g.facts(cx, json!({}))).await?;
-    let status = Some(palaver_core::ports::RequestStatus::Pending);
-    let reqs = cx.svc.ports.business.groups.list_join_requests(cx.tenant, g.name(), status, cursor, limit).await?;
-    let last = reqs.last().map(|r| r.id);
-    Ok(super::page("requests", reqs.iter().map(join_json).collect(), limit, last))
-}
-
-async fn decide_join(cx: &Cx<'_>, decision: JoinDecision) -> BizResult<Value> {
-    // The requester cancelling is not a member yet.
-    let g = load(cx, decision != JoinDecision::Cancel).await?;
-    let id = cx.need_id("id")?;
-    cx.ask(g.facts(cx, json!({ "request_id": id }))).await?;
-    let groups = &cx.svc.ports.business.groups;
-    let req = match groups.decide_join_request(cx.tenant, g.name(), id, cx.actor, decision, cx.now).await {
-        Ok(r) => r,
-        Err(StoreError::NotFound) => return Err(BizError::new(404, "REQUEST_NOT_FOUND", format!("no request {id}"))),
-        Err(StoreError::Conflict(why)) if why == REQUEST_NOT_PENDING => {
-            return Err(BizError::new(409, "REQUEST_NOT_PENDING", "the request was decided already"));
-        }
-        Err(StoreError::Conflict(why)) if why == REQUEST_NOT_YOURS => {
-            return Err(BizError::new(403, "REQUEST_NOT_YOURS", "only the requester can cancel it"));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let event = match decision {
-        JoinDecision::Approve => "group.join.approved",
-        JoinDecision::Reject => "group.join.rejected",
-        JoinDecision::Cancel => "group.join.cancelled",
-    };
-    if decision == JoinDecision::Approve {
-        add_member(cx, &g, req.user).await?;
-    }
-    let payload = json!({ "topic": g.name(), "request": join_json(&req) });
-    cx.to_user(req.user, event, &payload);
-    if decision != JoinDecision::Cancel {
-        cx.notify(req.user, "join_result", payload.clone(), Some(g.name())).await;
-    }
-    Ok(json!({ "request": join_json(&req) }))
-}
-
 async fn get_settings(cx: &Cx<'_>) -> BizResult<Value> {
     let g = load(cx, true).await?;
     cx.ask(g.facts(cx, json!({}))).await?;
@@ -513,18 +331,4 @@ async fn profile(cx: &Cx<'_>) -> BizResult<Value> {
 
 fn settings_json(s: &GroupSettings) -> Value {
     json!({ "join_policy": s.join_policy.as_str(), "members_invite": s.members_invite })
-}
-
-pub(super) fn join_json(r: &JoinRequest) -> Value {
-    json!({
-        "id": r.id,
-        "topic": r.topic,
-        "user": r.user.to_string(),
-        "inviter": r.inviter.map(|u| u.to_string()),
-        "message": r.message,
-        "status": r.status.as_str(),
-        "handled_by": r.handled_by.map(|u| u.to_string()),
-        "created": ts(r.created),
-        "handled": r.handled.map(ts),
-    })
 }

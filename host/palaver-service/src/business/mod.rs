@@ -11,6 +11,7 @@
 mod friends;
 mod gate;
 mod groups;
+mod joins;
 mod members;
 mod notices;
 

@@ -8,9 +8,8 @@
 use super::MemoryStore;
 use palaver_core::columns::user_col;
 use palaver_core::ports::{
-    ADMIN_LIMIT, Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision,
-    JoinOutcome, JoinRequest, Mute, NOT_OWNER, OWNER_ROLE, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, RequestStatus,
-    RoleGrant,
+    Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision, JoinOutcome,
+    JoinRequest, Mute, NOT_OWNER, RequestStatus, RoleChange, RoleGrant, check_admin_limit,
 };
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
 use std::collections::{BTreeMap, HashMap};
@@ -94,21 +93,17 @@ impl GroupStore for MemoryStore {
         self.with_tenant(tenant, |t| {
             let g = &mut t.groups;
             let current = g.roles.get(&(topic.to_owned(), user)).map_or(GroupRole::Member, |r| r.role);
-            if role == GroupRole::Owner || current == GroupRole::Owner {
-                return Err(StoreError::Conflict(OWNER_ROLE.to_owned()));
+            match current.change_to(role)? {
+                RoleChange::Keep => return Ok(false),
+                RoleChange::Revoke => {
+                    g.roles.remove(&(topic.to_owned(), user));
+                }
+                RoleChange::GrantAdmin => {
+                    let admins = g.roles_of(topic).filter(|r| r.role == GroupRole::Admin).count();
+                    check_admin_limit(admins as u64, max_admins)?;
+                    g.grant(topic, user, GroupRole::Admin, Some(by), now);
+                }
             }
-            if role == current {
-                return Ok(false);
-            }
-            if role == GroupRole::Member {
-                g.roles.remove(&(topic.to_owned(), user));
-                return Ok(true);
-            }
-            let admins = g.roles_of(topic).filter(|r| r.role == GroupRole::Admin).count();
-            if max_admins.is_some_and(|max| admins >= max as usize) {
-                return Err(StoreError::Conflict(ADMIN_LIMIT.to_owned()));
-            }
-            g.grant(topic, user, GroupRole::Admin, Some(by), now);
             Ok(true)
         })
     }
@@ -210,17 +205,7 @@ impl GroupStore for MemoryStore {
                 return JoinOutcome::AlreadyPending(existing.clone());
             }
             g.last_request_id += 1;
-            let request = JoinRequest {
-                id: g.last_request_id,
-                topic: topic.to_owned(),
-                user,
-                inviter,
-                message: message.map(str::to_owned),
-                status: RequestStatus::Pending,
-                handled_by: None,
-                created: now,
-                handled: None,
-            };
+            let request = JoinRequest::pending(g.last_request_id, topic, user, inviter, message, now);
             g.requests.insert(request.id, request.clone());
             JoinOutcome::Created(request)
         }))
@@ -252,8 +237,7 @@ impl GroupStore for MemoryStore {
     ) -> StoreResult<JoinRequest> {
         self.with_tenant(tenant, |t| {
             let request = t.groups.requests.get_mut(&id).filter(|r| r.topic == topic).ok_or(StoreError::NotFound)?;
-            let status = decided_status(request, by, decision)?;
-            (request.status, request.handled_by, request.handled) = (status, Some(by), Some(now));
+            *request = request.decide(by, decision, now)?;
             Ok(request.clone())
         })
     }
@@ -284,17 +268,7 @@ impl GroupStore for MemoryStore {
         Ok(self.with_tenant(tenant, |t| {
             let g = &mut t.groups;
             g.last_announcement_id += 1;
-            let announcement = Announcement {
-                id: g.last_announcement_id,
-                topic: topic.to_owned(),
-                author,
-                title: draft.title.clone(),
-                content: draft.content.clone(),
-                pinned: draft.pinned,
-                version: 1,
-                created: now,
-                updated: now,
-            };
+            let announcement = Announcement::first(g.last_announcement_id, topic, author, draft, now);
             g.announcements.insert(announcement.id, (announcement.clone(), false));
             announcement
         }))
@@ -359,21 +333,5 @@ impl GroupStore for MemoryStore {
             t.groups.reads.entry((id, user)).or_insert(now);
             Ok(first)
         })
-    }
-}
-
-/// The status `decision` by `by` moves a request into, or the `Conflict` that refuses it: someone cancelling
-/// another user's request is refused before a request that is no longer pending.
-fn decided_status(request: &JoinRequest, by: UserId, decision: JoinDecision) -> StoreResult<RequestStatus> {
-    let status = match decision {
-        JoinDecision::Approve => RequestStatus::Accepted,
-        JoinDecision::Reject => RequestStatus::Rejected,
-        JoinDecision::Cancel if by != request.user => return Err(StoreError::Conflict(REQUEST_NOT_YOURS.to_owned())),
-        JoinDecision::Cancel => RequestStatus::Cancelled,
-    };
-    if request.status == RequestStatus::Pending {
-        Ok(status)
-    } else {
-        Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()))
     }
 }

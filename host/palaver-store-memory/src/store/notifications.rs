@@ -33,17 +33,7 @@ impl NotificationStore for MemoryStore {
         Ok(self.with_tenant(tenant, |t| {
             let ns = &mut t.notifications;
             ns.last_id += 1;
-            let stored = Notification {
-                id: ns.last_id,
-                user: n.user,
-                kind: n.kind.clone(),
-                content: n.content.clone(),
-                source_topic: n.source_topic.clone(),
-                source_seq: n.source_seq,
-                read: None,
-                created: now,
-                expires: n.expires,
-            };
+            let stored = n.stored(ns.last_id, now);
             ns.by_id.insert(stored.id, stored.clone());
             stored
         }))

@@ -6,14 +6,15 @@
 //! the removal) and inserts in the same transaction. Of two racing first reads, the second insert waits for the
 //! first and then hits its primary key, so exactly one reports the first read and its time is the one kept.
 
-use crate::codec::{datetime_to_millis, limit_col, millis_to_datetime, user_col, user_of};
-use crate::error::{CorruptRow, db_error, is_unique_violation};
+use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col};
+use crate::error::{db_error, is_unique_violation};
+use palaver_core::columns::{AnnouncementColumns, announcement_of, announcement_view_of};
 use palaver_core::ports::{Announcement, AnnouncementDraft, AnnouncementView};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
-use serde_json::Value;
 use sqlx::MySqlPool;
 
-/// The select list of an [`AnnouncementRow`] on the table aliased `a`, as a literal for `concat!`.
+/// The select list of an [`AnnouncementColumns`] row, in its order, on the table aliased `a`, as a literal for
+/// `concat!`.
 macro_rules! announcement_columns {
     () => {
         concat!(
@@ -26,45 +27,12 @@ macro_rules! announcement_columns {
     };
 }
 
-/// A `group_announcements` row as selected by `announcement_columns!`.
-#[derive(sqlx::FromRow)]
-struct AnnouncementRow {
-    id: i64,
-    topic: String,
-    author: i64,
-    title: Option<String>,
-    content: String,
-    pinned: bool,
-    version: i32,
-    created_ms: i64,
-    updated_ms: i64,
-}
-
-impl TryFrom<AnnouncementRow> for Announcement {
-    type Error = CorruptRow;
-
-    fn try_from(r: AnnouncementRow) -> Result<Self, CorruptRow> {
-        let content: Value =
-            serde_json::from_str(&r.content).map_err(|source| CorruptRow::Json { column: "content", source })?;
-        Ok(Announcement {
-            id: r.id,
-            topic: r.topic,
-            author: user_of(r.author),
-            title: r.title,
-            content,
-            pinned: r.pinned,
-            version: r.version,
-            created: r.created_ms,
-            updated: r.updated_ms,
-        })
-    }
-}
-
-/// An announcement with the viewer's read mark and the read count, as the listing selects it.
+/// An announcement with the viewer's read mark and the read count, as the listing selects it: the announcement's
+/// columns first, in their order (a flattened tuple reads its columns by position), then the two by name.
 #[derive(sqlx::FromRow)]
 struct ViewRow {
     #[sqlx(flatten)]
-    announcement: AnnouncementRow,
+    announcement: AnnouncementColumns,
     read_ms: Option<i64>,
     read_count: i64,
 }
@@ -95,17 +63,7 @@ pub(super) async fn add(
     .execute(pool)
     .await
     .map_err(db_error)?;
-    Ok(Announcement {
-        id: i64::try_from(done.last_insert_id()).map_err(|e| StoreError::Internal(e.to_string()))?,
-        topic: topic.to_owned(),
-        author,
-        title: draft.title.clone(),
-        content: draft.content.clone(),
-        pinned: draft.pinned,
-        version: 1,
-        created: now,
-        updated: now,
-    })
+    Ok(Announcement::first(insert_id(&done)?, topic, author, draft, now))
 }
 
 /// Replaces a live announcement's text and flags, bumps its version, and reads it back in the same transaction.
@@ -135,9 +93,9 @@ pub(super) async fn update(
         return Err(StoreError::NotFound);
     }
     let sql = concat!("SELECT ", announcement_columns!(), " FROM group_announcements a WHERE a.id = ?");
-    let row: AnnouncementRow = sqlx::query_as(sql).bind(id).fetch_one(&mut *tx).await.map_err(db_error)?;
+    let row: AnnouncementColumns = sqlx::query_as(sql).bind(id).fetch_one(&mut *tx).await.map_err(db_error)?;
     tx.commit().await.map_err(db_error)?;
-    Ok(row.try_into()?)
+    Ok(announcement_of(row)?)
 }
 
 /// Removes a live announcement; false if the group had none with that id.
@@ -184,14 +142,8 @@ pub(super) async fn list(
         .fetch_all(pool)
         .await
         .map_err(db_error)?;
-    let view = |r: ViewRow| {
-        Ok(AnnouncementView {
-            announcement: r.announcement.try_into()?,
-            read: r.read_ms,
-            reads: r.read_count.unsigned_abs(),
-        })
-    };
-    rows.into_iter().map(view).collect::<Result<_, CorruptRow>>().map_err(StoreError::from)
+    let view = |r: ViewRow| announcement_view_of(r.announcement, r.read_ms, r.read_count);
+    Ok(rows.into_iter().map(view).collect::<Result<_, _>>()?)
 }
 
 /// Marks a live announcement read by `user`; true on the first read, which is the time kept.

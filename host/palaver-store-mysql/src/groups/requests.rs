@@ -9,19 +9,17 @@
 //! - Two decisions of one request: the row is read `FOR UPDATE`, so the second waits, then reads the first's
 //!   outcome and is refused with `Conflict(not pending)`.
 
-use crate::codec::{datetime_to_millis, limit_col, millis_to_datetime, user_col, user_of};
-use crate::error::{CorruptRow, db_error, is_unique_violation};
-use palaver_core::columns::request_status_of;
-use palaver_core::ports::{
-    JoinDecision, JoinOutcome, JoinRequest, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, RequestStatus,
-};
+use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col};
+use crate::error::{db_error, is_unique_violation};
+use palaver_core::columns::{JoinRequestColumns, join_request_of};
+use palaver_core::ports::{JoinDecision, JoinOutcome, JoinRequest, REQUEST_NOT_PENDING, RequestStatus};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
 use sqlx::MySqlPool;
 
 /// How often a creation retries when its duplicate was decided between the failed insert and the read.
 const CREATE_ATTEMPTS: usize = 3;
 
-/// The select list of a [`RequestRow`], as a literal so that `concat!` can splice it into static SQL.
+/// The select list of a [`JoinRequestColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! request_select {
     () => {
         concat!(
@@ -32,54 +30,6 @@ macro_rules! request_select {
             " AS created_ms FROM group_join_requests "
         )
     };
-}
-
-/// A `group_join_requests` row as selected by `request_select!`.
-#[derive(sqlx::FromRow)]
-struct RequestRow {
-    id: i64,
-    topic: String,
-    user_id: i64,
-    inviter: Option<i64>,
-    message: Option<String>,
-    status: String,
-    handled_by: Option<i64>,
-    handled_ms: Option<i64>,
-    created_ms: i64,
-}
-
-impl TryFrom<RequestRow> for JoinRequest {
-    type Error = CorruptRow;
-
-    fn try_from(r: RequestRow) -> Result<Self, CorruptRow> {
-        Ok(JoinRequest {
-            id: r.id,
-            topic: r.topic,
-            user: user_of(r.user_id),
-            inviter: r.inviter.map(user_of),
-            message: r.message,
-            status: request_status_of(&r.status)?,
-            handled_by: r.handled_by.map(user_of),
-            created: r.created_ms,
-            handled: r.handled_ms,
-        })
-    }
-}
-
-/// The status `decision` by `by` moves `request` into, or the `Conflict` that refuses it. Someone cancelling
-/// another user's request is refused before a request that is no longer pending, as with friend requests.
-fn decided_status(request: &JoinRequest, by: UserId, decision: JoinDecision) -> StoreResult<RequestStatus> {
-    let status = match decision {
-        JoinDecision::Approve => RequestStatus::Accepted,
-        JoinDecision::Reject => RequestStatus::Rejected,
-        JoinDecision::Cancel if by != request.user => return Err(StoreError::Conflict(REQUEST_NOT_YOURS.to_owned())),
-        JoinDecision::Cancel => RequestStatus::Cancelled,
-    };
-    if request.status == RequestStatus::Pending {
-        Ok(status)
-    } else {
-        Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()))
-    }
 }
 
 /// Stores a pending request unless one is pending already.
@@ -112,17 +62,8 @@ pub(super) async fn create(
         match inserted {
             Ok(done) => {
                 tx.commit().await.map_err(db_error)?;
-                return Ok(JoinOutcome::Created(JoinRequest {
-                    id: i64::try_from(done.last_insert_id()).map_err(|e| StoreError::Internal(e.to_string()))?,
-                    topic: topic.to_owned(),
-                    user,
-                    inviter,
-                    message: message.map(str::to_owned),
-                    status: RequestStatus::Pending,
-                    handled_by: None,
-                    created: now,
-                    handled: None,
-                }));
+                let id = insert_id(&done)?;
+                return Ok(JoinOutcome::Created(JoinRequest::pending(id, topic, user, inviter, message, now)));
             }
             // Only the statement failed; the transaction is still usable for the read.
             Err(err) if is_unique_violation(&err) => {
@@ -130,7 +71,7 @@ pub(super) async fn create(
                     request_select!(),
                     "WHERE topic = ? AND user_id = ? AND status = 'pending' LOCK IN SHARE MODE"
                 );
-                let row: Option<RequestRow> = sqlx::query_as(sql)
+                let row: Option<JoinRequestColumns> = sqlx::query_as(sql)
                     .bind(topic)
                     .bind(user_col(user))
                     .fetch_optional(&mut *tx)
@@ -138,7 +79,7 @@ pub(super) async fn create(
                     .map_err(db_error)?;
                 tx.rollback().await.map_err(db_error)?;
                 if let Some(row) = row {
-                    return Ok(JoinOutcome::AlreadyPending(row.try_into()?));
+                    return Ok(JoinOutcome::AlreadyPending(join_request_of(row)?));
                 }
             }
             Err(err) => return Err(db_error(err)),
@@ -150,9 +91,9 @@ pub(super) async fn create(
 /// The pending request of `user` for the group, if any.
 pub(super) async fn pending(pool: &MySqlPool, topic: &str, user: UserId) -> StoreResult<Option<JoinRequest>> {
     let sql = concat!(request_select!(), "WHERE topic = ? AND user_id = ? AND status = 'pending'");
-    let row: Option<RequestRow> =
+    let row: Option<JoinRequestColumns> =
         sqlx::query_as(sql).bind(topic).bind(user_col(user)).fetch_optional(pool).await.map_err(db_error)?;
-    Ok(row.map(JoinRequest::try_from).transpose()?)
+    Ok(row.map(join_request_of).transpose()?)
 }
 
 /// Decides a pending request of the group and returns it as it now is.
@@ -166,10 +107,9 @@ pub(super) async fn decide(
 ) -> StoreResult<JoinRequest> {
     let mut tx = pool.begin().await.map_err(db_error)?;
     let sql = concat!(request_select!(), "WHERE id = ? AND topic = ? FOR UPDATE");
-    let row: Option<RequestRow> =
+    let row: Option<JoinRequestColumns> =
         sqlx::query_as(sql).bind(id).bind(topic).fetch_optional(&mut *tx).await.map_err(db_error)?;
-    let request = JoinRequest::try_from(row.ok_or(StoreError::NotFound)?)?;
-    let status = decided_status(&request, by, decision)?;
+    let decided = join_request_of(row.ok_or(StoreError::NotFound)?)?.decide(by, decision, now)?;
     // The row is locked since the read, so the status guard only keeps the statement honest.
     let done = sqlx::query(concat!(
         "UPDATE group_join_requests SET status = ?, handled_by = ?, handled_at = ",
@@ -178,7 +118,7 @@ pub(super) async fn decide(
         millis_to_datetime!(),
         " WHERE id = ? AND status = 'pending'"
     ))
-    .bind(status.as_str())
+    .bind(decided.status.as_str())
     .bind(user_col(by))
     .bind(now)
     .bind(now)
@@ -190,7 +130,7 @@ pub(super) async fn decide(
         return Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()));
     }
     tx.commit().await.map_err(db_error)?;
-    Ok(JoinRequest { status, handled_by: Some(by), handled: Some(now), ..request })
+    Ok(decided)
 }
 
 /// The group's requests, optionally in one status, newest first, strictly below `cursor`.
@@ -204,7 +144,7 @@ pub(super) async fn list(
     let sql =
         concat!(request_select!(), "WHERE topic = ? AND (? IS NULL OR status = ?) AND id < ? ORDER BY id DESC LIMIT ?");
     let status = status.map(RequestStatus::as_str);
-    let rows: Vec<RequestRow> = sqlx::query_as(sql)
+    let rows: Vec<JoinRequestColumns> = sqlx::query_as(sql)
         .bind(topic)
         .bind(status)
         .bind(status)
@@ -213,5 +153,5 @@ pub(super) async fn list(
         .fetch_all(pool)
         .await
         .map_err(db_error)?;
-    Ok(rows.into_iter().map(JoinRequest::try_from).collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(join_request_of).collect::<Result<_, _>>()?)
 }

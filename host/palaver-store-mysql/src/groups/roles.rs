@@ -10,15 +10,11 @@
 //! commit rather than a snapshot taken before the lock was granted.
 
 use crate::codec::{datetime_to_millis, millis_to_datetime, user_col, user_of};
-use crate::error::{CorruptRow, db_error, is_unique_violation};
-use palaver_core::ports::{ADMIN_LIMIT, GroupRole, NOT_OWNER, OWNER_ROLE, RoleGrant};
+use crate::error::{db_error, is_unique_violation};
+use palaver_core::columns::{GrantColumns, grant_of, role_of};
+use palaver_core::ports::{GroupRole, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
 use sqlx::{MySql, MySqlPool, Transaction};
-
-/// The role a `role` column holds.
-fn role_of(v: &str) -> Result<GroupRole, CorruptRow> {
-    GroupRole::parse(v).ok_or_else(|| CorruptRow::Value { column: "role", value: v.to_owned() })
-}
 
 /// Starts a transaction that holds the group's lock row.
 async fn lock_group(pool: &MySqlPool, topic: &str) -> StoreResult<Transaction<'static, MySql>> {
@@ -101,7 +97,7 @@ async fn store_role(
 
 /// The group's stored roles, owner first, then admins by user id.
 pub(super) async fn roles(pool: &MySqlPool, topic: &str) -> StoreResult<Vec<RoleGrant>> {
-    let rows: Vec<(i64, String, Option<i64>, i64)> = sqlx::query_as(concat!(
+    let rows: Vec<GrantColumns> = sqlx::query_as(concat!(
         "SELECT user_id, role, granted_by, ",
         datetime_to_millis!("updated_at"),
         " FROM group_member_roles WHERE topic = ? ORDER BY role <> 'owner', user_id"
@@ -110,10 +106,7 @@ pub(super) async fn roles(pool: &MySqlPool, topic: &str) -> StoreResult<Vec<Role
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    let grant = |(user, role, by, updated): (i64, String, Option<i64>, i64)| {
-        Ok(RoleGrant { user: user_of(user), role: role_of(&role)?, granted_by: by.map(user_of), updated })
-    };
-    rows.into_iter().map(grant).collect::<Result<_, CorruptRow>>().map_err(StoreError::from)
+    Ok(rows.into_iter().map(grant_of).collect::<Result<_, _>>()?)
 }
 
 /// Stores `owner` as the owner unless the group has one; true if it wrote.
@@ -136,36 +129,32 @@ pub(super) async fn set_role(
     max_admins: Option<u32>,
     now: UnixMillis,
 ) -> StoreResult<bool> {
+    // Refused before the group is locked (which may create its lock row); the stored role is checked under it.
     if role == GroupRole::Owner {
         return Err(StoreError::Conflict(OWNER_ROLE.to_owned()));
     }
     let mut tx = lock_group(pool, topic).await?;
-    let current = stored_role(&mut tx, topic, user).await?;
-    if current == GroupRole::Owner {
-        return Err(StoreError::Conflict(OWNER_ROLE.to_owned()));
-    }
-    if current == role {
-        return Ok(false);
-    }
-    if role == GroupRole::Member {
-        sqlx::query("DELETE FROM group_member_roles WHERE topic = ? AND user_id = ?")
+    match stored_role(&mut tx, topic, user).await?.change_to(role)? {
+        RoleChange::Keep => return Ok(false),
+        RoleChange::Revoke => {
+            sqlx::query("DELETE FROM group_member_roles WHERE topic = ? AND user_id = ?")
+                .bind(topic)
+                .bind(user_col(user))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+        RoleChange::GrantAdmin => {
+            let admins: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM group_member_roles WHERE topic = ? AND role = 'admin' LOCK IN SHARE MODE",
+            )
             .bind(topic)
-            .bind(user_col(user))
-            .execute(&mut *tx)
+            .fetch_one(&mut *tx)
             .await
             .map_err(db_error)?;
-    } else {
-        let admins: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM group_member_roles WHERE topic = ? AND role = 'admin' LOCK IN SHARE MODE",
-        )
-        .bind(topic)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if max_admins.is_some_and(|max| admins >= i64::from(max)) {
-            return Err(StoreError::Conflict(ADMIN_LIMIT.to_owned()));
+            check_admin_limit(admins.unsigned_abs(), max_admins)?;
+            store_role(&mut tx, topic, user, GroupRole::Admin, Some(by), now).await?;
         }
-        store_role(&mut tx, topic, user, GroupRole::Admin, Some(by), now).await?;
     }
     tx.commit().await.map_err(db_error)?;
     Ok(true)

@@ -1,11 +1,11 @@
 //! Friend request rows for the MariaDB relation port: the select list, decoding, settling a pair's pending
 //! requests, and one attempt at an idempotent creation (see the parent module for how the races are closed).
 
-use crate::codec::{datetime_to_millis, millis_to_datetime, user_col, user_of};
+use crate::codec::{datetime_to_millis, insert_id, millis_to_datetime, user_col, user_of};
 use crate::error::{CorruptRow, db_error, is_unique_violation};
 use palaver_core::columns::request_status_of;
 use palaver_core::ports::{CreateOutcome, FriendRequest, RequestStatus};
-use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
+use palaver_core::{StoreResult, UnixMillis, UserId};
 use sqlx::{MySql, Transaction};
 
 /// How often a creation retries when its duplicate was decided between the failed insert and the read.
@@ -140,7 +140,7 @@ pub(super) async fn try_create(
         Ok(done) => {
             tx.commit().await.map_err(db_error)?;
             Ok(Some(CreateOutcome::Created(FriendRequest {
-                id: i64::try_from(done.last_insert_id()).map_err(|e| StoreError::Internal(e.to_string()))?,
+                id: insert_id(&done)?,
                 from,
                 to,
                 message: message.map(str::to_owned),

@@ -7,58 +7,25 @@
 //! by never replacing an existing mark.
 
 use crate::SqliteStore;
-use crate::codec::{limit_col, user_col, user_of};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{limit_col, user_col};
+use crate::error::db_error;
+use palaver_core::columns::{AnnouncementColumns, announcement_of, announcement_view_of};
 use palaver_core::ports::{Announcement, AnnouncementDraft, AnnouncementView};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
-use serde_json::Value;
 
-/// The columns of an [`AnnouncementRow`], as a literal so that `concat!` can splice it into static SQL.
+/// The columns of an [`AnnouncementColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! announcement_columns {
     () => {
         "id, topic, author, title, content, pinned, version, created_at, updated_at"
     };
 }
 
-/// A `group_announcements` row as selected by `announcement_columns!`.
-#[derive(sqlx::FromRow)]
-struct AnnouncementRow {
-    id: i64,
-    topic: String,
-    author: i64,
-    title: Option<String>,
-    content: String,
-    pinned: bool,
-    version: i32,
-    created_at: i64,
-    updated_at: i64,
-}
-
-impl TryFrom<AnnouncementRow> for Announcement {
-    type Error = CorruptRow;
-
-    fn try_from(r: AnnouncementRow) -> Result<Self, CorruptRow> {
-        let content: Value =
-            serde_json::from_str(&r.content).map_err(|source| CorruptRow::Json { column: "content", source })?;
-        Ok(Announcement {
-            id: r.id,
-            topic: r.topic,
-            author: user_of(r.author),
-            title: r.title,
-            content,
-            pinned: r.pinned,
-            version: r.version,
-            created: r.created_at,
-            updated: r.updated_at,
-        })
-    }
-}
-
-/// An announcement with the viewer's read mark and the read count, as the listing selects it.
+/// An announcement with the viewer's read mark and the read count, as the listing selects it: the announcement's
+/// columns first, in their order (a flattened tuple reads its columns by position), then the two by name.
 #[derive(sqlx::FromRow)]
 struct ViewRow {
     #[sqlx(flatten)]
-    announcement: AnnouncementRow,
+    announcement: AnnouncementColumns,
     read_at: Option<i64>,
     read_count: i64,
 }
@@ -85,17 +52,7 @@ pub(super) async fn add(
     .execute(&store.writer)
     .await
     .map_err(db_error)?;
-    Ok(Announcement {
-        id: done.last_insert_rowid(),
-        topic: topic.to_owned(),
-        author,
-        title: draft.title.clone(),
-        content: draft.content.clone(),
-        pinned: draft.pinned,
-        version: 1,
-        created: now,
-        updated: now,
-    })
+    Ok(Announcement::first(done.last_insert_rowid(), topic, author, draft, now))
 }
 
 /// Replaces a live announcement's text and flags and bumps its version, in one statement that returns the row.
@@ -111,7 +68,7 @@ pub(super) async fn update(
          updated_at = ?4 WHERE tenant_id = ?5 AND topic = ?6 AND id = ?7 AND deleted_at IS NULL RETURNING ",
         announcement_columns!()
     );
-    let row: Option<AnnouncementRow> = sqlx::query_as(sql)
+    let row: Option<AnnouncementColumns> = sqlx::query_as(sql)
         .bind(draft.title.as_deref())
         .bind(draft.content.to_string())
         .bind(draft.pinned)
@@ -122,7 +79,7 @@ pub(super) async fn update(
         .fetch_optional(&store.writer)
         .await
         .map_err(db_error)?;
-    Ok(row.ok_or(StoreError::NotFound)?.try_into()?)
+    Ok(announcement_of(row.ok_or(StoreError::NotFound)?)?)
 }
 
 /// Removes a live announcement; false if the group had none with that id.
@@ -168,14 +125,8 @@ pub(super) async fn list(
     .fetch_all(&store.pool)
     .await
     .map_err(db_error)?;
-    let view = |r: ViewRow| {
-        Ok(AnnouncementView {
-            announcement: r.announcement.try_into()?,
-            read: r.read_at,
-            reads: r.read_count.unsigned_abs(),
-        })
-    };
-    rows.into_iter().map(view).collect::<Result<_, CorruptRow>>().map_err(StoreError::from)
+    let view = |r: ViewRow| announcement_view_of(r.announcement, r.read_at, r.read_count);
+    Ok(rows.into_iter().map(view).collect::<Result<_, _>>()?)
 }
 
 /// Marks a live announcement read by `user`; true on the first read, which is the time kept.

@@ -6,67 +6,17 @@
 //! idempotent creation up in the schema.
 
 use crate::SqliteStore;
-use crate::codec::{limit_col, user_col, user_of};
-use crate::error::{CorruptRow, db_error};
-use palaver_core::columns::request_status_of;
-use palaver_core::ports::{
-    JoinDecision, JoinOutcome, JoinRequest, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, RequestStatus,
-};
+use crate::codec::{limit_col, user_col};
+use crate::error::db_error;
+use palaver_core::columns::{JoinRequestColumns, join_request_of};
+use palaver_core::ports::{JoinDecision, JoinOutcome, JoinRequest, REQUEST_NOT_PENDING, RequestStatus};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
 
-/// The columns of a [`RequestRow`], as a literal so that `concat!` can splice it into static SQL.
+/// The columns of a [`JoinRequestColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! request_columns {
     () => {
         "id, topic, user_id, inviter, message, status, handled_by, handled_at, created_at"
     };
-}
-
-/// A `group_join_requests` row as selected by `request_columns!`.
-#[derive(sqlx::FromRow)]
-struct RequestRow {
-    id: i64,
-    topic: String,
-    user_id: i64,
-    inviter: Option<i64>,
-    message: Option<String>,
-    status: String,
-    handled_by: Option<i64>,
-    handled_at: Option<i64>,
-    created_at: i64,
-}
-
-impl TryFrom<RequestRow> for JoinRequest {
-    type Error = CorruptRow;
-
-    fn try_from(r: RequestRow) -> Result<Self, CorruptRow> {
-        Ok(JoinRequest {
-            id: r.id,
-            topic: r.topic,
-            user: user_of(r.user_id),
-            inviter: r.inviter.map(user_of),
-            message: r.message,
-            status: request_status_of(&r.status)?,
-            handled_by: r.handled_by.map(user_of),
-            created: r.created_at,
-            handled: r.handled_at,
-        })
-    }
-}
-
-/// The status `decision` by `by` moves `request` into, or the `Conflict` that refuses it. Someone cancelling
-/// another user's request is refused before a request that is no longer pending, as with friend requests.
-fn decided_status(request: &JoinRequest, by: UserId, decision: JoinDecision) -> StoreResult<RequestStatus> {
-    let status = match decision {
-        JoinDecision::Approve => RequestStatus::Accepted,
-        JoinDecision::Reject => RequestStatus::Rejected,
-        JoinDecision::Cancel if by != request.user => return Err(StoreError::Conflict(REQUEST_NOT_YOURS.to_owned())),
-        JoinDecision::Cancel => RequestStatus::Cancelled,
-    };
-    if request.status == RequestStatus::Pending {
-        Ok(status)
-    } else {
-        Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()))
-    }
 }
 
 /// The pending request of `user` for the group, read through `executor`.
@@ -80,14 +30,14 @@ async fn find_pending<'e>(
         request_columns!(),
         " FROM group_join_requests WHERE tenant_id = ? AND topic = ? AND user_id = ? AND status = 'pending'"
     );
-    let row: Option<RequestRow> = sqlx::query_as(sql)
+    let row: Option<JoinRequestColumns> = sqlx::query_as(sql)
         .bind(t)
         .bind(topic)
         .bind(user_col(user))
         .fetch_optional(executor)
         .await
         .map_err(db_error)?;
-    Ok(row.map(JoinRequest::try_from).transpose()?)
+    Ok(row.map(join_request_of).transpose()?)
 }
 
 /// Stores a pending request unless one is pending already.
@@ -117,17 +67,7 @@ pub(super) async fn create(
     .await
     .map_err(db_error)?;
     tx.commit().await.map_err(db_error)?;
-    Ok(JoinOutcome::Created(JoinRequest {
-        id: done.last_insert_rowid(),
-        topic: topic.to_owned(),
-        user,
-        inviter,
-        message: message.map(str::to_owned),
-        status: RequestStatus::Pending,
-        handled_by: None,
-        created: now,
-        handled: None,
-    }))
+    Ok(JoinOutcome::Created(JoinRequest::pending(done.last_insert_rowid(), topic, user, inviter, message, now)))
 }
 
 /// The pending request of `user` for the group, if any.
@@ -150,17 +90,16 @@ pub(super) async fn decide(
         request_columns!(),
         " FROM group_join_requests WHERE tenant_id = ? AND topic = ? AND id = ?"
     );
-    let row: Option<RequestRow> =
+    let row: Option<JoinRequestColumns> =
         sqlx::query_as(sql).bind(t).bind(topic).bind(id).fetch_optional(&mut *tx).await.map_err(db_error)?;
-    let request = JoinRequest::try_from(row.ok_or(StoreError::NotFound)?)?;
-    let status = decided_status(&request, by, decision)?;
+    let decided = join_request_of(row.ok_or(StoreError::NotFound)?)?.decide(by, decision, now)?;
     // The writer is held since BEGIN IMMEDIATE, so the status read above is still current; the guard in the WHERE
     // clause only keeps the statement honest should that ever change.
     let done = sqlx::query(
         "UPDATE group_join_requests SET status = ?1, handled_by = ?2, handled_at = ?3, updated_at = ?3 \
          WHERE tenant_id = ?4 AND id = ?5 AND status = 'pending'",
     )
-    .bind(status.as_str())
+    .bind(decided.status.as_str())
     .bind(user_col(by))
     .bind(now)
     .bind(t)
@@ -172,7 +111,7 @@ pub(super) async fn decide(
         return Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()));
     }
     tx.commit().await.map_err(db_error)?;
-    Ok(JoinRequest { status, handled_by: Some(by), handled: Some(now), ..request })
+    Ok(decided)
 }
 
 /// The group's requests, optionally in one status, newest first, strictly below `cursor`.
@@ -189,7 +128,7 @@ pub(super) async fn list(
         " FROM group_join_requests WHERE tenant_id = ?1 AND topic = ?2 AND (?3 IS NULL OR status = ?3) \
          AND id < ?4 ORDER BY id DESC LIMIT ?5"
     );
-    let rows: Vec<RequestRow> = sqlx::query_as(sql)
+    let rows: Vec<JoinRequestColumns> = sqlx::query_as(sql)
         .bind(t)
         .bind(topic)
         .bind(status.map(RequestStatus::as_str))
@@ -198,5 +137,5 @@ pub(super) async fn list(
         .fetch_all(&store.pool)
         .await
         .map_err(db_error)?;
-    Ok(rows.into_iter().map(JoinRequest::try_from).collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(join_request_of).collect::<Result<_, _>>()?)
 }

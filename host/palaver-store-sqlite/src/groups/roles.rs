@@ -6,16 +6,12 @@
 //! a second owner impossible in the schema as well.
 
 use crate::SqliteStore;
-use crate::codec::{user_col, user_of};
-use crate::error::{CorruptRow, db_error};
-use palaver_core::ports::{ADMIN_LIMIT, GroupRole, NOT_OWNER, OWNER_ROLE, RoleGrant};
+use crate::codec::user_col;
+use crate::error::db_error;
+use palaver_core::columns::{GrantColumns, grant_of, role_of};
+use palaver_core::ports::{GroupRole, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
 use sqlx::{Sqlite, Transaction};
-
-/// The role a `role` column holds.
-fn role_of(v: &str) -> Result<GroupRole, CorruptRow> {
-    GroupRole::parse(v).ok_or_else(|| CorruptRow::Value { column: "role", value: v.to_owned() })
-}
 
 /// Upserts `user`'s role inside the caller's transaction, replacing whatever grant was stored.
 async fn store_role(
@@ -62,7 +58,7 @@ async fn stored_role(
 
 /// The group's stored roles, owner first, then admins by user id.
 pub(super) async fn roles(store: &SqliteStore, (t, topic): (i64, &str)) -> StoreResult<Vec<RoleGrant>> {
-    let rows: Vec<(i64, String, Option<i64>, i64)> = sqlx::query_as(
+    let rows: Vec<GrantColumns> = sqlx::query_as(
         "SELECT user_id, role, granted_by, updated_at FROM group_member_roles WHERE tenant_id = ? AND topic = ? \
          ORDER BY role <> 'owner', user_id",
     )
@@ -71,10 +67,7 @@ pub(super) async fn roles(store: &SqliteStore, (t, topic): (i64, &str)) -> Store
     .fetch_all(&store.pool)
     .await
     .map_err(db_error)?;
-    let grant = |(user, role, by, updated): (i64, String, Option<i64>, i64)| {
-        Ok(RoleGrant { user: user_of(user), role: role_of(&role)?, granted_by: by.map(user_of), updated })
-    };
-    rows.into_iter().map(grant).collect::<Result<_, CorruptRow>>().map_err(StoreError::from)
+    Ok(rows.into_iter().map(grant_of).collect::<Result<_, _>>()?)
 }
 
 /// Stores `owner` as the owner unless the group has one; true if it wrote.
@@ -111,38 +104,34 @@ pub(super) async fn set_role(
     max_admins: Option<u32>,
     now: UnixMillis,
 ) -> StoreResult<bool> {
+    // Refused before the transaction begins; the stored role is checked inside it.
     if role == GroupRole::Owner {
         return Err(StoreError::Conflict(OWNER_ROLE.to_owned()));
     }
     let mut tx = store.begin_write().await?;
-    let current = stored_role(&mut tx, (t, topic), user).await?;
-    if current == GroupRole::Owner {
-        return Err(StoreError::Conflict(OWNER_ROLE.to_owned()));
-    }
-    if current == role {
-        return Ok(false);
-    }
-    if role == GroupRole::Member {
-        sqlx::query("DELETE FROM group_member_roles WHERE tenant_id = ? AND topic = ? AND user_id = ?")
+    match stored_role(&mut tx, (t, topic), user).await?.change_to(role)? {
+        RoleChange::Keep => return Ok(false),
+        RoleChange::Revoke => {
+            sqlx::query("DELETE FROM group_member_roles WHERE tenant_id = ? AND topic = ? AND user_id = ?")
+                .bind(t)
+                .bind(topic)
+                .bind(user_col(user))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+        RoleChange::GrantAdmin => {
+            let admins: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM group_member_roles WHERE tenant_id = ? AND topic = ? AND role = 'admin'",
+            )
             .bind(t)
             .bind(topic)
-            .bind(user_col(user))
-            .execute(&mut *tx)
+            .fetch_one(&mut *tx)
             .await
             .map_err(db_error)?;
-    } else {
-        let admins: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM group_member_roles WHERE tenant_id = ? AND topic = ? AND role = 'admin'",
-        )
-        .bind(t)
-        .bind(topic)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if max_admins.is_some_and(|max| admins >= i64::from(max)) {
-            return Err(StoreError::Conflict(ADMIN_LIMIT.to_owned()));
+            check_admin_limit(admins.unsigned_abs(), max_admins)?;
+            store_role(&mut tx, (t, topic), user, GroupRole::Admin, Some(by), now).await?;
         }
-        store_role(&mut tx, (t, topic), user, GroupRole::Admin, Some(by), now).await?;
     }
     tx.commit().await.map_err(db_error)?;
     Ok(true)
