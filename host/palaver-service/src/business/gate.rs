@@ -119,10 +119,7 @@ impl Inner {
         let friends = biz.relations.relation(tenant, a, b).await?.friends;
         for (from, to) in [(a, b), (b, a)] {
             let input = json!({ "args": { "to": to.to_string() }, "facts": { "friends": friends } });
-            let started = std::time::Instant::now();
-            let verdict = biz.rules.decide(tenant, from, P2P_SEND, &input).await;
-            self.metrics.rule_call(started.elapsed());
-            match verdict {
+            match self.decide(tenant, from, P2P_SEND, &input).await {
                 RuleVerdict::Refuse { status, .. } if status >= 500 => gate.transient = true,
                 RuleVerdict::Refuse { reason, .. } => gate.refused.push((from, reason)),
                 RuleVerdict::Allow(_) | RuleVerdict::NoRules => {}

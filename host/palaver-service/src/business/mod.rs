@@ -208,11 +208,7 @@ impl Cx<'_> {
     /// parameters the rules fix come back in the allow.
     pub(crate) async fn ask(&self, facts: Value) -> BizResult<Value> {
         let input = json!({ "args": self.args, "facts": facts });
-        let rules = &self.svc.ports.business.rules;
-        let started = std::time::Instant::now();
-        let verdict = rules.decide(self.tenant, self.actor, self.command, &input).await;
-        self.svc.metrics.rule_call(started.elapsed());
-        match verdict {
+        match self.svc.decide(self.tenant, self.actor, self.command, &input).await {
             RuleVerdict::Allow(v) => Ok(v),
             RuleVerdict::Refuse { status, reason, message } => {
                 let status = if (400..600).contains(&status) { status } else { 500 };
@@ -243,8 +239,7 @@ impl Cx<'_> {
     /// Drops the topic's cached members and gate state on every node, after a membership, role, mute or block
     /// change; it returns once this node's cache is dropped, so the caller's next publish sees the change.
     pub(crate) async fn invalidate(&self, topic: &str) {
-        let event = Event::MembersChanged { topic: topic.to_owned() };
-        self.svc.dispatch(self.tenant, event, None, Some(self.actor)).await;
+        self.svc.members_changed(self.tenant, topic, Some(self.actor)).await;
     }
 
     /// Stores a notification for `user` (a failure is logged, never fails the command that already happened).
@@ -258,6 +253,14 @@ impl Cx<'_> {
 }
 
 impl Inner {
+    /// Asks the tenant's rules about `command`, timing the call for `palaver_business_rule_*`.
+    pub(crate) async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &Value) -> RuleVerdict {
+        let started = std::time::Instant::now();
+        let verdict = self.ports.business.rules.decide(tenant, actor, command, input).await;
+        self.metrics.rule_call(started.elapsed());
+        verdict
+    }
+
     /// Delivers a business event here and publishes it for the other nodes.
     pub(crate) fn emit_business(
         &self,
