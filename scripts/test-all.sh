@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, clippy, the Rust unit/integration/contract tests (against real
-# MariaDB and Redis, which it installs and starts when missing), and the end-to-end suite that drives a real
-# server with the npm tinode-sdk over WebSocket and long polling, on the embedded store and on MariaDB + Redis.
+# MariaDB, Redis and Apache Kafka, which it installs and starts when missing), the end-to-end suite that drives
+# a real server with the npm tinode-sdk over WebSocket and long polling, on the embedded store and on MariaDB +
+# Redis + Kafka, and the deployment artefacts in deploy/ (chart, compose file) without a container engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
@@ -9,9 +10,11 @@ cd "$(dirname "$0")/.."
 ensure_rust
 ensure_wasm_target
 ensure_node
-# The MariaDB and Redis adapters' tests fail (rather than skip) without their servers, so both are started here.
+# The MariaDB, Redis and Kafka adapters' tests fail (rather than skip) without their servers, so all three are
+# started here (the scale-out end-to-end run below uses them too).
 start_mariadb
 start_redis
+start_kafka
 
 start=$(date +%s)
 step() { log "$1 ($(( $(date +%s) - start )) s so far)"; }
@@ -19,6 +22,9 @@ step() { log "$1 ($(( $(date +%s) - start )) s so far)"; }
 step "cargo fmt --check"
 cargo fmt --all -- --check
 (cd plugins && cargo fmt --all -- --check)
+
+step "deployment artefacts: helm lint + strict schema check, docker-compose config (scripts/check-deploy.sh)"
+./scripts/check-deploy.sh
 
 step "building the plugins (cargo xtask plugins)"
 cargo xtask plugins
@@ -44,7 +50,7 @@ moderation_dir="$PWD/target/plugins/deploy"
   PALAVER_BIN="$PWD/../../target/debug/palaver" PALAVER_PLUGINS__DIR="$moderation_dir" E2E_MODERATION=1 npm test
 )
 
-step "end-to-end: tinode-sdk against two target/debug/palaver nodes sharing MariaDB + Redis, business plugins loaded"
+step "end-to-end: tinode-sdk against two target/debug/palaver nodes sharing MariaDB + Redis + Kafka, business plugins loaded"
 scaleout_dir=$(mktemp -d)
 control_db="palaver_e2e_$(date +%s)"
 # Every node of a cluster must share the token key, or a token minted on one node fails on the other.
@@ -56,7 +62,7 @@ for node in 1 2; do
   PALAVER_SERVER__LISTEN="127.0.0.1:1606$node" PALAVER_STORE__URL="mysql://palaver:palaver@127.0.0.1:3306/$control_db" \
     PALAVER_STORE_CONFIG__REDIS='{ addr = "127.0.0.1:6379", key_prefix = "im_e2e" }' PALAVER_AUTH__TOKEN_KEY="$token_key" \
     PALAVER_SERVER__HEARTBEAT_MS=1000 PALAVER_PLUGINS__DIR="$PWD/target/plugins/deploy" \
-    target/debug/palaver serve --config deploy/scaleout.toml --node-id "e2e-$node" --data-dir "$scaleout_dir/n$node" \
+    target/debug/palaver serve --dev --config deploy/scaleout.toml --node-id "e2e-$node" --data-dir "$scaleout_dir/n$node" \
     >"$scaleout_dir/n$node.log" 2>&1 &
   pids+=($!)
   # The first node creates the control database and migrates it; the second starts once that is done.

@@ -26,7 +26,7 @@ bench="$root/target/release/palaver-bench"
 server="$root/target/release/palaver"
 common=(--spawn "$server" --server-env "PALAVER_PLUGINS__DIR=$root/target/plugins/deploy"
   --server-env PALAVER_AUTH__ARGON2_MEMORY_KIB=1024 --server-env PALAVER_AUTH__ARGON2_ITERATIONS=1
-  --server-env PALAVER_LIMITS__RATE_PER_SECOND=0 --users "$users" --requests "$requests" --concurrency "$concurrency")
+  --server-env PALAVER_LIMITS__RATE_PER_SECOND=0 --server-env PALAVER_LIMITS__API_RATE_PER_SECOND=0 --users "$users" --requests "$requests" --concurrency "$concurrency")
 echo "=== embedded (SQLite, in-process bus) ==="
 "$bench" business "${common[@]}"
 echo "=== scale-out (MariaDB + Redis) ==="

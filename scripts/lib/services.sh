@@ -3,6 +3,8 @@
 #
 #   . scripts/lib/services.sh
 #   start_mariadb            # MariaDB 10.11 on 127.0.0.1:3306, user palaver/palaver with ALL PRIVILEGES
+#   start_redis              # Redis 7.0 on 127.0.0.1:6379
+#   start_kafka              # Apache Kafka (KRaft, one node) on 127.0.0.1:9092
 #
 # Settings (environment): PALAVER_MARIADB_DATADIR (default /var/lib/mysql), PALAVER_MARIADB_PORT (3306),
 # PALAVER_MARIADB_LOG (/var/log/palaver-mariadb.err).
@@ -116,4 +118,147 @@ start_redis() {
     waited=$((waited + 1))
   done
   log "Redis is up: redis://127.0.0.1:$port"
+}
+
+# Apache Kafka (KRaft, one JVM as broker and controller) on 127.0.0.1:9092, from Maven Central's jars: Debian has
+# no package. Needs Java 17 and Maven (installed from Debian's packages when missing). The jars are cached in
+# $PALAVER_CACHE_DIR/kafka-<version> (default ~/.cache/palaver); every start formats a fresh data directory, since a
+# broker restarted on the data of a killed one waits for its old registration to expire.
+#
+#   start_kafka              # then tests read PALAVER_TEST_KAFKA_BROKERS, default 127.0.0.1:9092
+#   stop_kafka               # SIGTERM, and wait for the JVM to exit
+#
+# Settings (environment): PALAVER_KAFKA_PORT (9092; the controller listens on the next port), PALAVER_KAFKA_DIR
+# (/tmp/palaver-kafka-<port>: config, data, log, pid), PALAVER_KAFKA_KEEP_DATA=1 restarts on the existing data
+# (after a clean stop), PALAVER_KAFKA_VERSION (4.1.2).
+kafka_home() {
+  local version="${PALAVER_KAFKA_VERSION:-4.1.2}"
+  printf '%s/kafka-%s' "${PALAVER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/palaver}" "$version"
+}
+
+kafka_dir() {
+  printf '%s' "${PALAVER_KAFKA_DIR:-/tmp/palaver-kafka-${PALAVER_KAFKA_PORT:-9092}}"
+}
+
+kafka_alive() {
+  (exec 3<>"/dev/tcp/127.0.0.1/${PALAVER_KAFKA_PORT:-9092}") 2>/dev/null
+}
+
+# Downloads Kafka's jars (and an slf4j binding, without which the broker logs nothing) once.
+kafka_jars() {
+  local home version
+  home=$(kafka_home)
+  version="${PALAVER_KAFKA_VERSION:-4.1.2}"
+  if [ -f "$home/lib/.complete" ]; then
+    return 0
+  fi
+  command -v java >/dev/null 2>&1 || apt_install openjdk-17-jre-headless
+  command -v mvn >/dev/null 2>&1 || apt_install maven
+  log "fetching Apache Kafka $version jars from Maven Central into $home"
+  mkdir -p "$home"
+  cat >"$home/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>palaver</groupId>
+  <artifactId>kafka-runtime</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$version</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>2.25.5</version></dependency>
+  </dependencies>
+  <build><plugins><plugin>
+    <groupId>org.apache.maven.plugins</groupId><artifactId>maven-dependency-plugin</artifactId><version>3.8.1</version>
+  </plugin></plugins></build>
+</project>
+POM
+  rm -rf "$home/lib"
+  (cd "$home" && mvn -B -q -Dmaven.repo.local="$home/m2" dependency:copy-dependencies -DincludeScope=runtime \
+    -DoutputDirectory=lib)
+  touch "$home/lib/.complete"
+}
+
+start_kafka() {
+  local port="${PALAVER_KAFKA_PORT:-9092}"
+  local controller=$((port + 1))
+  local dir home
+  dir=$(kafka_dir)
+  home=$(kafka_home)
+  if kafka_alive; then
+    log "Kafka is already answering on 127.0.0.1:$port"
+    return 0
+  fi
+  kafka_jars
+  mkdir -p "$dir"
+  if [ "${PALAVER_KAFKA_KEEP_DATA:-0}" != 1 ] || [ ! -f "$dir/data/meta.properties" ]; then
+    rm -rf "$dir/data"
+  fi
+  cat >"$dir/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$controller
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+num.partitions=1
+log.dirs=$dir/data
+PROPS
+  cat >"$dir/log4j2.properties" <<'LOG'
+status = warn
+shutdownHook = disable
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:kafka.log.file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+LOG
+  local cp="$home/lib/*"
+  if [ ! -f "$dir/data/meta.properties" ]; then
+    local cluster_id
+    cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    # `--cluster-id=…` in one word: one id in 64 starts with '-', which as a separate word reads as an option.
+    java -cp "$cp" -Dlog4j2.configurationFile="$dir/log4j2.properties" -Dkafka.log.file="$dir/format.log" \
+      kafka.tools.StorageTool format --cluster-id="$cluster_id" -c "$dir/server.properties" >/dev/null
+  fi
+  : >"$dir/kafka.log"
+  log "starting Kafka on 127.0.0.1:$port (controller $controller, dir $dir)"
+  nohup java -Xms64m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    -Dlog4j2.configurationFile="$dir/log4j2.properties" -Dkafka.log.file="$dir/kafka.log" \
+    -cp "$cp" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 &
+  echo $! >"$dir/kafka.pid"
+  local waited=0
+  until grep -q "Kafka Server started" "$dir/kafka.log" 2>/dev/null && kafka_alive; do
+    if [ "$waited" -ge 240 ] || ! kill -0 "$(cat "$dir/kafka.pid")" 2>/dev/null; then
+      log "Kafka did not start within $((waited / 2)) s; see $dir/kafka.log"
+      tail -n 20 "$dir/kafka.log" "$dir/stdout.log" >&2 || true
+      return 1
+    fi
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+  log "Kafka is up: 127.0.0.1:$port"
+}
+
+stop_kafka() {
+  local dir pid
+  dir=$(kafka_dir)
+  [ -f "$dir/kafka.pid" ] || return 0
+  pid=$(cat "$dir/kafka.pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 60); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$dir/kafka.pid"
 }

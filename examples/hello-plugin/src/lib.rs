@@ -11,7 +11,7 @@
 //! The greeting word is a per-tenant setting (`greeting`, default "Hello").
 
 use palaver_plugin_sdk::{
-    Command, CommandHandler, CommandOutcome, Context, Host, Level, Message, PublishFilter, Value, Verdict, json,
+    Command, CommandHandler, CommandOutcome, Context, Host, Level, Message, PublishFilter, Reason, Value, Verdict, json,
 };
 use serde::Deserialize;
 
@@ -55,22 +55,22 @@ impl CommandHandler for Hello {
                     let n = v.and_then(|b| String::from_utf8(b).ok()).and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
                     CommandOutcome::ok(json!({ "count": n }))
                 }
-                Err(e) => CommandOutcome::reject(503, "KV_UNAVAILABLE", e.to_string()),
+                Err(e) => CommandOutcome::reject_other(503, "KV_UNAVAILABLE", e.to_string()),
             },
             "hello.whoami" => whoami(cx),
-            other => CommandOutcome::reject(404, "UNKNOWN_COMMAND", format!("no command {other}")),
+            other => CommandOutcome::reject(Reason::UnknownCommand, format!("no command {other}")),
         }
     }
 }
 
 fn greet<H: Host>(cx: &mut Context<'_, H>, args: &Value) -> CommandOutcome {
     let Some(name) = args.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty()) else {
-        return CommandOutcome::reject(400, "NAME_REQUIRED", "say whom to greet: {\"name\": …}");
+        return CommandOutcome::reject_other(400, "NAME_REQUIRED", "say whom to greet: {\"name\": …}");
     };
     let settings: Settings = cx.settings().unwrap_or_default();
     let count = match cx.kv().incr(COUNT, 1, None) {
         Ok(n) => n,
-        Err(e) => return CommandOutcome::reject(503, "KV_UNAVAILABLE", e.to_string()),
+        Err(e) => return CommandOutcome::reject_other(503, "KV_UNAVAILABLE", e.to_string()),
     };
     let greeting = format!("{}, {name}!", settings.greeting);
     let actor = cx.call().actor.clone();
@@ -88,8 +88,8 @@ fn whoami<H: Host>(cx: &mut Context<'_, H>) -> CommandOutcome {
         Ok(Some(u)) => {
             CommandOutcome::ok(json!({ "id": u.id, "tags": u.tags, "active": u.active, "greeting": greeting }))
         }
-        Ok(None) => CommandOutcome::reject(404, "USER_NOT_FOUND", format!("{greeting}, stranger: {actor} is unknown")),
-        Err(e) => CommandOutcome::reject(503, "DIRECTORY_UNAVAILABLE", e.to_string()),
+        Ok(None) => CommandOutcome::reject(Reason::UserNotFound, format!("{greeting}, stranger: {actor} is unknown")),
+        Err(e) => CommandOutcome::reject_other(503, "DIRECTORY_UNAVAILABLE", e.to_string()),
     }
 }
 

@@ -11,6 +11,8 @@
 //! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --messages 5000
 //! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --compare
 //! palaver-bench business --spawn target/release/palaver --server-env PALAVER_PLUGINS__DIR=target/plugins/deploy
+//! palaver-bench topics --spawn target/release/palaver --topics 100000 --server-env PALAVER_LIMITS__RATE_PER_SECOND=0 \
+//!     --server-env PALAVER_LIMITS__MAX_GROUPS_PER_USER=0 --server-env PALAVER_LIMITS__MAX_LOADED_TOPICS=10000
 //! ```
 //!
 //! `--spawn PATH` starts `PATH serve --listen 127.0.0.1:<free port> --data-dir <temp dir>`, waits for
@@ -32,6 +34,7 @@ mod pubload_compare;
 mod pubload_setup;
 mod stats;
 mod target;
+mod topics;
 
 use std::time::Duration;
 
@@ -66,6 +69,8 @@ enum Command {
     Publish(pubload::PublishArgs),
     /// Friend requests over the /v1/im/ HTTP API; print requests/s, latency, and the plugin's share of it.
     Business(business::BusinessArgs),
+    /// One user creates N groups and publishes once to each; print loaded topics and server RSS growth.
+    Topics(topics::TopicsArgs),
 }
 
 fn main() -> Result<()> {
@@ -84,6 +89,7 @@ fn main() -> Result<()> {
                 Command::P2p(args) => p2p::run(args).await,
                 Command::Publish(args) => pubload::run(args).await,
                 Command::Business(args) => business::run(args).await,
+                Command::Topics(args) => topics::run(args).await,
             }
         };
         match tokio::time::timeout(limit, run).await {

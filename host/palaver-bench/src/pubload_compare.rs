@@ -50,7 +50,9 @@ pub(crate) async fn run(args: &PublishArgs) -> Result<()> {
     let tenant_prefix = format!("pb_{tag}_t_");
     let key_prefix = format!("im_bench_{tag}");
     let mut scaleout_target = args.target.clone();
-    scaleout_target.server_args.splice(0..0, ["--config".to_owned(), compare.scaleout_config.display().to_string()]);
+    // --dev: the load speaks with Tinode's demo API key, which a scale-out node refuses without it.
+    let config = ["--dev".to_owned(), "--config".to_owned(), compare.scaleout_config.display().to_string()];
+    scaleout_target.server_args.splice(0..0, config);
     let env = [
         ("PALAVER_STORE__URL", format!("{}/{control}", compare.mysql.trim_end_matches('/'))),
         // A tenant database is named prefix + tenant code; a fresh prefix keeps `default` from reusing an old one.

@@ -36,6 +36,26 @@ pub(crate) fn auth(id: u64, login: &str, hash: &str) -> AuthRecord {
     AuthRecord { user: UserId(id), login: login.to_owned(), secret_hash: hash.to_owned() }
 }
 
+/// A bare active topic of `kind`: no owner, no public data, created at 1. For adapters' own tests, which store
+/// topics only to hang messages and subscriptions on.
+pub fn bare_topic(name: &str, kind: TopicKind) -> Topic {
+    Topic {
+        name: name.to_owned(),
+        kind,
+        created: 1,
+        updated: 1,
+        touched: 1,
+        state: RecordState::Active,
+        owner: None,
+        defacs: DefaultAccess::GROUP,
+        public: None,
+        trusted: None,
+        tags: Vec::new(),
+        seq: 0,
+        del_id: 0,
+    }
+}
+
 /// An active group topic owned by user 1.
 pub(crate) fn group(name: &str) -> Topic {
     Topic {

@@ -3,7 +3,8 @@
 
 use palaver_core::TenantId;
 use palaver_core::ports::{
-    GroupStore, MessageStore, NotificationStore, RelationStore, SubscriptionStore, TopicStore, UserStore,
+    CommandStore, GroupStore, MessageStore, NotificationStore, RelationStore, ReportStore, SubscriptionStore,
+    TopicStore, UserStore,
 };
 use std::any::Any;
 
@@ -26,6 +27,11 @@ impl<S> NotificationStorage for S where S: NotificationStore + Clone + Send + Sy
 pub trait GroupStorage: GroupStore + Clone + Send + Sync + 'static {}
 
 impl<S> GroupStorage for S where S: GroupStore + Clone + Send + Sync + 'static {}
+
+/// The admin command ledger and abuse reports, as one adapter value that can be cloned into spawned tasks.
+pub trait CommandStorage: CommandStore + ReportStore + Clone + Send + Sync + 'static {}
+
+impl<S> CommandStorage for S where S: CommandStore + ReportStore + Clone + Send + Sync + 'static {}
 
 /// A fresh store for one case, with the two tenants the case may write to.
 pub struct Fixture<S> {

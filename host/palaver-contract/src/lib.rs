@@ -25,6 +25,8 @@
 //! A group store (roles, mutes, settings, join requests, announcements) runs [`group_contract_tests!`] the same
 //! way too.
 //!
+//! The admin command ledger and abuse reports run [`command_contract_tests!`] the same way.
+//!
 //! A tenant registry runs its own suite with [`tenant_contract_tests!`], whose expression evaluates to a fresh,
 //! empty `TenantStore`:
 //!
@@ -32,13 +34,18 @@
 //! palaver_contract::tenant_contract_tests!(async { MemoryTenants::new() });
 //! ```
 //!
+//! The task queue runs [`queue_contract_tests!`] (the expression evaluates to a `TaskQueue` whose topics start
+//! empty), the outbox [`outbox_contract_tests!`] and the audit log [`audit_contract_tests!`], both in the two forms
+//! of [`storage_contract_tests!`].
+//!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
 pub mod cases;
 mod data;
 mod fixture;
 
-pub use fixture::{Fixture, GroupStorage, NotificationStorage, RelationStorage, Storage};
+pub use data::bare_topic;
+pub use fixture::{CommandStorage, Fixture, GroupStorage, NotificationStorage, RelationStorage, Storage};
 
 /// The shared body of the public contract macros, not to be called directly. Given `[fixture = expr]` or `[expr]`
 /// and a list of case names, it expands to one `#[tokio::test]` per case, each on a fresh [`Fixture`] (the
@@ -76,6 +83,7 @@ macro_rules! storage_contract_tests {
             user_duplicate_id_conflicts,
             login_taken_conflicts,
             find_auth_ignores_case,
+            find_auth_folds_look_alikes,
             set_secret_bumps_auth_version,
             user_tag_search,
             topic_create_get_conflict,
@@ -84,6 +92,8 @@ macro_rules! storage_contract_tests {
             topic_tag_search,
             sub_upsert_get_list,
             sub_soft_delete_and_resurrect,
+            sub_removed_by_others_is_marked,
+            sub_private_changes_only_an_active_subscription,
             sub_update_mode,
             sub_cursors_are_monotonic,
             append_stores_and_raises_topic_seq,
@@ -179,6 +189,23 @@ macro_rules! group_contract_tests {
     };
 }
 
+/// Expands to one `#[tokio::test]` per admin command and abuse report case, each on a fresh store made by the
+/// given async expression (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! command_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            command_claim_runs_once_then_done,
+            command_lease_and_release_hand_over,
+            command_finish_without_claim_is_final,
+            command_concurrent_claims_one_runs,
+            command_tenants_are_isolated,
+            report_add_list_count,
+            report_resolved_once,
+        );
+    };
+}
+
 /// Expands to one `#[tokio::test]` per tenant registry case, each on a fresh, empty registry made by the given
 /// async expression.
 #[macro_export]
@@ -192,6 +219,49 @@ macro_rules! tenant_contract_tests {
             registry_tenant_state_round_trips,
             registry_list_tenants_by_id,
             registry_missing_tenant,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per task queue case, each on a fresh queue made by the given async expression.
+/// The queue may be shared by cases (they use groups of their own) but each case's topics must start empty.
+#[macro_export]
+macro_rules! queue_contract_tests {
+    ($make:expr) => {
+        $crate::__contract_suite!(@each queue: _ = $make;
+            queue_order_per_key,
+            queue_group_resumes_after_commit,
+            queue_uncommitted_is_redelivered,
+            queue_groups_are_independent,
+            queue_headers_round_trip,
+            queue_batch_keeps_order,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per outbox case, each on a fresh store made by the given async expression (or,
+/// with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! outbox_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            outbox_pending_in_write_order,
+            outbox_tenants_are_isolated,
+            outbox_remove_and_depth,
+            outbox_lease_one_owner,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per audit log case, each on a fresh store made by the given async expression
+/// (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! audit_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            audit_round_trips,
+            audit_event_id_stored_once,
+            audit_tenants_are_isolated,
         );
     };
 }

@@ -46,6 +46,20 @@ impl AccessMode {
         AccessMode(self.0 & other.0)
     }
 
+    /// True if every bit of `self` is also in `other` (the empty set is within anything).
+    pub fn within(self, other: AccessMode) -> bool {
+        self.0 & !other.0 == 0
+    }
+
+    /// Tinode's rule for changing someone else's `given` from `old` to `self` (an invite starts from `N`): the
+    /// bits it adds must lie within what the granter was given, and `O` is never added (ownership moves only by
+    /// a transfer); the owner adds anything but `O`. Taking bits away is always within the rule, and what the
+    /// granter chose not to want (a muted `P`) still counts as theirs to give.
+    pub fn grantable_by(self, old: AccessMode, granter_given: AccessMode, granter_is_owner: bool) -> bool {
+        let added = AccessMode(self.0 & !old.0);
+        !added.has(AccessMode::OWNER) && (granter_is_owner || added.within(granter_given))
+    }
+
     /// Parses an absolute mode (`JRWP`, `N`) or, given a base, a delta (`+AS-D`).
     /// An empty string yields `None`: "use the default".
     pub fn parse(s: &str) -> Result<Option<AccessMode>, ModeParseError> {
@@ -140,5 +154,18 @@ mod tests {
         assert!(AccessMode::OWNER_FULL.has(AccessMode::WRITE));
         assert!(!AccessMode::GROUP_AUTH.has(AccessMode::DELETE));
         assert!(!AccessMode::GROUP_AUTH.has(AccessMode::NONE));
+    }
+
+    #[test]
+    fn grants_stay_within_the_granter_s_rights() {
+        let m = |s: &str| AccessMode::parse(s).unwrap().unwrap();
+        let (none, reader) = (AccessMode::NONE, m("JRP"));
+        assert!(m("JR").grantable_by(none, reader, false));
+        assert!(none.grantable_by(m("JRWD"), reader, false), "taking everything away is within anyone's rights");
+        assert!(!m("JRW").grantable_by(none, reader, false), "W is not the reader's to give");
+        assert!(!m("JRD").grantable_by(m("JR"), m("JRWPAS"), false), "nor is D the admin's");
+        assert!(m("JRD").grantable_by(m("JRWD"), m("JRWPAS"), false), "taking W from a holder of D is fine");
+        assert!(m("JRWPASD").grantable_by(none, m("JRWPASDO"), true), "the owner grants anything but O");
+        assert!(!m("JRWPASDO").grantable_by(none, AccessMode::OWNER_FULL, true), "ownership moves only by transfer");
     }
 }

@@ -77,10 +77,20 @@ pub fn topic_kind(name: &str) -> Option<TopicKind> {
         "me" => Some(TopicKind::Me),
         "fnd" => Some(TopicKind::Fnd),
         "sys" => Some(TopicKind::Sys),
-        n if n.starts_with("grp") && n.len() > 3 => Some(TopicKind::Group),
+        n if n.strip_prefix("grp").is_some_and(is_name_body) => Some(TopicKind::Group),
         n if (n.starts_with("p2p") && n.len() == 25) || n.starts_with("usr") => Some(TopicKind::P2p),
         _ => None,
     }
+}
+
+/// The longest part of a group name after its `grp` prefix (Palaver's own names have 11).
+pub const MAX_GROUP_NAME_BODY: usize = 32;
+
+/// True for the part of a topic name after its prefix: 1 to [`MAX_GROUP_NAME_BODY`] characters of base64url's
+/// alphabet. Anything else is refused on input, before it can reach a store key or a log line.
+pub fn is_name_body(body: &str) -> bool {
+    (1..=MAX_GROUP_NAME_BODY).contains(&body.len())
+        && body.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// The stored name of the P2P topic between two users: `p2p` + base64url(lower ‖ higher), 25 characters.
@@ -144,5 +154,10 @@ mod tests {
         assert_eq!(topic_kind(&n), Some(TopicKind::P2p));
         assert_eq!(topic_kind("grpAbc"), Some(TopicKind::Group));
         assert_eq!(topic_kind("bogus"), None);
+        assert_eq!(topic_kind("grp"), None);
+        assert_eq!(topic_kind("grpa b"), None, "not base64url");
+        assert_eq!(topic_kind("grp\u{202e}x"), None, "no control or bidi characters");
+        assert_eq!(topic_kind(&format!("grp{}", "a".repeat(33))), None, "too long");
+        assert_eq!(topic_kind(&format!("grp{}", "a".repeat(32))), Some(TopicKind::Group));
     }
 }

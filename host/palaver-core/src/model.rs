@@ -109,7 +109,7 @@ impl Subscription {
     }
 }
 
-/// The moderation state of a stored message (`audit_status` in the seed's tables).
+/// The moderation state of a stored message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum AuditStatus {
     /// Visible to every reader.
@@ -122,7 +122,7 @@ pub enum AuditStatus {
 }
 
 impl AuditStatus {
-    /// The seed's column value.
+    /// The word that names this state.
     pub fn as_str(self) -> &'static str {
         match self {
             AuditStatus::Pass => "pass",
@@ -131,7 +131,7 @@ impl AuditStatus {
         }
     }
 
-    /// Parses the seed's column value.
+    /// The state a word names, if any.
     pub fn parse(s: &str) -> Option<AuditStatus> {
         match s {
             "pass" => Some(AuditStatus::Pass),
@@ -142,7 +142,7 @@ impl AuditStatus {
     }
 }
 
-/// A stored message. Group and P2P messages go to separate tables (`im_group_messages`, `im_messages`).
+/// A stored message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     /// The stored topic name.

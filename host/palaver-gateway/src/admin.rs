@@ -1,13 +1,18 @@
 //! The admin HTTP API (`/v1/admin/…`), behind a bearer token. The gateway knows only the [`Admin`] trait; the
-//! server implements it over whatever it administers (the plugin registry first).
+//! server implements it over whatever it administers (the plugin registry first). Every refusal has the one
+//! error shape of both HTTP APIs (`palaver_api::ErrorBody`).
 
 use crate::Shared;
-use crate::http::{Body, json};
+use crate::http::{Body, error, json};
 use crate::users;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use palaver_api::Reason;
+use palaver_core::ports::AuditEvent;
+use palaver_core::{TenantId, now_millis};
+use palaver_service::new_event_id;
 use serde_json::{Value, json as j};
 
 /// What the admin API can do.
@@ -27,71 +32,126 @@ pub trait Admin: Send + Sync {
     fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<Value, String>;
 }
 
-/// Handles `/v1/admin/…`. Without a configured admin the API does not exist (404).
-pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
-    let Some((admin, token)) = shared.admin.as_ref() else {
-        return reply(StatusCode::NOT_FOUND, j!({ "code": 404, "message": "no admin API on this node" }));
-    };
-    let given = req
-        .headers()
+/// True if the request carries `Authorization: Bearer <token>`.
+pub(crate) fn bearer_matches(headers: &http::HeaderMap, token: &str) -> bool {
+    let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
-    if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
-        return reply(StatusCode::UNAUTHORIZED, j!({ "code": 401, "message": "admin token required" }));
+    constant_time_eq(given.as_bytes(), token.as_bytes())
+}
+
+/// Handles `/v1/admin/…`. Without a configured admin the API does not exist (404).
+pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let Some((admin, token)) = shared.admin.as_ref() else {
+        return error(Reason::AdminApiOff, "no admin API on this node");
+    };
+    if !bearer_matches(req.headers(), token) {
+        return error(Reason::AdminTokenRequired, "admin token required (`Authorization: Bearer …`)");
     }
     let path = req.uri().path().trim_end_matches('/').to_owned();
     let parts: Vec<&str> = path.trim_start_matches("/v1/admin/").split('/').collect();
     match (req.method().clone(), parts.as_slice()) {
         (Method::GET, ["plugins"]) => reply(StatusCode::OK, admin.plugins()),
-        (Method::POST, ["plugins", "rescan"]) => reply(StatusCode::OK, admin.rescan().await),
-        (Method::POST, ["plugins", name, "reload"]) => outcome(admin.reload(name).await),
-        (Method::POST, ["plugins", name, "rollback"]) => outcome(admin.rollback(name).await),
+        (Method::POST, ["plugins", "rescan"]) => {
+            let result = admin.rescan().await;
+            audit_plugin(shared, TenantId::DEFAULT, "plugin.deploy", "*", &Ok(result.clone())).await;
+            reply(StatusCode::OK, result)
+        }
+        (Method::POST, ["plugins", name, "reload"]) => {
+            let result = admin.reload(name).await;
+            audit_plugin(shared, TenantId::DEFAULT, "plugin.reload", name, &result).await;
+            outcome(result)
+        }
+        (Method::POST, ["plugins", name, "rollback"]) => {
+            let result = admin.rollback(name).await;
+            audit_plugin(shared, TenantId::DEFAULT, "plugin.rollback", name, &result).await;
+            outcome(result)
+        }
         (Method::GET, ["tenants", tenant, "plugins", name]) => match tenant.parse::<u64>() {
             Ok(t) => outcome(admin.tenant_plugin(t, name)),
-            Err(_) => reply(StatusCode::BAD_REQUEST, j!({ "code": 400, "message": "tenant must be a number" })),
+            Err(_) => error(Reason::BadTenant, "tenant must be a number"),
         },
         (Method::PUT, ["tenants", tenant, "plugins", name]) => {
             let Ok(t) = tenant.parse::<u64>() else {
-                return reply(StatusCode::BAD_REQUEST, j!({ "code": 400, "message": "tenant must be a number" }));
+                return error(Reason::BadTenant, "tenant must be a number");
             };
             let name = name.to_string();
-            let body = match http_body_util::Limited::new(req.into_body(), 64 * 1024).collect().await {
-                Ok(b) => b.to_bytes(),
-                Err(_) => {
-                    return reply(StatusCode::PAYLOAD_TOO_LARGE, j!({ "code": 413, "message": "body too large" }));
+            match read_object(req).await {
+                Ok(change) => {
+                    let result = admin.set_tenant_plugin(t, &name, &change);
+                    audit_plugin(shared, TenantId(t), "plugin.settings", &name, &result).await;
+                    outcome(result)
                 }
-            };
-            match serde_json::from_slice::<Value>(&body) {
-                Ok(change) if change.is_object() => outcome(admin.set_tenant_plugin(t, &name, &change)),
-                _ => reply(StatusCode::BAD_REQUEST, j!({ "code": 400, "message": "the body must be a JSON object" })),
+                Err(resp) => resp,
             }
         }
         (Method::POST, ["tenants", tenant, "users", user, action]) => {
             let (tenant, user, action) = (tenant.to_string(), user.to_string(), action.to_string());
+            let headers = req.headers().clone();
             let body = match read_object(req).await {
                 Ok(b) => b,
                 Err(resp) => return resp,
             };
-            users::handle(&shared.service, &tenant, &user, &action, &body).await
+            users::handle(&shared.service, &tenant, &user, &action, &headers, &body).await
         }
-        _ => reply(StatusCode::NOT_FOUND, j!({ "code": 404, "message": "no such admin endpoint" })),
+        (Method::POST, ["tenants", tenant, "commands"]) => {
+            let tenant = tenant.to_string();
+            let headers = req.headers().clone();
+            let body = match read_object(req).await {
+                Ok(b) => b,
+                Err(resp) => return resp,
+            };
+            users::handle_command(&shared.service, &tenant, &headers, &body).await
+        }
+        (Method::GET, ["tenants", tenant, "commands", id]) => users::get_command(&shared.service, tenant, id).await,
+        (Method::GET, ["tenants", tenant, "reports"]) => {
+            users::list_reports(&shared.service, tenant, req.uri().query()).await
+        }
+        (Method::POST, ["tenants", tenant, "topics", topic, "messages", seq, "audit"]) => {
+            let (tenant, topic, seq) = (tenant.to_string(), topic.to_string(), seq.to_string());
+            let body = match read_object(req).await {
+                Ok(b) => b,
+                Err(resp) => return resp,
+            };
+            crate::audit::handle(&shared.service, &tenant, &topic, &seq, &body).await
+        }
+        _ => error(Reason::NoRoute, "no such admin endpoint"),
+    }
+}
+
+/// The largest body the admin API reads.
+const MAX_BODY: usize = 64 * 1024;
+
+/// Audits a plugin operation of the admin API, whatever its outcome (the detail says which). Plugins are
+/// node-wide, so deploys, reloads and rollbacks are recorded in the default tenant's log; a tenant's own plugin
+/// settings in that tenant's.
+async fn audit_plugin(shared: &Shared, tenant: TenantId, action: &str, name: &str, result: &Result<Value, String>) {
+    let detail = match result {
+        Ok(v) => j!({ "ok": true, "result": v }),
+        Err(e) => j!({ "ok": false, "error": e }),
+    };
+    let event =
+        AuditEvent::new(new_event_id(), tenant, action, ("admin", None), ("plugin", name.to_owned()), now_millis())
+            .with_detail(detail);
+    if let Err(err) = shared.service.audit(tenant, event).await {
+        tracing::warn!(%err, action, "plugin operation not audited");
     }
 }
 
 /// Reads a small JSON object body; an empty body is `{}`.
 async fn read_object(req: Request<Incoming>) -> Result<Value, Response<Body>> {
-    let body = match http_body_util::Limited::new(req.into_body(), 64 * 1024).collect().await {
+    let body = match http_body_util::Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
-        Err(_) => return Err(reply(StatusCode::PAYLOAD_TOO_LARGE, j!({ "code": 413, "message": "body too large" }))),
+        Err(_) => return Err(error(Reason::BodyTooLarge, format!("bodies are at most {MAX_BODY} bytes"))),
     };
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(j!({}));
     }
     match serde_json::from_slice::<Value>(&body) {
         Ok(v) if v.is_object() => Ok(v),
-        _ => Err(reply(StatusCode::BAD_REQUEST, j!({ "code": 400, "message": "the body must be a JSON object" }))),
+        _ => Err(error(Reason::BadJson, "the body must be a JSON object")),
     }
 }
 
@@ -124,7 +184,7 @@ impl Admin for NoPlugins {
 fn outcome(result: Result<Value, String>) -> Response<Body> {
     match result {
         Ok(v) => reply(StatusCode::OK, v),
-        Err(message) => reply(StatusCode::CONFLICT, j!({ "code": 409, "message": message })),
+        Err(message) => error(Reason::PluginActionFailed, message),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Request routing and the small HTTP helpers shared by the transports.
 
 use crate::Shared;
+use crate::listener::Routes;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
@@ -9,41 +10,70 @@ use palaver_core::TenantId;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 pub(crate) type Body = Full<Bytes>;
 
-/// Routes one request.
+/// Routes one request that came in on a listener serving `routes`.
 pub(crate) async fn route(
     shared: Arc<Shared>,
     req: Request<Incoming>,
     remote: SocketAddr,
+    routes: Routes,
 ) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_owned();
-    let resp = match (req.method(), path.as_str()) {
+    let started = std::time::Instant::now();
+    let method = req.method().clone();
+    let resp = route_inner(&shared, req, remote, routes, &path).await;
+    if shared.cfg.access_log {
+        // The path only: the query may carry an API key or an auth token.
+        tracing::info!(target: "palaver::access", %method, path = %path, status = resp.status().as_u16(),
+            micros = started.elapsed().as_micros() as u64, client = %remote, "http request");
+    }
+    Ok(resp)
+}
+
+async fn route_inner(
+    shared: &Arc<Shared>,
+    req: Request<Incoming>,
+    remote: SocketAddr,
+    routes: Routes,
+    path: &str,
+) -> Response<Body> {
+    let shared = shared.clone();
+    if routes == Routes::Metrics {
+        return match (req.method(), path) {
+            (&Method::GET, "/metrics") => metrics(&shared, &req),
+            _ => text(StatusCode::NOT_FOUND, "not found"),
+        };
+    }
+    match (req.method(), path) {
         (&Method::GET, "/livez") => text(StatusCode::OK, "ok"),
-        (&Method::GET, "/readyz") => {
-            if shared.ready.load(Ordering::Relaxed) && !shared.service.is_draining() {
-                text(StatusCode::OK, "ready")
-            } else {
-                text(StatusCode::SERVICE_UNAVAILABLE, "draining")
-            }
-        }
-        (&Method::GET, "/metrics") => {
-            let mut resp = text(StatusCode::OK, "");
-            *resp.body_mut() = Full::new(Bytes::from(shared.service.render_metrics()));
-            resp.headers_mut()
-                .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; version=0.0.4"));
-            resp
-        }
+        (&Method::GET, "/readyz") => crate::ready::handle(&shared).await,
+        (&Method::GET, "/metrics") if !shared.cfg.metrics_listener => metrics(&shared, &req),
         (_, p) if p.starts_with("/v1/admin/") => crate::admin::handle(&shared, req).await,
         (&Method::GET, "/v1/openapi.json") => crate::im::openapi(),
         (_, p) if p.starts_with("/v1/im/") => crate::im::handle(&shared, req).await,
         (_, "/v0/channels") => crate::ws::upgrade(shared, req, remote).await,
         (_, "/v0/channels/lp") => crate::longpoll::handle(shared, req, remote).await,
         _ => text(StatusCode::NOT_FOUND, "not found"),
-    };
-    Ok(resp)
+    }
+}
+
+/// The Prometheus metrics; with `protect_metrics`, only for the admin token (refused if the node has none).
+fn metrics(shared: &Shared, req: &Request<Incoming>) -> Response<Body> {
+    if shared.cfg.protect_metrics {
+        let allowed =
+            shared.admin.as_ref().is_some_and(|(_, token)| crate::admin::bearer_matches(req.headers(), token));
+        if !allowed {
+            let mut resp = text(StatusCode::UNAUTHORIZED, "admin token required");
+            resp.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            return resp;
+        }
+    }
+    let mut resp = text(StatusCode::OK, "");
+    *resp.body_mut() = Full::new(Bytes::from(shared.service.render_metrics()));
+    resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; version=0.0.4"));
+    resp
 }
 
 /// A plain-text response.
@@ -64,15 +94,40 @@ pub(crate) fn json(status: StatusCode, body: Bytes) -> Response<Body> {
     resp
 }
 
+/// An HTTP refusal in the one error shape of both APIs (`palaver_api::ErrorBody`): the status is the reason's.
+pub(crate) fn error(reason: palaver_api::Reason, message: impl Into<String>) -> Response<Body> {
+    let body = palaver_api::ErrorBody::new(reason, message);
+    let status = StatusCode::from_u16(body.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let bytes = serde_json::to_vec(&body).map(Bytes::from).unwrap_or_default();
+    let mut resp = json(status, bytes);
+    if reason == palaver_api::Reason::RateLimited || reason == palaver_api::Reason::Unavailable {
+        // Without a hint of its own, a throttled or unavailable caller retries after a second.
+        resp.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    }
+    resp
+}
+
+/// A service error as an HTTP refusal: its own reason and text, and its retry hint as `Retry-After`.
+pub(crate) fn service_error(e: &palaver_service::ServiceError) -> Response<Body> {
+    use palaver_service::ServiceError as E;
+    let mut resp = error(e.reason(), e.text());
+    if let E::Unavailable { retry_after_ms, .. }
+    | E::RateLimited { retry_after_ms, .. }
+    | E::LoginThrottled { retry_after_ms } = e
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(retry_after_ms.div_ceil(1000).max(1)));
+    }
+    resp
+}
+
 /// The `{ctrl}` body of an HTTP-level refusal.
 pub(crate) fn ctrl_body(code: palaver_proto::Code, params: Option<serde_json::Value>) -> Bytes {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default();
-    let mut ctrl = palaver_proto::MsgCtrl::new(None, None, code, palaver_proto::Timestamp(now));
-    ctrl.params = params;
-    Bytes::from(palaver_proto::encode_server(&palaver_proto::ServerMsg::Ctrl(ctrl)).into_bytes())
+    palaver_service::ctrl_frame(None, None, code, None, palaver_core::now_millis(), params)
+}
+
+/// The `{ctrl}` body of an HTTP-level refusal with a text that says more than the code's own words.
+pub(crate) fn ctrl_text(code: palaver_proto::Code, text: &str) -> Bytes {
+    palaver_service::ctrl_frame(None, None, code, Some(text), palaver_core::now_millis(), None)
 }
 
 /// A query parameter, percent-decoded.

@@ -2,22 +2,26 @@
 //! (`/v0/channels/lp`) transports, health probes, API-key checks and per-session limits.
 //!
 //! **Invariant:** this is the only crate that knows HTTP or WebSocket. It turns bytes into calls on
-//! `palaver_service::Session` and never touches storage.
+//! `palaver_service::Session`. It names no storage adapter: the only port it calls itself is the tenant
+//! registry's `TenantStore`, to resolve API keys (`apikey/registry.rs`), and the `HealthCheck`s it is handed for
+//! `/readyz` (`ready.rs`); everything else goes through the service.
 
 mod admin;
 pub mod apikey;
+mod audit;
 mod http;
 mod im;
 mod limits;
+mod listener;
 mod longpoll;
+mod ready;
 mod users;
 mod ws;
 
 pub use admin::{Admin, NoPlugins};
 use apikey::TenantResolver;
-use hyper::server::conn::http1;
-use hyper_util::rt::TokioIo;
 pub use im::{ImCall, ImCommands, ImOutcome};
+use palaver_core::ports::HealthCheck;
 use palaver_service::Service;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,8 +48,32 @@ pub struct GatewayConfig {
     pub ping_interval: Duration,
     /// How long a long poll waits for a message before answering empty.
     pub lp_poll_timeout: Duration,
-    /// A long-polling session with no request for this long is closed.
+    /// A long-polling session that has not polled for this long is closed.
     pub lp_session_timeout: Duration,
+    /// Most long-polling sessions on this node; creations beyond it answer 503.
+    pub lp_max_sessions: usize,
+    /// Most long-polling sessions one client address may hold; creations beyond it answer 429.
+    pub lp_max_sessions_per_ip: usize,
+    /// Connections open at once on the main listener; the ones beyond are answered 503 and closed.
+    pub max_connections: usize,
+    /// A client must send a request's headers within this long (hyper's header-read timeout), also while a
+    /// keep-alive connection waits for its next request.
+    pub header_timeout: Duration,
+    /// An HTTP connection on which no byte moves either way for this long is closed (a stalled body, a
+    /// response nobody reads). Longer than `lp_poll_timeout`, so that a long poll's wait is not idle.
+    pub http_idle_timeout: Duration,
+    /// From the upgrade request, the WebSocket upgrade must complete and the client's first frame arrive
+    /// within this long.
+    pub ws_handshake_timeout: Duration,
+    /// A WebSocket write or flush that does not finish within this long disconnects the peer: it stopped
+    /// reading.
+    pub write_timeout: Duration,
+    /// `/metrics` has a listener of its own ([`Gateway::serve_metrics`]); the main listener answers 404 for it.
+    pub metrics_listener: bool,
+    /// `/metrics` needs `Authorization: Bearer <admin token>`, wherever it is served.
+    pub protect_metrics: bool,
+    /// Log every HTTP request (target `palaver::access`): method, path without its query, status, time, client.
+    pub access_log: bool,
 }
 
 impl Default for GatewayConfig {
@@ -60,6 +88,16 @@ impl Default for GatewayConfig {
             ping_interval: Duration::from_secs(25),
             lp_poll_timeout: Duration::from_secs(25),
             lp_session_timeout: Duration::from_secs(60),
+            lp_max_sessions: 10_000,
+            lp_max_sessions_per_ip: 1000,
+            max_connections: 50_000,
+            header_timeout: Duration::from_secs(10),
+            http_idle_timeout: Duration::from_secs(90),
+            ws_handshake_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
+            metrics_listener: false,
+            protect_metrics: false,
+            access_log: false,
         }
     }
 }
@@ -83,6 +121,8 @@ pub(crate) struct Shared {
     pub(crate) admin: Option<(Arc<dyn Admin>, String)>,
     /// What runs the `/v1/im/` API's business commands, when the node has plugins.
     pub(crate) commands: Option<Arc<dyn ImCommands>>,
+    /// The dependency checks behind `/readyz`.
+    pub(crate) readiness: ready::Readiness,
 }
 
 /// The gateway: cheap to clone.
@@ -100,6 +140,7 @@ impl Gateway {
         tenants: Arc<dyn TenantResolver>,
         admin: Option<(Arc<dyn Admin>, String)>,
         commands: Option<Arc<dyn ImCommands>>,
+        health: Vec<Arc<dyn HealthCheck>>,
     ) -> Self {
         let (stop_tx, stop) = watch::channel(false);
         Gateway {
@@ -112,31 +153,24 @@ impl Gateway {
                 stop,
                 admin,
                 commands,
+                readiness: ready::Readiness::new(health),
             }),
             stop_tx: Arc::new(stop_tx),
         }
     }
 
-    /// Accepts connections until [`Gateway::stop`] is called.
+    /// Accepts connections until [`Gateway::stop`] is called. Accept errors back off and the loop goes on; a
+    /// loop that fails anyway is restarted, so this returns only when the gateway stops.
     pub async fn serve(&self, listener: TcpListener) -> std::io::Result<()> {
         let sweeper = tokio::spawn(longpoll::sweep(self.shared.clone()));
-        let mut stop = self.shared.stop.clone();
-        loop {
-            let (stream, remote) = tokio::select! {
-                r = listener.accept() => r?,
-                _ = stop.changed() => break,
-            };
-            let _ = stream.set_nodelay(true);
-            let shared = self.shared.clone();
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req| http::route(shared.clone(), req, remote));
-                let conn = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc);
-                if let Err(e) = conn.with_upgrades().await {
-                    tracing::debug!(error = %e, "http connection ended with an error");
-                }
-            });
-        }
+        listener::serve(self.shared.clone(), listener, listener::Routes::Main).await;
         sweeper.abort();
+        Ok(())
+    }
+
+    /// Serves `/metrics` alone on `listener` (`server.metrics_listen`) until [`Gateway::stop`] is called.
+    pub async fn serve_metrics(&self, listener: TcpListener) -> std::io::Result<()> {
+        listener::serve(self.shared.clone(), listener, listener::Routes::Metrics).await;
         Ok(())
     }
 

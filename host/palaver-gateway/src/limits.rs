@@ -1,7 +1,20 @@
-//! Per-session limits: a token bucket for the message rate. Frame size limits live in the transports, which
-//! know where the bytes come from.
+//! Per-session limits on client frames: their size and a token bucket for their rate, checked by
+//! [`check_frame`] for the WebSocket and the long-poll transport alike.
 
+use palaver_service::ServiceError;
 use std::time::Instant;
+
+/// Whether a client frame of `len` bytes may be handled: `TooLarge` past `max` (which takes no token), else
+/// `TooManyRequests` when `limiter` is empty. The transport answers a refusal with `Session::refuse_frame`.
+pub(crate) fn check_frame(len: usize, max: usize, limiter: &mut RateLimiter) -> Result<(), ServiceError> {
+    if len > max {
+        return Err(ServiceError::TooLarge(format!("the limit is {max} bytes")));
+    }
+    if !limiter.allow() {
+        return Err(ServiceError::TooManyRequests);
+    }
+    Ok(())
+}
 
 /// A token bucket: `rate` messages per second on average, bursts of up to `burst`.
 #[derive(Debug)]
@@ -47,5 +60,14 @@ mod tests {
         assert!(!r.allow());
         let mut off = RateLimiter::new(0.0, 1);
         assert!((0..1000).all(|_| off.allow()));
+    }
+
+    #[test]
+    fn frames_are_checked_for_size_then_rate() {
+        let mut r = RateLimiter::new(1.0, 1);
+        let big = check_frame(11, 10, &mut r);
+        assert_eq!(big, Err(ServiceError::TooLarge("the limit is 10 bytes".into())));
+        assert_eq!(check_frame(10, 10, &mut r), Ok(()), "an oversized frame took no token");
+        assert_eq!(check_frame(1, 10, &mut r), Err(ServiceError::TooManyRequests));
     }
 }

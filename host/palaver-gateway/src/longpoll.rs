@@ -3,7 +3,7 @@
 //! without a body waits for one server message, or answers empty after the poll timeout.
 
 use crate::Shared;
-use crate::http::{Body, bad_key, ctrl_body, json, query_param, tenant_of};
+use crate::http::{Body, bad_key, ctrl_body, ctrl_text, json, query_param, tenant_of};
 use crate::limits::RateLimiter;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -11,35 +11,56 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use palaver_core::TenantId;
 use palaver_proto::Code;
-use palaver_service::{Outbound, ServiceError, Session, Transport};
+use palaver_service::{Outbound, Session, Transport};
 use parking_lot::Mutex;
 use serde_json::json;
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
 
 /// One long-polling session.
 struct LpSession {
     tenant: TenantId,
+    /// The client's address, for the per-address cap.
+    ip: IpAddr,
     session: tokio::sync::Mutex<Option<Session>>,
-    rx: tokio::sync::Mutex<mpsc::Receiver<Outbound>>,
+    rx: tokio::sync::Mutex<palaver_service::SessionRx>,
     limiter: Mutex<RateLimiter>,
-    /// Milliseconds since `epoch` of the last request, for the idle sweep.
+    /// Milliseconds since `epoch` of the last poll, for the idle sweep. Only polls count: a client that only
+    /// sends and never collects its replies lets the session expire.
     last: AtomicI64,
 }
 
-/// The long-polling sessions of this node, by sid.
+/// The long-polling sessions of this node, by their random wire sid, and how many each address holds.
 pub(crate) struct LpSessions {
-    map: Mutex<HashMap<String, Arc<LpSession>>>,
+    map: Mutex<LpMap>,
     epoch: Instant,
+}
+
+#[derive(Default)]
+struct LpMap {
+    by_sid: HashMap<String, Arc<LpSession>>,
+    per_ip: HashMap<IpAddr, usize>,
+}
+
+impl LpMap {
+    fn remove(&mut self, sid: &str) -> Option<Arc<LpSession>> {
+        let lp = self.by_sid.remove(sid)?;
+        if let Some(n) = self.per_ip.get_mut(&lp.ip) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_ip.remove(&lp.ip);
+            }
+        }
+        Some(lp)
+    }
 }
 
 impl Default for LpSessions {
     fn default() -> Self {
-        LpSessions { map: Mutex::new(HashMap::new()), epoch: Instant::now() }
+        LpSessions { map: Mutex::new(LpMap::default()), epoch: Instant::now() }
     }
 }
 
@@ -49,13 +70,24 @@ impl LpSessions {
     }
 
     fn get(&self, sid: &str) -> Option<Arc<LpSession>> {
-        let s = self.map.lock().get(sid).cloned()?;
-        s.last.store(self.now(), Ordering::Relaxed);
-        Some(s)
+        self.map.lock().by_sid.get(sid).cloned()
     }
 
     fn remove(&self, sid: &str) -> Option<Arc<LpSession>> {
         self.map.lock().remove(sid)
+    }
+}
+
+/// The address a client is counted under: its IPv4 address, or the /64 of an IPv6 one (one subscriber's share,
+/// which holds more addresses than anyone could exhaust).
+fn address_bucket(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(std::net::Ipv6Addr::from(bits))
+        }
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
     }
 }
 
@@ -74,6 +106,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>, remote: 
         }
         return create(&shared, tenant, remote);
     };
+    // The sid is 128 random bits known only to the client that created the session; the tenant must match too.
     let Some(lp) = shared.lp.get(&sid).filter(|s| s.tenant == tenant) else {
         return json(StatusCode::FORBIDDEN, ctrl_body(Code::InvalidSession, None));
     };
@@ -82,49 +115,75 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>, remote: 
         Ok(b) => b.to_bytes(),
         Err(_) => return json(StatusCode::PAYLOAD_TOO_LARGE, ctrl_body(Code::TooLarge, None)),
     };
-    let resp = if body.iter().all(u8::is_ascii_whitespace) {
-        poll(&shared, &sid, &lp).await
+    if body.iter().all(u8::is_ascii_whitespace) {
+        lp.last.store(shared.lp.now(), Ordering::Relaxed);
+        let resp = poll(&shared, &sid, &lp).await;
+        lp.last.store(shared.lp.now(), Ordering::Relaxed);
+        resp
     } else {
-        publish(&shared, &lp, &body).await
-    };
-    lp.last.store(shared.lp.now(), Ordering::Relaxed);
-    resp
+        publish(&shared, &sid, &lp, &body).await
+    }
 }
 
 fn create(shared: &Arc<Shared>, tenant: TenantId, remote: SocketAddr) -> Response<Body> {
+    let cfg = &shared.cfg;
+    let ip = address_bucket(remote.ip());
+    let mut map = shared.lp.map.lock();
+    // Both caps are checked and the slot taken under one lock, so a burst of creations cannot overshoot them.
+    if map.by_sid.len() >= cfg.lp_max_sessions {
+        shared.service.metrics().refused("lp_total");
+        return json(StatusCode::SERVICE_UNAVAILABLE, ctrl_text(Code::ServiceUnavailable, "too many sessions"));
+    }
+    if map.per_ip.get(&ip).copied().unwrap_or(0) >= cfg.lp_max_sessions_per_ip {
+        shared.service.metrics().refused("lp_per_ip");
+        let text = "too many long-polling sessions from this address";
+        return json(StatusCode::TOO_MANY_REQUESTS, ctrl_text(Code::TooManyRequests, text));
+    }
     let (session, rx) = shared.service.open_session(tenant, Transport::LongPoll, Some(remote.to_string()));
     let sid = session.sid();
-    let cfg = &shared.cfg;
     let lp = Arc::new(LpSession {
         tenant,
+        ip,
         session: tokio::sync::Mutex::new(Some(session)),
         rx: tokio::sync::Mutex::new(rx),
         limiter: Mutex::new(RateLimiter::new(cfg.rate_per_second, cfg.rate_burst)),
         last: AtomicI64::new(shared.lp.now()),
     });
-    shared.lp.map.lock().insert(sid.clone(), lp);
+    map.by_sid.insert(sid.clone(), lp);
+    *map.per_ip.entry(ip).or_default() += 1;
+    drop(map);
     json(StatusCode::CREATED, ctrl_body(Code::Created, Some(json!({ "sid": sid }))))
 }
 
-async fn publish(shared: &Shared, lp: &LpSession, body: &Bytes) -> Response<Body> {
-    let max = shared.cfg.max_message_size;
-    let allowed = lp.limiter.lock().allow();
+async fn publish(shared: &Shared, sid: &str, lp: &LpSession, body: &Bytes) -> Response<Body> {
+    // Checked before the session lock: the limiter's lock is never held across an await.
+    let verdict = crate::limits::check_frame(body.len(), shared.cfg.max_message_size, &mut lp.limiter.lock());
     let mut guard = lp.session.lock().await;
     let Some(session) = guard.as_mut() else {
         return json(StatusCode::FORBIDDEN, ctrl_body(Code::InvalidSession, None));
     };
-    if body.len() > max {
-        session.refuse_frame(body, ServiceError::TooLarge(format!("the limit is {max} bytes"))).await;
-    } else if !allowed {
-        session.refuse_frame(body, ServiceError::TooManyRequests).await;
-    } else {
-        session.handle_frame(body).await;
+    if session.is_closed() {
+        // Revoked or evicted: the client may never poll for its 205, so the session ends here instead.
+        drop(guard);
+        close(shared, sid).await;
+        return json(StatusCode::FORBIDDEN, ctrl_body(Code::InvalidSession, None));
+    }
+    match verdict {
+        Ok(()) => session.handle_frame(body).await,
+        Err(err) => session.refuse_frame(body, err).await,
     }
     json(StatusCode::OK, Bytes::new())
 }
 
 async fn poll(shared: &Shared, sid: &str, lp: &LpSession) -> Response<Body> {
     let mut rx = lp.rx.lock().await;
+    // A closed session's last frames (its 205) are still handed out; once they are gone it answers 403, even if
+    // its close marker never fit in a full queue.
+    if rx.is_empty() && lp.session.try_lock().is_ok_and(|s| s.as_ref().is_none_or(|s| s.is_closed())) {
+        drop(rx);
+        close(shared, sid).await;
+        return json(StatusCode::FORBIDDEN, ctrl_body(Code::InvalidSession, None));
+    }
     let next = tokio::time::timeout(shared.cfg.lp_poll_timeout, rx.recv()).await;
     match next {
         Err(_) => json(StatusCode::OK, Bytes::new()),
@@ -145,22 +204,35 @@ async fn close(shared: &Shared, sid: &str) {
     }
 }
 
-/// Closes long-polling sessions that stopped polling.
+/// Closes long-polling sessions that stopped polling. The sweep never waits on a session: it takes the stale
+/// ones out of the map under the map's lock and hands each one's clean-up to a task of its own, so a session
+/// stuck in a slow request cannot hold up the expiry of the others.
 pub(crate) async fn sweep(shared: Arc<Shared>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    let timeout = shared.cfg.lp_session_timeout;
+    let every = (timeout / 2).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
-        let cutoff = shared.lp.now() - shared.cfg.lp_session_timeout.as_millis() as i64;
-        let stale: Vec<String> = shared
-            .lp
-            .map
-            .lock()
-            .iter()
-            .filter(|(_, s)| s.last.load(Ordering::Relaxed) < cutoff)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for sid in stale {
-            close(&shared, &sid).await;
+        let cutoff = shared.lp.now() - timeout.as_millis() as i64;
+        let stale: Vec<Arc<LpSession>> = {
+            let mut map = shared.lp.map.lock();
+            let sids: Vec<String> = map
+                .by_sid
+                .iter()
+                .filter(|(_, s)| s.last.load(Ordering::Relaxed) < cutoff)
+                .map(|(k, _)| k.clone())
+                .collect();
+            sids.iter().filter_map(|sid| map.remove(sid)).collect()
+        };
+        for lp in stale {
+            tokio::spawn(async move {
+                // A request still inside the session holds its lock until its reply is queued or its send
+                // deadline passes; only this task waits for that.
+                let session = lp.session.lock().await.take();
+                if let Some(session) = session {
+                    session.close().await;
+                }
+            });
         }
     }
 }
@@ -177,4 +249,21 @@ fn preflight() -> Response<Body> {
     );
     h.insert(header::ACCESS_CONTROL_MAX_AGE, header::HeaderValue::from_static("86400"));
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket(ip: &str) -> IpAddr {
+        address_bucket(ip.parse().unwrap())
+    }
+
+    #[test]
+    fn ipv6_clients_count_per_64_and_mapped_ipv4_as_ipv4() {
+        assert_eq!(bucket("2001:db8:1:2:aaaa::1"), bucket("2001:db8:1:2:bbbb::9"));
+        assert_ne!(bucket("2001:db8:1:2::1"), bucket("2001:db8:1:3::1"));
+        assert_eq!(bucket("::ffff:192.0.2.7"), bucket("192.0.2.7"));
+        assert_ne!(bucket("192.0.2.7"), bucket("192.0.2.8"));
+    }
 }

@@ -4,6 +4,7 @@
 use crate::error::FaultKind;
 use crate::manifest::{Grant, Hook, InstanceMode, World};
 use crate::registry::{PluginRegistry, Slot};
+use palaver_core::TenantId;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -12,9 +13,10 @@ use std::sync::atomic::Ordering;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PluginState {
-    /// A version is live and its breaker is closed.
+    /// A version is live and no tenant's breaker is open.
     Active,
-    /// A version is live but the breaker keeps it off until the cool-down ends (or a trial call is running).
+    /// A version is live but the breaker of at least one tenant (`breakers_open` says how many) keeps it off for
+    /// that tenant until the cool-down ends (or a trial call is running); other tenants keep calling it.
     BreakerOpen,
     /// No version is live: every load so far was refused.
     Failed,
@@ -40,8 +42,10 @@ pub struct PluginInfo {
     /// The live component's SHA-256.
     pub hash: Option<String>,
     pub state: PluginState,
-    /// `closed`, `open` or `half-open`.
+    /// `closed` when no tenant's breaker is open, else `open`.
     pub breaker: &'static str,
+    /// Tenants whose breaker is open or half-open.
+    pub breakers_open: usize,
     /// Why the latest load was refused; cleared by the next successful one.
     pub last_error: Option<String>,
     /// The version a rollback would bring back.
@@ -80,10 +84,11 @@ fn counts(slot: &Slot, hook: Hook) -> HookCounts {
 fn info(slot: &Slot) -> PluginInfo {
     let v = slot.current.load_full();
     let manifest = v.as_ref().map(|v| &v.manifest);
-    let breaker = slot.breaker.state();
-    let state = match (&v, breaker) {
+    let breakers_open = slot.breaker.open();
+    let breaker = if breakers_open == 0 { "closed" } else { "open" };
+    let state = match (&v, breakers_open) {
         (None, _) => PluginState::Failed,
-        (Some(_), "closed") => PluginState::Active,
+        (Some(_), 0) => PluginState::Active,
         (Some(_), _) => PluginState::BreakerOpen,
     };
     let (bp, oc) = (counts(slot, Hook::BeforePublish), counts(slot, Hook::OnCommand));
@@ -93,6 +98,7 @@ fn info(slot: &Slot) -> PluginInfo {
         hash: v.as_ref().map(|v| v.hash.clone()),
         state,
         breaker,
+        breakers_open,
         last_error: slot.last_error.lock().clone(),
         previous_version: slot.previous.lock().as_ref().map(|p| p.version.to_string()),
         world: manifest.map(|m| m.world),
@@ -123,6 +129,11 @@ impl PluginRegistry {
     pub fn info(&self, name: &str) -> Option<PluginInfo> {
         self.slot(name).ok().map(|s| info(&s))
     }
+
+    /// The state of one tenant's breaker for a plugin: `closed`, `open` or `half-open`; `None` for no such plugin.
+    pub fn breaker(&self, name: &str, tenant: TenantId) -> Option<&'static str> {
+        self.slot(name).ok().map(|s| s.breaker.state(tenant))
+    }
 }
 
 #[cfg(test)]
@@ -137,6 +148,7 @@ mod tests {
             hash: Some("ab".to_owned()),
             state: PluginState::BreakerOpen,
             breaker: "open",
+            breakers_open: 1,
             last_error: None,
             previous_version: None,
             world: Some(World::PublishFilter),

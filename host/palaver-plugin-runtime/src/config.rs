@@ -1,5 +1,6 @@
-//! The runtime's configuration: engine and pool sizing, the epoch tick, the disk cache, per-call limits and the
-//! circuit breaker. The server fills it from its own typed config; the defaults suit one node with a few plugins.
+//! The runtime's configuration: engine and pool sizing, the epoch tick, the disk cache, per-call limits (with
+//! their per-KiB allowances), the circuit breakers and the key-value quota. The server fills it from its own typed
+//! config; the defaults suit one node with a few plugins.
 
 use crate::manifest::LimitsOverride;
 use std::path::PathBuf;
@@ -19,6 +20,12 @@ pub struct Limits {
     pub max_output_bytes: usize,
     /// The most host calls (kv, directory, events, log, …) one call may make.
     pub max_host_calls: u32,
+    /// Extra fuel per KiB of input (a message's content and head, a command's arguments). A fixed budget would
+    /// let a sender pick a message just large enough to exhaust it and so switch the filter off; with an
+    /// allowance per KiB a message up to the input cap gets a full scan.
+    pub fuel_per_kib: u64,
+    /// Extra wall-clock time per KiB of input, for the same reason.
+    pub deadline_per_kib: Duration,
 }
 
 impl Limits {
@@ -29,6 +36,8 @@ impl Limits {
         memory_bytes: 16 << 20,
         max_output_bytes: 64 << 10,
         max_host_calls: 256,
+        fuel_per_kib: 2_000_000,
+        deadline_per_kib: Duration::from_micros(500),
     };
 
     /// The defaults for `on-command`, which may read the directory and write several keys.
@@ -38,6 +47,8 @@ impl Limits {
         memory_bytes: 16 << 20,
         max_output_bytes: 64 << 10,
         max_host_calls: 1024,
+        fuel_per_kib: 2_000_000,
+        deadline_per_kib: Duration::from_micros(500),
     };
 
     /// These limits with a manifest's overrides applied.
@@ -48,6 +59,23 @@ impl Limits {
             memory_bytes: o.memory_mib.map(|m| m << 20).unwrap_or(self.memory_bytes),
             max_output_bytes: o.max_output_bytes.unwrap_or(self.max_output_bytes),
             max_host_calls: o.max_host_calls.unwrap_or(self.max_host_calls),
+            fuel_per_kib: o.fuel_per_kib.unwrap_or(self.fuel_per_kib),
+            deadline_per_kib: o.deadline_us_per_kib.map(Duration::from_micros).unwrap_or(self.deadline_per_kib),
+        }
+    }
+
+    /// The limits of one call with `input` bytes of input: fuel and deadline grow by their per-KiB allowance and
+    /// the output cap by the input's size (a rewrite may return what it was given), counting at most `max_input`
+    /// bytes, so that no input can buy an unbounded budget.
+    pub fn for_input(self, input: usize, max_input: usize) -> Limits {
+        let counted = input.min(max_input);
+        let kib = u64::try_from(counted.div_ceil(1024)).unwrap_or(u64::MAX);
+        let kib32 = u32::try_from(kib).unwrap_or(u32::MAX);
+        Limits {
+            fuel: self.fuel.saturating_add(self.fuel_per_kib.saturating_mul(kib)),
+            deadline: self.deadline.saturating_add(self.deadline_per_kib.saturating_mul(kib32)),
+            max_output_bytes: self.max_output_bytes.saturating_add(counted),
+            ..self
         }
     }
 }
@@ -59,11 +87,30 @@ pub struct BreakerConfig {
     pub failure_threshold: u32,
     /// How long an open breaker skips the plugin before one trial call is let through.
     pub cool_down: Duration,
+    /// Breakers are per tenant, so that one tenant's faults never switch a plugin off for the others; this bounds
+    /// how many tenants' breakers one plugin keeps (tenants with no recent fault take no entry).
+    pub max_tenants: usize,
 }
 
 impl Default for BreakerConfig {
     fn default() -> Self {
-        BreakerConfig { failure_threshold: 5, cool_down: Duration::from_secs(10) }
+        BreakerConfig { failure_threshold: 5, cool_down: Duration::from_secs(10), max_tenants: 10_000 }
+    }
+}
+
+/// How much one plugin may keep in its key-value store for one tenant. Writes past it fail with the `kv`
+/// import's `limit` error; a delete always succeeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvQuota {
+    /// The most live keys.
+    pub max_keys: u64,
+    /// The most bytes, keys and values added up.
+    pub max_bytes: u64,
+}
+
+impl Default for KvQuota {
+    fn default() -> Self {
+        KvQuota { max_keys: 10_000, max_bytes: 4 << 20 }
     }
 }
 
@@ -104,6 +151,11 @@ pub struct RuntimeConfig {
     pub max_log_bytes: usize,
     /// The most buffered side effects (kv writes, events, notifications) one call may make.
     pub max_effects: usize,
+    /// The most input bytes the per-KiB allowances of [`Limits`] count: the server sets its frame limit, the
+    /// largest message a client can send.
+    pub max_input_bytes: usize,
+    /// The key-value quota of each plugin in each tenant.
+    pub kv_quota: KvQuota,
 }
 
 impl Default for RuntimeConfig {
@@ -118,6 +170,8 @@ impl Default for RuntimeConfig {
             breaker: BreakerConfig::default(),
             max_log_bytes: 1024,
             max_effects: 64,
+            max_input_bytes: 256 << 10,
+            kv_quota: KvQuota::default(),
         }
     }
 }
@@ -161,6 +215,20 @@ mod tests {
         assert_eq!(l.memory_bytes, 2 << 20);
         assert_eq!(l.deadline, Limits::PUBLISH.deadline);
         assert_eq!(l.max_host_calls, Limits::PUBLISH.max_host_calls);
+    }
+
+    #[test]
+    fn budgets_grow_with_the_input_up_to_the_cap() {
+        let l = Limits::PUBLISH;
+        assert_eq!(l.for_input(0, 1 << 20), l);
+        let one = l.for_input(1, 1 << 20);
+        assert_eq!(one.fuel, l.fuel + l.fuel_per_kib);
+        assert_eq!(one.deadline, l.deadline + l.deadline_per_kib);
+        assert_eq!(one.max_output_bytes, l.max_output_bytes + 1);
+        let big = l.for_input(10 << 10, 4 << 10);
+        assert_eq!(big.fuel, l.fuel + 4 * l.fuel_per_kib, "counted up to the cap only");
+        assert_eq!(big.max_output_bytes, l.max_output_bytes + (4 << 10));
+        assert_eq!(big.memory_bytes, l.memory_bytes);
     }
 
     #[test]

@@ -58,6 +58,7 @@ impl PluginRegistry {
             max_host_calls: v.limits(hook).max_host_calls,
             max_effects: self.rt.config.max_effects,
             max_log_bytes: self.rt.config.max_log_bytes,
+            kv_quota: self.rt.config.kv_quota,
         }
     }
 
@@ -68,8 +69,10 @@ impl PluginRegistry {
             return Ok(());
         }
         let scope = crate::kv::KvScope { tenant, plugin: &slot.name };
-        match self.rt.services.kv.commit(scope, &effects.kv_ops).await {
+        match self.rt.services.kv.commit(scope, &effects.kv_ops, &self.rt.config.kv_quota).await {
             Ok(()) => {}
+            // Each write was checked against the quota during the call; a concurrent call got there first.
+            Err(KvError::Quota(m)) => return Err(Fault::new(FaultKind::KvQuota, m)),
             Err(KvError::Conflict(key)) => {
                 return Err(Fault::new(FaultKind::Conflict, format!("key {key:?} changed during the call")));
             }
@@ -112,13 +115,13 @@ impl PluginRegistry {
         m.latency.observe(started.elapsed());
         match result {
             Ok((value, fuel)) => {
-                slot.breaker.record(admission, true);
+                slot.breaker.record(tenant, admission, true);
                 m.fuel.fetch_add(fuel, Ordering::Relaxed);
                 m.outcome(outcome(&value));
                 Ran::Done(value)
             }
             Err(fault) => {
-                slot.breaker.record(admission, false);
+                slot.breaker.record(tenant, admission, false);
                 m.fault(fault.kind);
                 tracing::warn!(
                     plugin = %slot.name, version = %v.version, %hook, %tenant, kind = fault.kind.as_str(),
@@ -139,7 +142,7 @@ impl PluginRegistry {
         head: Option<&str>,
     ) -> Ran<PublishVerdict> {
         let m = slot.metrics.hook(Hook::BeforePublish);
-        let admission = slot.breaker.admit();
+        let admission = slot.breaker.admit(ctx.tenant);
         if admission == Admission::Skip {
             m.skipped.fetch_add(1, Ordering::Relaxed);
             return Ran::Skipped;
@@ -169,7 +172,7 @@ impl PluginRegistry {
         args: &str,
     ) -> Ran<CommandOutcome> {
         let m = slot.metrics.hook(Hook::OnCommand);
-        let admission = slot.breaker.admit();
+        let admission = slot.breaker.admit(ctx.tenant);
         if admission == Admission::Skip {
             m.skipped.fetch_add(1, Ordering::Relaxed);
             return Ran::Skipped;

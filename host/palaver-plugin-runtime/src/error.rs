@@ -111,11 +111,13 @@ pub enum FaultKind {
     Instantiate,
     /// The call's buffered key-value writes conflicted with a concurrent call at commit.
     Conflict,
+    /// The call's buffered key-value writes, with a concurrent call's, would pass the quota at commit.
+    KvQuota,
 }
 
 impl FaultKind {
     /// Every kind, in the order metrics list them.
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::Trap,
         FaultKind::Fuel,
         FaultKind::Deadline,
@@ -125,6 +127,7 @@ impl FaultKind {
         FaultKind::HostCalls,
         FaultKind::Instantiate,
         FaultKind::Conflict,
+        FaultKind::KvQuota,
     ];
 
     /// The metric label.
@@ -139,6 +142,7 @@ impl FaultKind {
             FaultKind::HostCalls => "host-calls",
             FaultKind::Instantiate => "instantiate",
             FaultKind::Conflict => "conflict",
+            FaultKind::KvQuota => "kv-quota",
         }
     }
 

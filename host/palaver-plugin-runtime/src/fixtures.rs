@@ -106,6 +106,7 @@ fn run_one(rt: &Runtime, v: &PluginVersion, f: &Fixture) -> Result<(), String> {
         max_host_calls: v.limits(f.hook).max_host_calls,
         max_effects: rt.config.max_effects,
         max_log_bytes: rt.config.max_log_bytes,
+        kv_quota: rt.config.kv_quota,
     };
     let actor = UserId(0x0123_4567_89ab_cdef);
     match f.hook {

@@ -1,13 +1,14 @@
 //! [`PluginHooks`]: the plugins as palaver-core's `PublishHook` port, and the entry point for business commands.
 //! Every plugin enabled for the tenant runs in priority order; the first reject or hold wins, rewrites chain (each
 //! plugin sees the content as the one before it left it), and a faulted or skipped plugin answers with its
-//! failure policy: fail-open acts as allow, fail-closed rejects with a retryable 503.
+//! failure policy for the tenant: fail-closed (the default) rejects with a retryable 503, fail-open acts as allow.
 
 use crate::bindings::head_text;
 use crate::dispatch::Ran;
 use crate::error::CommandError;
 use crate::manifest::{FailurePolicy, Hook};
 use crate::registry::PluginRegistry;
+use palaver_api::Reason;
 use palaver_core::ports::{PublishContext, PublishHook, PublishVerdict};
 use palaver_core::{TenantId, UserId};
 use serde::Serialize;
@@ -38,7 +39,7 @@ impl CommandContext {
 pub enum CommandOutcome {
     /// Done, with a JSON result.
     Ok(Value),
-    /// Refused: a Tinode ctrl code, a stable reason code (such as `FRIEND_LIMIT`) and a message.
+    /// Refused: a Tinode ctrl code, a stable reason code (such as `FRIEND_REQUEST_LIMIT`, from `palaver_api::Reason`) and a message.
     Rejected { code: u16, reason_code: String, message: String },
 }
 
@@ -91,11 +92,11 @@ impl PluginHooks {
             let args = args.to_string();
             return Ok(match self.registry.run_command_on(slot, &v, ctx, name, &args).await {
                 Ran::Done(o) => o,
-                Ran::Failed | Ran::Skipped => match slot.policy(&v, Hook::OnCommand) {
+                Ran::Failed | Ran::Skipped => match self.registry.policy_for(slot, &v, Hook::OnCommand, ctx.tenant) {
                     FailurePolicy::Open => CommandOutcome::Ok(Value::Null),
                     FailurePolicy::Closed => CommandOutcome::Rejected {
-                        code: UNAVAILABLE,
-                        reason_code: "PLUGIN_UNAVAILABLE".to_owned(),
+                        code: Reason::PluginUnavailable.status(),
+                        reason_code: Reason::PluginUnavailable.name().to_owned(),
                         message: format!("plugin {} is unavailable; try again later", slot.name),
                     },
                 },
@@ -134,12 +135,13 @@ impl PluginHooks {
                     text = None;
                 }
                 Ran::Done(verdict) => return verdict,
-                Ran::Failed | Ran::Skipped => match slot.policy(&v, Hook::BeforePublish) {
+                Ran::Failed | Ran::Skipped => match self.registry.policy_for(slot, &v, Hook::BeforePublish, ctx.tenant)
+                {
                     FailurePolicy::Open => {}
                     FailurePolicy::Closed => {
                         return PublishVerdict::Reject {
                             code: UNAVAILABLE,
-                            reason: format!("plugin {} is unavailable; try again later", slot.name),
+                            reason: format!("message check {} is unavailable; try again later", slot.name),
                         };
                     }
                 },

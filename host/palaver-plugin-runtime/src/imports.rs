@@ -7,7 +7,7 @@ use crate::bindings::palaver::plugin::types::{
 use crate::bindings::palaver::plugin::{clock, directory, events, kv, log, notifications, settings};
 use crate::bindings::topic_kind_to_wit;
 use crate::effects::{EventTarget, PluginNotification};
-use crate::kv::{KvError, KvOp};
+use crate::kv::{KvError, KvOp, entry_bytes};
 use crate::store::StoreData;
 use palaver_core::UserId;
 use serde_json::Value;
@@ -37,6 +37,14 @@ fn json_text(v: &Option<Value>) -> Option<String> {
     v.as_ref().map(Value::to_string)
 }
 
+fn kv_error(e: KvError) -> HostError {
+    match e {
+        KvError::Conflict(k) => HostError::Unavailable(format!("conflict on {k}")),
+        KvError::Quota(m) => HostError::Limit(m),
+        KvError::Unavailable(m) => HostError::Unavailable(m),
+    }
+}
+
 fn check_key(key: &str) -> Result<(), HostError> {
     if key.is_empty() || key.len() > MAX_KEY {
         return Err(HostError::Invalid(format!("keys are 1 to {MAX_KEY} bytes")));
@@ -51,10 +59,35 @@ impl StoreData {
             return Ok(v.clone());
         }
         let kv = self.scope.services.kv.clone();
-        kv.get(self.kv_scope(), key).await.map_err(|e| match e {
-            KvError::Conflict(k) => HostError::Unavailable(format!("conflict on {k}")),
-            KvError::Unavailable(m) => HostError::Unavailable(m),
-        })
+        kv.get(self.kv_scope(), key).await.map_err(kv_error)
+    }
+
+    /// Books a write that replaces `old` under `key` with `new` (`None`: a delete) against the scope's quota, or
+    /// refuses it with the `limit` error. The store's usage is read once, at the call's first write; the call's
+    /// own writes are added as they are buffered.
+    async fn book_kv(&mut self, key: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> Result<(), HostError> {
+        let before = match self.kv_usage {
+            Some(u) => u,
+            None => {
+                let kv = self.scope.services.kv.clone();
+                kv.usage(self.kv_scope()).await.map_err(kv_error)?
+            }
+        };
+        let mut after = before;
+        if let Some(old) = old {
+            after.keys = after.keys.saturating_sub(1);
+            after.bytes = after.bytes.saturating_sub(entry_bytes(key, old));
+        }
+        if let Some(new) = new {
+            after.keys = after.keys.saturating_add(1);
+            after.bytes = after.bytes.saturating_add(entry_bytes(key, new));
+        }
+        if let Some(why) = after.exceeds(before, &self.scope.kv_quota) {
+            self.kv_usage = Some(before);
+            return Err(HostError::Limit(format!("key-value quota exceeded: {why}")));
+        }
+        self.kv_usage = Some(after);
+        Ok(())
     }
 
     fn room(&self) -> Result<(), HostError> {
@@ -85,6 +118,13 @@ impl kv::Host for StoreData {
         if value.len() > MAX_VALUE {
             return invalid(format!("values are at most {MAX_VALUE} bytes"));
         }
+        let booked = match self.kv_current(&key).await {
+            Ok(old) => self.book_kv(&key, old.as_deref(), Some(&value)).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = booked {
+            return Ok(Err(e));
+        }
         self.buffer_kv(KvOp::Set { key, value, ttl_ms });
         Ok(Ok(()))
     }
@@ -94,12 +134,15 @@ impl kv::Host for StoreData {
         if let Err(e) = check_key(&key).and_then(|()| self.room()) {
             return Ok(Err(e));
         }
-        let existed = match self.kv_current(&key).await {
-            Ok(v) => v.is_some(),
+        let old = match self.kv_current(&key).await {
+            Ok(v) => v,
             Err(e) => return Ok(Err(e)),
         };
+        if let Err(e) = self.book_kv(&key, old.as_deref(), None).await {
+            return Ok(Err(e));
+        }
         self.buffer_kv(KvOp::Delete { key });
-        Ok(Ok(existed))
+        Ok(Ok(old.is_some()))
     }
 
     async fn compare_and_set(
@@ -122,6 +165,9 @@ impl kv::Host for StoreData {
         };
         if current != expected {
             return Ok(Ok(false));
+        }
+        if let Err(e) = self.book_kv(&key, current.as_deref(), value.as_deref()).await {
+            return Ok(Err(e));
         }
         // The condition is buffered with the write, so the commit checks it again against concurrent calls.
         self.buffer_kv(KvOp::CompareAndSet { key, expected, value, ttl_ms });

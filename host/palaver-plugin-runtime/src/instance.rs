@@ -98,7 +98,8 @@ impl PluginVersion {
         let Some(indices) = &self.publish else {
             return Err(Fault::new(FaultKind::Instantiate, "the component does not export before-publish"));
         };
-        let limits = self.limits(Hook::BeforePublish);
+        let input = content.len() + head.map_or(0, str::len);
+        let limits = self.limits(Hook::BeforePublish).for_input(input, rt.config.max_input_bytes);
         let mut live = self.checkout(rt, scope, limits).await?;
         let guest = match &live.publish {
             Some(g) => g.clone(),
@@ -136,7 +137,7 @@ impl PluginVersion {
         let Some(indices) = &self.command else {
             return Err(Fault::new(FaultKind::Instantiate, "the component does not export on-command"));
         };
-        let limits = self.limits(Hook::OnCommand);
+        let limits = self.limits(Hook::OnCommand).for_input(name.len() + args.len(), rt.config.max_input_bytes);
         let mut live = self.checkout(rt, scope, limits).await?;
         let guest = match &live.command {
             Some(g) => g.clone(),

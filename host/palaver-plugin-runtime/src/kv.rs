@@ -1,7 +1,8 @@
 //! The plugin key-value port: a store scoped by (tenant, plugin), read during a call and written only when the
-//! call commits, with TTLs and compare-and-set. [`MemoryKv`] is the in-process implementation; a Redis one can
+//! call commits, with TTLs, compare-and-set and a quota of keys and bytes per scope. [`MemoryKv`] is the in-process implementation; a Redis one can
 //! follow behind the same trait.
 
+use crate::config::KvQuota;
 use crate::services::Clock;
 use palaver_core::TenantId;
 use parking_lot::Mutex;
@@ -41,9 +42,38 @@ pub enum KvError {
     /// A compare-and-set condition no longer held at commit; nothing of the batch was written.
     #[error("conflict on key {0:?}")]
     Conflict(String),
+    /// The batch would take the scope past its quota; nothing of it was written.
+    #[error("quota exceeded: {0}")]
+    Quota(String),
     /// The backing store is unreachable.
     #[error("unavailable: {0}")]
     Unavailable(String),
+}
+
+/// What one scope holds: live keys, and their keys' and values' bytes added up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KvUsage {
+    pub keys: u64,
+    pub bytes: u64,
+}
+
+impl KvUsage {
+    /// Why `self` (after a write) breaks `quota` where `before` did not already, or `None`. A write that grows
+    /// neither figure always passes, so that a scope above a lowered quota can still shrink.
+    pub fn exceeds(self, before: KvUsage, quota: &KvQuota) -> Option<String> {
+        if self.keys > quota.max_keys && self.keys > before.keys {
+            return Some(format!("at most {} keys per plugin and tenant", quota.max_keys));
+        }
+        if self.bytes > quota.max_bytes && self.bytes > before.bytes {
+            return Some(format!("at most {} bytes (keys and values) per plugin and tenant", quota.max_bytes));
+        }
+        None
+    }
+}
+
+/// The bytes an entry under `key` with `value` counts for.
+pub(crate) fn entry_bytes(key: &str, value: &[u8]) -> u64 {
+    u64::try_from(key.len() + value.len()).unwrap_or(u64::MAX)
 }
 
 /// The store behind the `kv` import.
@@ -52,9 +82,13 @@ pub trait PluginKv: Send + Sync {
     /// The live value under `key`, or `None` (also when it expired).
     async fn get(&self, scope: KvScope<'_>, key: &str) -> Result<Option<Vec<u8>>, KvError>;
 
+    /// What the scope holds now.
+    async fn usage(&self, scope: KvScope<'_>) -> Result<KvUsage, KvError>;
+
     /// Applies `ops` in order, all or nothing: if any compare-and-set condition fails, nothing is written and the
-    /// result is `Conflict`.
-    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp]) -> Result<(), KvError>;
+    /// result is `Conflict`; if the scope would end up past `quota` (see [`KvUsage::exceeds`]), nothing is written
+    /// and the result is `Quota`.
+    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp], quota: &KvQuota) -> Result<(), KvError>;
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +126,15 @@ impl MemoryKv {
     }
 }
 
+fn usage_of(map: Option<&PluginMap>, now: u64) -> KvUsage {
+    let mut u = KvUsage::default();
+    for (k, e) in map.into_iter().flatten().filter(|(_, e)| live(e, now)) {
+        u.keys += 1;
+        u.bytes = u.bytes.saturating_add(entry_bytes(k, &e.value));
+    }
+    u
+}
+
 fn live(e: &Entry, now: u64) -> bool {
     e.expires_at.is_none_or(|t| t > now)
 }
@@ -108,13 +151,20 @@ impl PluginKv for MemoryKv {
         Ok(current(maps.get(&scope.tenant).and_then(|t| t.get(scope.plugin)), key, now).map(<[u8]>::to_vec))
     }
 
-    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp]) -> Result<(), KvError> {
+    async fn usage(&self, scope: KvScope<'_>) -> Result<KvUsage, KvError> {
+        let now = self.clock.now_ms();
+        let maps = self.maps.lock();
+        Ok(usage_of(maps.get(&scope.tenant).and_then(|t| t.get(scope.plugin)), now))
+    }
+
+    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp], quota: &KvQuota) -> Result<(), KvError> {
         if ops.is_empty() {
             return Ok(());
         }
         let now = self.clock.now_ms();
         let mut maps = self.maps.lock();
-        // Check every condition against the state as the earlier ops of the batch leave it, before writing.
+        // Check every condition against the state as the earlier ops of the batch leave it, and the quota against
+        // the state the whole batch leaves, before writing.
         {
             let map = maps.get(&scope.tenant).and_then(|t| t.get(scope.plugin));
             let mut overlay: HashMap<&str, Option<&[u8]>> = HashMap::new();
@@ -134,6 +184,21 @@ impl PluginKv for MemoryKv {
                         overlay.insert(key, value.as_deref());
                     }
                 }
+            }
+            let before = usage_of(map, now);
+            let mut after = before;
+            for (key, value) in &overlay {
+                if let Some(old) = current(map, key, now) {
+                    after.keys -= 1;
+                    after.bytes = after.bytes.saturating_sub(entry_bytes(key, old));
+                }
+                if let Some(new) = value {
+                    after.keys += 1;
+                    after.bytes = after.bytes.saturating_add(entry_bytes(key, new));
+                }
+            }
+            if let Some(why) = after.exceeds(before, quota) {
+                return Err(KvError::Quota(why));
             }
         }
         let map = maps.entry(scope.tenant).or_default().entry(scope.plugin.to_owned()).or_default();
@@ -162,6 +227,8 @@ mod tests {
     use crate::fixtures::block_on;
     use crate::services::ManualClock;
 
+    const Q: KvQuota = KvQuota { max_keys: 1000, max_bytes: 1 << 20 };
+
     fn scope(tenant: u64) -> KvScope<'static> {
         KvScope { tenant: TenantId(tenant), plugin: "p" }
     }
@@ -174,7 +241,7 @@ mod tests {
     fn values_expire_after_their_ttl() {
         let clock = Arc::new(ManualClock::new(1_000));
         let kv = MemoryKv::new(clock.clone());
-        block_on(kv.commit(scope(1), &[set("a", b"1", Some(50)), set("b", b"2", None)])).unwrap();
+        block_on(kv.commit(scope(1), &[set("a", b"1", Some(50)), set("b", b"2", None)], &Q)).unwrap();
         assert_eq!(block_on(kv.get(scope(1), "a")).unwrap(), Some(b"1".to_vec()));
         clock.advance(50);
         assert_eq!(block_on(kv.get(scope(1), "a")).unwrap(), None);
@@ -184,7 +251,7 @@ mod tests {
     #[test]
     fn tenants_never_see_each_others_keys() {
         let kv = MemoryKv::new(Arc::new(ManualClock::new(0)));
-        block_on(kv.commit(scope(1), &[set("k", b"one", None)])).unwrap();
+        block_on(kv.commit(scope(1), &[set("k", b"one", None)], &Q)).unwrap();
         assert_eq!(block_on(kv.get(scope(2), "k")).unwrap(), None);
         assert_eq!(kv.snapshot(scope(1)), vec![("k".to_owned(), b"one".to_vec())]);
     }
@@ -192,19 +259,38 @@ mod tests {
     #[test]
     fn a_failed_condition_writes_nothing_of_the_batch() {
         let kv = MemoryKv::new(Arc::new(ManualClock::new(0)));
-        block_on(kv.commit(scope(1), &[set("n", b"1", None)])).unwrap();
+        block_on(kv.commit(scope(1), &[set("n", b"1", None)], &Q)).unwrap();
         let stale = KvOp::CompareAndSet {
             key: "n".to_owned(),
             expected: Some(b"0".to_vec()),
             value: Some(b"2".to_vec()),
             ttl_ms: None,
         };
-        let err = block_on(kv.commit(scope(1), &[set("other", b"x", None), stale])).unwrap_err();
+        let err = block_on(kv.commit(scope(1), &[set("other", b"x", None), stale], &Q)).unwrap_err();
         assert_eq!(err, KvError::Conflict("n".to_owned()));
         assert_eq!(kv.snapshot(scope(1)), vec![("n".to_owned(), b"1".to_vec())]);
         let fresh =
             KvOp::CompareAndSet { key: "n".to_owned(), expected: Some(b"1".to_vec()), value: None, ttl_ms: None };
-        block_on(kv.commit(scope(1), &[fresh])).unwrap();
+        block_on(kv.commit(scope(1), &[fresh], &Q)).unwrap();
         assert!(kv.snapshot(scope(1)).is_empty());
+    }
+
+    #[test]
+    fn the_quota_refuses_a_batch_that_grows_past_it_and_lets_one_that_shrinks() {
+        let kv = MemoryKv::new(Arc::new(ManualClock::new(0)));
+        let q = KvQuota { max_keys: 2, max_bytes: 10 };
+        block_on(kv.commit(scope(1), &[set("a", b"1", None), set("b", b"2", None)], &q)).unwrap();
+        assert_eq!(block_on(kv.usage(scope(1))).unwrap(), KvUsage { keys: 2, bytes: 4 });
+        let err = block_on(kv.commit(scope(1), &[set("c", b"3", None)], &q)).unwrap_err();
+        assert!(matches!(err, KvError::Quota(ref m) if m.contains("2 keys")), "{err:?}");
+        // Replacing a key keeps the count; the bytes cap still holds.
+        block_on(kv.commit(scope(1), &[set("a", b"12345", None)], &q)).unwrap();
+        let err = block_on(kv.commit(scope(1), &[set("b", b"123456", None)], &q)).unwrap_err();
+        assert!(matches!(err, KvError::Quota(ref m) if m.contains("10 bytes")), "{err:?}");
+        assert_eq!(block_on(kv.usage(scope(1))).unwrap(), KvUsage { keys: 2, bytes: 8 }, "nothing was written");
+        // Under a lowered quota the scope can still shrink, and another tenant has its own.
+        let tight = KvQuota { max_keys: 1, max_bytes: 1 };
+        block_on(kv.commit(scope(1), &[KvOp::Delete { key: "b".to_owned() }], &tight)).unwrap();
+        block_on(kv.commit(scope(2), &[set("c", b"", None)], &tight)).unwrap();
     }
 }

@@ -12,10 +12,14 @@
 //!   `InstancePre` per version is swapped in atomically, with the previous version kept for a one-call rollback;
 //! - runs every call under an epoch **deadline**, a **fuel** budget, a **memory cap**, an **output cap** and a
 //!   **host-call cap**; a trap or breached limit discards the instance, is counted, and the hook's **failure
-//!   policy** answers (fail-open for `before-publish`, fail-closed for `on-command`, per plugin and hook);
+//!   policy** answers (fail-closed unless the manifest, the operator or the tenant says open, per plugin, hook and
+//!   tenant); the fuel and deadline budgets grow with the input's size, so no message within the frame limit can
+//!   run a filter out of budget;
 //! - buffers a call's **side effects** (key-value writes, events, notifications) and applies them only if the
 //!   call succeeded;
-//! - switches off a plugin that keeps failing with a **circuit breaker** and retries it after a cool-down.
+//! - switches off a plugin that keeps failing for a tenant with that tenant's **circuit breaker** and retries it
+//!   after a cool-down; other tenants are unaffected;
+//! - caps each plugin's **key-value quota** (keys and bytes) per tenant.
 //!
 //! The server wires it like this:
 //!
@@ -35,7 +39,7 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | `config` | [`RuntimeConfig`], [`Limits`], [`BreakerConfig`], [`PoolingConfig`] |
+//! | `config` | [`RuntimeConfig`], [`Limits`], [`BreakerConfig`], [`PoolingConfig`], [`KvQuota`] |
 //! | `manifest`, `settings`, `fixtures` | the manifest beside each component, its settings schema, its golden fixtures |
 //! | `runtime` | the engine, the epoch ticker, the compile step (with wasmtime's disk cache) |
 //! | `bindings`, `imports` | `bindgen!` of `wit/`, the linker of granted imports, the host side of each import |
@@ -81,13 +85,13 @@ mod version;
 mod watch;
 
 pub use admin::{HookCounts, PluginInfo, PluginState};
-pub use config::{BreakerConfig, Limits, PoolingConfig, RuntimeConfig};
+pub use config::{BreakerConfig, KvQuota, Limits, PoolingConfig, RuntimeConfig};
 pub use directory::{Directory, DirectoryError, MemberInfo, NoDirectory, PortsDirectory, TopicInfo, UserInfo};
 pub use effects::{EffectError, Effects, EventTarget, NullEffects, PluginEvent, PluginNotification, RecordingEffects};
 pub use error::{CommandError, Fault, FaultKind, LoadError, RegistryError, RuntimeError};
 pub use fixtures::{Expect, Fixture};
 pub use hooks::{CommandContext, CommandOutcome, PluginHooks, UNAVAILABLE};
-pub use kv::{KvError, KvOp, KvScope, MemoryKv, PluginKv};
+pub use kv::{KvError, KvOp, KvScope, KvUsage, MemoryKv, PluginKv};
 pub use manifest::{
     FailurePolicy, Grant, Hook, HookConfig, Hooks, InstanceMode, InstancePolicy, LimitsOverride, Manifest, World,
 };

@@ -75,7 +75,7 @@ impl World {
 }
 
 /// An exported hook interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Hook {
     BeforePublish,
@@ -91,13 +91,12 @@ impl Hook {
         }
     }
 
-    /// The policy when nothing says otherwise: a broken filter must not stop chat, a broken command must not
-    /// pretend to have succeeded.
+    /// The policy when nothing says otherwise: closed for both. A filter that failed open could be switched off
+    /// by whoever makes it fail (a message built to exhaust its budget, or enough faults to open its breaker);
+    /// a broken command must not pretend to have succeeded. A filter that is no safeguard (an enricher, a
+    /// translator) says `failure = "open"` in its manifest.
     pub fn default_policy(self) -> FailurePolicy {
-        match self {
-            Hook::BeforePublish => FailurePolicy::Open,
-            Hook::OnCommand => FailurePolicy::Closed,
-        }
+        FailurePolicy::Closed
     }
 }
 
@@ -150,7 +149,7 @@ impl Grant {
 pub enum FailurePolicy {
     /// Act as if the plugin had allowed the message (or returned `null` for a command).
     Open,
-    /// Refuse the message or command with a retryable 503.
+    /// Refuse the message or command with a retryable 503: the default.
     Closed,
 }
 
@@ -184,6 +183,10 @@ pub struct LimitsOverride {
     pub memory_mib: Option<u64>,
     pub max_output_bytes: Option<usize>,
     pub max_host_calls: Option<u32>,
+    /// Extra fuel per KiB of input.
+    pub fuel_per_kib: Option<u64>,
+    /// Extra deadline per KiB of input, in microseconds.
+    pub deadline_us_per_kib: Option<u64>,
 }
 
 /// Whether instances are created per call or kept warm between calls.
@@ -313,7 +316,7 @@ mod tests {
     #[test]
     fn defaults_follow_the_hook() {
         let m = Manifest::parse(BASE).unwrap();
-        assert_eq!(m.policy(Hook::BeforePublish), FailurePolicy::Open);
+        assert_eq!(m.policy(Hook::BeforePublish), FailurePolicy::Closed);
         assert_eq!(m.policy(Hook::OnCommand), FailurePolicy::Closed);
         assert_eq!(m.priority, 100);
         assert_eq!(m.instance.mode, InstanceMode::Ephemeral);

@@ -110,7 +110,7 @@ pub(crate) struct Row<'a> {
     pub(crate) name: &'a str,
     pub(crate) version: Option<&'a str>,
     pub(crate) hash: Option<&'a str>,
-    pub(crate) breaker_open: bool,
+    pub(crate) breaker_open: usize,
     pub(crate) breaker_trips: u64,
     pub(crate) instantiations: u64,
     pub(crate) metrics: &'a PluginMetrics,
@@ -232,10 +232,12 @@ pub(crate) fn render(rows: &[Row<'_>]) -> String {
         }
     }
     let gauges: [Gauge; 6] = [
-        ("palaver_plugin_breaker_open", "gauge", "1 while the circuit breaker keeps the plugin off.", |r| {
-            u64::from(r.breaker_open)
+        ("palaver_plugin_breaker_open", "gauge", "Tenants for which the circuit breaker keeps the plugin off.", |r| {
+            u64::try_from(r.breaker_open).unwrap_or(u64::MAX)
         }),
-        ("palaver_plugin_breaker_trips_total", "counter", "How often the circuit breaker opened.", |r| r.breaker_trips),
+        ("palaver_plugin_breaker_trips_total", "counter", "How often a tenant's circuit breaker opened.", |r| {
+            r.breaker_trips
+        }),
         ("palaver_plugin_instantiations_total", "counter", "Instances created for the live version.", |r| {
             r.instantiations
         }),
@@ -278,7 +280,7 @@ mod tests {
             name: "p",
             version: Some("1.0.0"),
             hash: Some("ab"),
-            breaker_open: false,
+            breaker_open: 0,
             breaker_trips: 0,
             instantiations: 2,
             metrics: &m,

@@ -2,7 +2,7 @@
 //! loading through the gate off the hot path, atomic swaps, rollback, unload, the admin listing, per-tenant
 //! choices and the metrics text. The call path (dispatch.rs) reads the live order with one atomic load.
 
-use crate::breaker::Breaker;
+use crate::breaker::Breakers;
 use crate::config::RuntimeConfig;
 use crate::error::{LoadError, RegistryError, RuntimeError};
 use crate::fixtures;
@@ -30,14 +30,15 @@ pub(crate) struct Slot {
     /// The manifest file it was loaded from, for `reload`.
     pub(crate) source: Mutex<Option<PathBuf>>,
     pub(crate) last_error: Mutex<Option<String>>,
-    pub(crate) breaker: Breaker,
+    /// One breaker per tenant.
+    pub(crate) breaker: Breakers,
     pub(crate) metrics: PluginMetrics,
     /// Failure policies set at run time, overriding the manifest's: `[before-publish, on-command]`.
     pub(crate) policy: Mutex<[Option<FailurePolicy>; 2]>,
 }
 
 impl Slot {
-    /// The failure policy of `hook` for version `v`.
+    /// The failure policy of `hook` for version `v`, before any tenant's choice.
     pub(crate) fn policy(&self, v: &PluginVersion, hook: Hook) -> FailurePolicy {
         self.policy.lock()[hook as usize].unwrap_or_else(|| v.manifest.policy(hook))
     }
@@ -128,7 +129,7 @@ impl PluginRegistry {
                     previous: Mutex::new(None),
                     source: Mutex::new(None),
                     last_error: Mutex::new(None),
-                    breaker: Breaker::new(self.rt.config.breaker),
+                    breaker: Breakers::new(self.rt.config.breaker),
                     metrics: PluginMetrics::default(),
                     policy: Mutex::new([None, None]),
                 })
@@ -351,6 +352,33 @@ impl PluginRegistry {
         self.tenants.choices(tenant)
     }
 
+    /// What a fault of `slot`'s `hook` means for `tenant`: the tenant's choice, else the plugin-wide override,
+    /// else the manifest's, else the hook's default (closed).
+    pub(crate) fn policy_for(&self, slot: &Slot, v: &PluginVersion, hook: Hook, tenant: TenantId) -> FailurePolicy {
+        self.tenants.failure(tenant, &slot.name, hook).unwrap_or_else(|| slot.policy(v, hook))
+    }
+
+    /// The failure policy each hook of the live version has for `tenant`, all choices applied.
+    pub fn failure_policies(&self, tenant: TenantId, name: &str) -> Result<Vec<(Hook, FailurePolicy)>, RegistryError> {
+        let slot = self.slot(name)?;
+        let v = slot.current.load_full().ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))?;
+        Ok(v.manifest.world.hooks().iter().map(|&h| (h, self.policy_for(&slot, &v, h, tenant))).collect())
+    }
+
+    /// Sets (or, with `None`, clears) a tenant's failure policy for a plugin's hook: whether a fault lets the
+    /// tenant's messages (or commands) through or refuses them with a retryable 503.
+    pub fn set_tenant_failure_policy(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        hook: Hook,
+        p: Option<FailurePolicy>,
+    ) -> Result<(), RegistryError> {
+        self.slot(name)?;
+        self.tenants.set_failure(tenant, name, hook, p);
+        Ok(())
+    }
+
     /// Overrides (or, with `None`, restores) the manifest's failure policy of a plugin's hook.
     pub fn set_failure_policy(&self, name: &str, hook: Hook, p: Option<FailurePolicy>) -> Result<(), RegistryError> {
         self.slot(name)?.policy.lock()[hook as usize] = p;
@@ -372,13 +400,20 @@ impl PluginRegistry {
                 name: &s.name,
                 version: v.as_ref().map(|v| &*v.version),
                 hash: v.as_ref().map(|v| v.hash.as_str()),
-                breaker_open: s.breaker.state() != "closed",
+                breaker_open: s.breaker.open(),
                 breaker_trips: s.breaker.trips(),
                 instantiations: v.as_ref().map_or(0, |v| v.instantiations.load(Ordering::Relaxed)),
                 metrics: &s.metrics,
             })
             .collect();
         metrics::render(&rows)
+    }
+}
+
+/// The registry's counters in the node's `/metrics`, after the service's own.
+impl palaver_core::MetricsSource for PluginRegistry {
+    fn render(&self, out: &mut String) {
+        out.push_str(&self.render_metrics());
     }
 }
 

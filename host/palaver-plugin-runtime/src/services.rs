@@ -7,7 +7,6 @@ use crate::effects::{Effects, NullEffects};
 use crate::kv::{MemoryKv, PluginKv};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The host's clock: the only time a plugin can learn, and what key-value TTLs are measured against.
 pub trait Clock: Send + Sync {
@@ -21,10 +20,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-            .unwrap_or(0)
+        u64::try_from(palaver_core::now_millis()).unwrap_or(0)
     }
 }
 

@@ -2,9 +2,10 @@
 //! the buffer of side effects that is applied only if the call succeeds. A warm instance keeps its store and gets
 //! a fresh scope and an empty buffer before every call.
 
+use crate::config::KvQuota;
 use crate::effects::{EventTarget, PluginEvent, PluginNotification};
 use crate::error::FaultKind;
-use crate::kv::{KvOp, KvScope};
+use crate::kv::{KvOp, KvScope, KvUsage};
 use crate::services::HostServices;
 use palaver_core::TenantId;
 use serde_json::Value;
@@ -24,6 +25,7 @@ pub(crate) struct CallScope {
     pub(crate) max_host_calls: u32,
     pub(crate) max_effects: usize,
     pub(crate) max_log_bytes: usize,
+    pub(crate) kv_quota: KvQuota,
 }
 
 /// Side effects of one call, held back until it succeeds.
@@ -84,6 +86,8 @@ pub(crate) struct StoreData {
     pub(crate) buffer: EffectBuffer,
     /// A limit the host enforced itself; it names the fault better than the trap wasmtime reports for it.
     pub(crate) hint: Option<FaultKind>,
+    /// What the key-value scope holds with this call's buffered writes applied, once the call wrote.
+    pub(crate) kv_usage: Option<KvUsage>,
 }
 
 impl StoreData {
@@ -94,6 +98,7 @@ impl StoreData {
             host_calls: 0,
             buffer: EffectBuffer::default(),
             hint: None,
+            kv_usage: None,
         }
     }
 
@@ -103,6 +108,7 @@ impl StoreData {
         self.host_calls = 0;
         self.buffer = EffectBuffer::default();
         self.hint = None;
+        self.kv_usage = None;
     }
 
     /// The fault a limit enforced by the host stopped the call with, if any.
@@ -172,6 +178,7 @@ mod tests {
             max_host_calls: 2,
             max_effects: 1,
             max_log_bytes: 16,
+            kv_quota: KvQuota::default(),
         }
     }
 

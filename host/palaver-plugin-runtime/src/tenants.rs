@@ -1,13 +1,15 @@
-//! Per-tenant plugin choices: whether a plugin is enabled for a tenant and the tenant's settings for it. Kept in
+//! Per-tenant plugin choices: whether a plugin is enabled for a tenant, the tenant's settings for it and, per hook,
+//! whether a fault of the plugin lets the tenant's messages and commands through (fail-open) or refuses them. Kept in
 //! memory behind a copy-on-write snapshot, so the publish path reads it without a lock; the server persists it
 //! (the tenant registry's `config`) and replays it at start.
 
+use crate::manifest::{FailurePolicy, Hook};
 use arc_swap::ArcSwap;
 use palaver_core::TenantId;
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,6 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 struct Entry {
     enabled: Option<bool>,
     settings: Option<Value>,
+    /// By `Hook as usize`: `[before-publish, on-command]`.
+    failure: [Option<FailurePolicy>; 2],
 }
 
 type Table = HashMap<TenantId, HashMap<String, Entry>>;
@@ -27,6 +31,8 @@ pub struct TenantChoice {
     pub enabled: Option<bool>,
     /// The tenant's own values, before defaults are merged in.
     pub settings: Option<Value>,
+    /// The failure policies the tenant chose, by hook; a hook left out follows the plugin's.
+    pub failure: BTreeMap<Hook, FailurePolicy>,
 }
 
 /// The table of tenant choices.
@@ -73,6 +79,15 @@ impl TenantTable {
         self.update(tenant, plugin, |e| e.settings = settings);
     }
 
+    /// The failure policy `tenant` chose for `plugin`'s `hook`, if it chose one.
+    pub(crate) fn failure(&self, tenant: TenantId, plugin: &str, hook: Hook) -> Option<FailurePolicy> {
+        self.snapshot.load().get(&tenant).and_then(|t| t.get(plugin)).and_then(|e| e.failure[hook as usize])
+    }
+
+    pub(crate) fn set_failure(&self, tenant: TenantId, plugin: &str, hook: Hook, policy: Option<FailurePolicy>) {
+        self.update(tenant, plugin, |e| e.failure[hook as usize] = policy);
+    }
+
     /// Every tenant's own values for `plugin`, to check them against a new version's schema.
     pub(crate) fn settings_of(&self, plugin: &str) -> Vec<(TenantId, Value)> {
         let table = self.snapshot.load();
@@ -89,7 +104,15 @@ impl TenantTable {
             .get(&tenant)
             .map(|m| {
                 m.iter()
-                    .map(|(p, e)| TenantChoice { plugin: p.clone(), enabled: e.enabled, settings: e.settings.clone() })
+                    .map(|(p, e)| TenantChoice {
+                        plugin: p.clone(),
+                        enabled: e.enabled,
+                        settings: e.settings.clone(),
+                        failure: [Hook::BeforePublish, Hook::OnCommand]
+                            .into_iter()
+                            .filter_map(|h| e.failure[h as usize].map(|f| (h, f)))
+                            .collect(),
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -142,6 +165,17 @@ mod tests {
         assert!(t.enabled(TenantId(2), "m", true), "another tenant is unaffected");
         t.set_enabled(TenantId(1), "m", None);
         assert!(t.enabled(TenantId(1), "m", true));
+    }
+
+    #[test]
+    fn failure_choices_are_per_tenant_and_hook() {
+        let t = TenantTable::new();
+        t.set_failure(TenantId(1), "m", Hook::BeforePublish, Some(FailurePolicy::Open));
+        assert_eq!(t.failure(TenantId(1), "m", Hook::BeforePublish), Some(FailurePolicy::Open));
+        assert_eq!(t.failure(TenantId(1), "m", Hook::OnCommand), None);
+        assert_eq!(t.failure(TenantId(2), "m", Hook::BeforePublish), None);
+        let c = t.choices(TenantId(1));
+        assert_eq!(c[0].failure, [(Hook::BeforePublish, FailurePolicy::Open)].into_iter().collect());
     }
 
     #[test]

@@ -124,6 +124,10 @@ pub struct MsgAcc {
     pub cred: Option<Vec<Credential>>,
     pub desc: Option<SetDesc>,
     pub token: Option<String>,
+    /// A one-off credential for this request only (Tinode's): with `tmpscheme:"basic"`, `tmpsecret` is base64 of
+    /// `login:current password`, which a password change must carry when the server asks for it.
+    pub tmpscheme: Option<String>,
+    pub tmpsecret: Option<String>,
 }
 
 /// `{login}`.

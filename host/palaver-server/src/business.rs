@@ -13,7 +13,7 @@ impl ImCommands for BusinessApi {
     async fn run(&self, call: ImCall) -> ImOutcome {
         match self.service.run_command(call.tenant, call.actor, call.command, call.args).await {
             Ok(v) => ImOutcome::Ok(v),
-            Err(e) => ImOutcome::Refused { status: e.status, reason: e.reason, message: e.message },
+            Err(e) => ImOutcome::Refused { reason: e.reason, message: e.message },
         }
     }
 }

@@ -14,6 +14,10 @@ use std::time::Duration;
 pub(crate) struct Cluster {
     pub(crate) nodes: Arc<dyn NodeRegistry>,
     pub(crate) bus: RedisBus,
+    /// The Redis adapters' counters, for `/metrics`.
+    pub(crate) metrics: Arc<dyn palaver_core::MetricsSource>,
+    /// Redis itself, for `/readyz`.
+    pub(crate) redis: palaver_store_redis::RedisClient,
 }
 
 /// Claims the configured node id, or fails with who holds it.
@@ -22,10 +26,7 @@ pub(crate) async fn claim_node_id(cfg: &Config, nodes: &dyn NodeRegistry) -> any
         node_id: cfg.server.node_id.clone(),
         instance: format!("{:016x}", rand::random::<u64>()),
         listen: cfg.server.listen.clone(),
-        started_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or_default(),
+        started_at: palaver_core::now_millis(),
     };
     match nodes.register(&info).await {
         Ok(()) => Ok(info),

@@ -1,6 +1,8 @@
 //! The palaver server as a library: the typed configuration and the wiring that starts a node, so that the
 //! binary and the integration tests start servers the same way.
 
+pub mod admin_cli;
+mod backbone;
 mod business;
 mod cluster;
 pub mod config;

@@ -1,9 +1,10 @@
-//! The `palaver` binary: `serve` runs a node, `config print` shows the effective configuration, `apikey` makes
-//! a key for the configured salt.
+//! The `palaver` binary: `serve` runs a node, `config print` shows the effective configuration, `config check`
+//! validates it without starting, `apikey` makes a key for the configured salt, `tenant …` manages tenants,
+//! `admin command` sends an admin command.
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use palaver_server::config::{CliOverrides, Config};
+use palaver_server::config::{CliOverrides, Config, LogFormat};
 use palaver_server::tenants::TenantCommand;
 use palaver_server::wiring;
 use std::path::PathBuf;
@@ -18,7 +19,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Runs the server (embedded SQLite store unless configured otherwise).
-    Serve(CommonArgs),
+    Serve {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// Development only: run a scale-out node with the Tinode demo API key salt or without a shared token
+        /// key, which `serve` otherwise refuses.
+        #[arg(long)]
+        dev: bool,
+    },
     /// Configuration commands.
     Config {
         #[command(subcommand)]
@@ -30,6 +38,13 @@ enum Command {
         common: CommonArgs,
         #[command(subcommand)]
         command: TenantCmd,
+    },
+    /// Admin commands, as an Admin Server sends them.
+    Admin {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(subcommand)]
+        command: AdminCmd,
     },
     /// Prints a new API key signed with the configured salt.
     Apikey {
@@ -62,9 +77,37 @@ enum TenantCmd {
 }
 
 #[derive(Subcommand)]
+enum AdminCmd {
+    /// Produces an admin command to the configured queue; with --wait, prints its result.
+    Command {
+        /// The command type, e.g. user.disable, group.member.mute.
+        #[arg(long = "type")]
+        kind: String,
+        /// The tenant: its id or its code.
+        #[arg(long)]
+        tenant: String,
+        /// The payload, a JSON object, e.g. '{"user":"usr…"}'.
+        #[arg(long, default_value = "{}")]
+        payload: String,
+        /// The command id (reuse one to retry a command); a fresh one by default.
+        #[arg(long)]
+        command_id: Option<String>,
+        /// Waits for the result and prints it (exit status 1 unless it succeeded).
+        #[arg(long)]
+        wait: bool,
+        /// How long --wait waits, in milliseconds.
+        #[arg(long, default_value_t = 30_000)]
+        timeout_ms: u64,
+    },
+}
+
+#[derive(Subcommand)]
 enum ConfigCommand {
     /// Prints the effective configuration (defaults < file < environment < flags) as TOML.
     Print(CommonArgs),
+    /// Validates the configuration (file, environment and flags) as `serve` would, without starting; exit 1
+    /// with the reason when it is not usable.
+    Check(CommonArgs),
 }
 
 #[derive(Args, Clone)]
@@ -97,9 +140,17 @@ impl CommonArgs {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve(args) => {
-            let cfg = args.load()?;
-            init_tracing(&cfg.log.level);
+        Command::Serve { common, dev } => {
+            let cfg = common.load()?;
+            let unsafe_settings = cfg.scale_out_hazards();
+            if !dev && !unsafe_settings.is_empty() {
+                anyhow::bail!(
+                    "refusing to serve a scale-out node with development settings:\n  - {}\n\
+                     set them, or pass --dev to run anyway (development only)",
+                    unsafe_settings.join("\n  - ")
+                );
+            }
+            init_tracing(&cfg.log.level, cfg.log.format);
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(wiring::serve(cfg))
         }
@@ -107,9 +158,19 @@ fn main() -> anyhow::Result<()> {
             print!("{}", args.load()?.to_redacted_toml());
             Ok(())
         }
+        Command::Config { command: ConfigCommand::Check(args) } => {
+            // Loading validates: the same checks `serve` makes before it opens anything.
+            let cfg = args.load()?;
+            let hazards = cfg.scale_out_hazards();
+            if !hazards.is_empty() {
+                anyhow::bail!("`serve` refuses this scale-out node without --dev:\n  - {}", hazards.join("\n  - "));
+            }
+            println!("configuration is valid");
+            Ok(())
+        }
         Command::Tenant { common, command } => {
             let cfg = common.load()?;
-            init_tracing("warn");
+            init_tracing("warn", cfg.log.format);
             let command = match command {
                 TenantCmd::Create { code, name } => TenantCommand::Create { code, name },
                 TenantCmd::List => TenantCommand::List,
@@ -120,6 +181,23 @@ fn main() -> anyhow::Result<()> {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(palaver_server::tenants::run(&cfg, command))
         }
+        Command::Admin {
+            common,
+            command: AdminCmd::Command { kind, tenant, payload, command_id, wait, timeout_ms },
+        } => {
+            let cfg = common.load()?;
+            init_tracing("warn", cfg.log.format);
+            let wait = wait.then(|| std::time::Duration::from_millis(timeout_ms));
+            let request = palaver_server::admin_cli::CommandRequest { kind, tenant, payload, command_id, wait };
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            if let Some(result) = runtime.block_on(palaver_server::admin_cli::run(&cfg, request))? {
+                println!("{}", serde_json::to_string_pretty(&result)?);
+                if result.status != "succeeded" {
+                    std::process::exit(1);
+                }
+            }
+            Ok(())
+        }
         Command::Apikey { common, app_id } => {
             let cfg = common.load()?;
             let salt = palaver_gateway::apikey::decode_salt(&cfg.api.key_salt)?;
@@ -129,9 +207,14 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-fn init_tracing(level: &str) {
+fn init_tracing(level: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("PALAVER_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.init(),
+        // One object per line with the span fields (tenant, user, topic where a span carries them) flattened in.
+        LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init(),
+    }
 }

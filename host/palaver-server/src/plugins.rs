@@ -9,8 +9,8 @@ use palaver_core::ports::{PublishHook, SubscriptionStore, TopicStore, UserStore}
 use palaver_core::{TenantId, UserId};
 use palaver_gateway::Admin;
 use palaver_plugin_runtime::{
-    DirWatcher, EffectError, Effects, EventTarget, HostServices, LoadOutcome, LoadReport, MemoryKv, PluginEvent,
-    PluginHooks, PluginNotification, PluginRegistry, PortsDirectory, RuntimeConfig, SystemClock,
+    DirWatcher, EffectError, Effects, EventTarget, FailurePolicy, Hook, HostServices, KvQuota, LoadOutcome, LoadReport,
+    MemoryKv, PluginEvent, PluginHooks, PluginNotification, PluginRegistry, PortsDirectory, RuntimeConfig, SystemClock,
 };
 use palaver_service::Service;
 use serde_json::{Value, json};
@@ -89,7 +89,12 @@ impl Plugins {
         } else {
             p.cache_dir.clone()
         };
-        let runtime = RuntimeConfig::default().with_cache_dir(cache).with_node(cfg.server.node_id.clone());
+        let runtime = RuntimeConfig {
+            // The largest message a client can send gets a full budget (the per-KiB allowances count up to it).
+            max_input_bytes: cfg.limits.max_message_size,
+            kv_quota: KvQuota { max_keys: p.kv_max_keys, max_bytes: p.kv_max_bytes },
+            ..RuntimeConfig::default().with_cache_dir(cache).with_node(cfg.server.node_id.clone())
+        };
         let registry = Arc::new(PluginRegistry::new(runtime, services).context("starting the plugin runtime")?);
         let dir = p.dir.clone();
         // Loading compiles components: keep it off the async workers.
@@ -176,13 +181,27 @@ impl Admin for Plugins {
     fn tenant_plugin(&self, tenant: u64, name: &str) -> Result<Value, String> {
         let tenant = TenantId(tenant);
         let settings = self.registry.settings(tenant, name).map_err(|e| e.to_string())?;
-        let enabled =
-            self.registry.tenant_choices(tenant).into_iter().find(|c| c.plugin == name).and_then(|c| c.enabled);
-        Ok(json!({ "plugin": name, "tenant": tenant.0, "enabled": enabled, "settings": settings }))
+        let choice = self.registry.tenant_choices(tenant).into_iter().find(|c| c.plugin == name);
+        let enabled = choice.as_ref().and_then(|c| c.enabled);
+        // What a fault means for this tenant, hook by hook, all choices applied; and which of them it chose.
+        let failure: serde_json::Map<String, Value> = self
+            .registry
+            .failure_policies(tenant, name)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|(h, p)| (h.as_str().to_owned(), json!(p)))
+            .collect();
+        let chosen = choice.map(|c| c.failure).unwrap_or_default();
+        Ok(json!({
+            "plugin": name, "tenant": tenant.0, "enabled": enabled, "settings": settings,
+            "failure": failure, "failure_chosen": chosen,
+        }))
     }
 
     fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<Value, String> {
         let t = TenantId(tenant);
+        // Checked before anything is applied, so that a bad policy leaves the other choices unchanged too.
+        let failure = change.get("failure").map(failure_change).transpose()?;
         if let Some(enabled) = change.get("enabled") {
             let enabled = match enabled {
                 Value::Null => None,
@@ -195,8 +214,37 @@ impl Admin for Plugins {
             let settings = (!settings.is_null()).then(|| settings.clone());
             self.registry.set_settings(t, name, settings).map_err(|e| e.to_string())?;
         }
+        if let Some(failure) = failure {
+            for (hook, policy) in failure {
+                self.registry.set_tenant_failure_policy(t, name, hook, policy).map_err(|e| e.to_string())?;
+            }
+        }
         self.tenant_plugin(tenant, name)
     }
+}
+
+/// `{"before-publish": "open"|"closed"|null, "on-command": …}`, checked whole before anything is applied: the
+/// tenant's failure policy per hook, null going back to the plugin's.
+fn failure_change(v: &Value) -> Result<Vec<(Hook, Option<FailurePolicy>)>, String> {
+    let Some(map) = v.as_object() else {
+        return Err("failure must be an object of hook names (before-publish, on-command) to policies".into());
+    };
+    map.iter()
+        .map(|(k, p)| {
+            let hook = match k.as_str() {
+                "before-publish" => Hook::BeforePublish,
+                "on-command" => Hook::OnCommand,
+                other => return Err(format!("failure: no hook {other:?} (before-publish, on-command)")),
+            };
+            let policy = match p.as_str() {
+                _ if p.is_null() => None,
+                Some("open") => Some(FailurePolicy::Open),
+                Some("closed") => Some(FailurePolicy::Closed),
+                _ => return Err(format!("failure.{k} must be \"open\", \"closed\" or null")),
+            };
+            Ok((hook, policy))
+        })
+        .collect()
 }
 
 /// The business rules of the `/v1/im/` commands, decided by the plugins that handle them (`on-command`).

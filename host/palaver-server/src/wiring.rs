@@ -1,6 +1,7 @@
 //! The composition root: the only place that names every adapter. It opens the store, builds the service and
 //! the gateway, and runs the node until SIGTERM or SIGINT, then drains.
 
+use crate::backbone::{Backbone, open_queue};
 use crate::cluster::{Cluster, Heartbeat, claim_node_id};
 use crate::config::Config;
 use crate::config::StoreKind;
@@ -10,13 +11,14 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
 use palaver_core::ports::{
-    BusinessPorts, GroupStore, MessageStore, NoHooks, NoRules, NotificationStore, Ports, RelationStore,
-    SubscriptionStore, TenantStore, TopicStore, UserStore,
+    AuditStore, BusinessPorts, CommandStore, GroupStore, HealthCheck, MessageStore, NoHooks, NoRules,
+    NotificationStore, OutboxStore, Ports, RelationStore, ReportStore, SubscriptionStore, TaskQueue, TenantStore,
+    TopicStore, UserStore,
 };
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
 use palaver_service::auth::{HashCost, TokenSigner};
-use palaver_service::{Service, ServiceConfig};
+use palaver_service::{LoginLimits, Service, ServiceConfig};
 use palaver_store_memory::{MemoryBus, MemoryControl, MemoryIdempotency, MemoryPresence, MemorySeq};
 use palaver_store_mysql::{MysqlConfig, MysqlStore};
 use palaver_store_redis::{CachedStorage, HotPolicy, RedisClient, RedisPorts};
@@ -44,19 +46,42 @@ impl Backend {
 /// A running node: its address, and what it takes to stop it.
 pub struct Node {
     addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     gateway: Gateway,
     service: Service,
     backend: Backend,
     serving: tokio::task::JoinHandle<std::io::Result<()>>,
+    metrics_serving: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     grace: Duration,
     plugins: Option<Arc<Plugins>>,
     heartbeat: Option<Heartbeat>,
+    backbone: Backbone,
 }
 
 impl Node {
     /// The address the node listens on (useful with port 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address of the separate `/metrics` listener, when `server.metrics_listen` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The task queue this node runs on (Kafka with `[kafka]`, the embedded SQLite queue otherwise).
+    pub fn queue(&self) -> Arc<dyn TaskQueue> {
+        self.backbone.queue.clone()
+    }
+
+    /// The prefix of every consumer group this node joins (`kafka.group_id`; `palaver` when embedded).
+    pub fn group_id(&self) -> &str {
+        &self.backbone.group_id
+    }
+
+    /// The service the node runs.
+    pub fn service(&self) -> &Service {
+        &self.service
     }
 
     /// Drains and stops: readiness goes 503, listening stops, every session gets ctrl 205 and is closed.
@@ -73,9 +98,13 @@ impl Node {
         // Clients that did not answer the close within the grace still count as online elsewhere: release them.
         self.service.release_presence().await;
         self.serving.abort();
+        if let Some(m) = &self.metrics_serving {
+            m.abort();
+        }
         if let Some(h) = self.heartbeat {
             h.stop().await;
         }
+        self.backbone.stop().await;
         self.backend.close().await;
         tracing::info!("stopped");
     }
@@ -112,6 +141,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         .with_context(|| format!("creating the data directory {}", cfg.server.data_dir.display()))?;
     let salt = decode_salt(&cfg.api.key_salt)?;
     let (storage, tenants, backend) = open_storage(&cfg, salt).await?;
+    let (outbox, audit) = (storage.outbox.clone(), storage.audit.clone());
     let (mut ports, cluster) = with_shared_state(&cfg, storage)?;
     let claim = match &cluster {
         Some(c) => Some(claim_node_id(&cfg, c.nodes.as_ref()).await?),
@@ -133,6 +163,10 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let plugins = plugins.map(Arc::new);
     if let Some(p) = &plugins {
         p.effects.bind(service.clone());
+        service.add_metrics_source(p.registry.clone());
+    }
+    if let Some(c) = &cluster {
+        service.add_metrics_source(c.metrics.clone());
     }
     // The admin API exists whenever a token is configured; without plugins its plugin endpoints say so.
     let admin = match (&plugins, cfg.admin.token.is_empty()) {
@@ -145,23 +179,82 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     // The API is always there: notifications need no plugin, and commands without rules say they are off.
     let commands: Option<Arc<dyn palaver_gateway::ImCommands>> =
         Some(Arc::new(crate::business::BusinessApi { service: service.clone() }));
-    let gateway = Gateway::new(service.clone(), gateway_config(&cfg), tenants, admin, commands);
+    let sqlite = match &backend {
+        Backend::Sqlite(s) => Some(s.as_ref()),
+        Backend::Mysql(_) => None,
+    };
+    let mut backbone = open_queue(&cfg, sqlite).await?;
+    let registry: Option<Arc<dyn TenantStore>> = match &backend {
+        Backend::Sqlite(_) => None,
+        Backend::Mysql(m) => Some(Arc::new(m.clone())),
+    };
+    backbone.start(&cfg, &service, outbox, audit, registry);
+    let gateway = Gateway::new(
+        service.clone(),
+        gateway_config(&cfg),
+        tenants,
+        admin,
+        commands,
+        health(&backend, &cluster, &backbone),
+    );
     let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
         .await
         .with_context(|| format!("binding {}", cfg.server.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!(listen = %addr, node = %cfg.server.node_id, store = ?cfg.store.kind,
         redis = cfg.store_config.redis.is_some(), "palaver is serving");
+    // Both listeners are bound before either serves, so that a bad metrics address fails the start cleanly.
+    let metrics_listener = match cfg.server.metrics_listen.as_str() {
+        "" => None,
+        addr => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding server.metrics_listen {addr}"))?,
+        ),
+    };
+    let metrics_addr = metrics_listener.as_ref().map(|l| l.local_addr()).transpose()?;
     let serving = tokio::spawn({
         let gateway = gateway.clone();
         async move { gateway.serve(listener).await }
+    });
+    let metrics_serving = metrics_listener.map(|listener| {
+        tracing::info!(metrics_listen = ?metrics_addr, "serving /metrics on its own listener");
+        let gateway = gateway.clone();
+        tokio::spawn(async move { gateway.serve_metrics(listener).await })
     });
     let grace = Duration::from_millis(cfg.server.drain_grace_ms);
     let heartbeat = match (cluster, claim) {
         (Some(c), Some(claim)) => Some(Heartbeat::start(c, claim, service.clone(), &cfg)),
         _ => None,
     };
-    Ok(Node { addr, gateway, service, backend, serving, grace, plugins, heartbeat })
+    Ok(Node {
+        addr,
+        metrics_addr,
+        gateway,
+        service,
+        backend,
+        serving,
+        metrics_serving,
+        grace,
+        plugins,
+        heartbeat,
+        backbone,
+    })
+}
+
+/// What `/readyz` checks: the database (required); with Redis the server and the bus subscriber; with Kafka the
+/// queue.
+fn health(backend: &Backend, cluster: &Option<Cluster>, backbone: &Backbone) -> Vec<Arc<dyn HealthCheck>> {
+    let mut checks: Vec<Arc<dyn HealthCheck>> = vec![match backend {
+        Backend::Sqlite(store) => store.clone(),
+        Backend::Mysql(store) => Arc::new(store.clone()),
+    }];
+    if let Some(c) = cluster {
+        checks.push(Arc::new(c.redis.clone()));
+        checks.push(Arc::new(c.bus.clone()));
+    }
+    checks.extend(backbone.health.clone());
+    checks
 }
 
 /// The four storage ports, seen as one value before Redis decorates them.
@@ -172,19 +265,24 @@ struct Storage {
     messages: Arc<dyn MessageStore>,
     /// The business tables; their rules are added once the plugins are up.
     business: BusinessPorts,
+    /// The outbox and the audit log, in the same database (the tenant's own on MariaDB).
+    outbox: Arc<dyn OutboxStore>,
+    audit: Arc<dyn AuditStore>,
 }
 
 impl Storage {
     fn of<S>(store: Arc<S>) -> Self
     where
         S: UserStore + TopicStore + SubscriptionStore + MessageStore + RelationStore + GroupStore + NotificationStore,
-        S: 'static,
+        S: OutboxStore + AuditStore + CommandStore + ReportStore + 'static,
     {
         Storage {
             users: store.clone(),
             topics: store.clone(),
             subs: store.clone(),
             messages: store.clone(),
+            outbox: store.clone(),
+            audit: store.clone(),
             business: BusinessPorts::of(store, Arc::new(NoRules)),
         }
     }
@@ -212,7 +310,7 @@ async fn open_storage(cfg: &Config, salt: Vec<u8>) -> anyhow::Result<(Storage, A
     }
 }
 
-/// How long a resolved API key is trusted before the registry is asked again (the seed's 60 s refresh).
+/// How long a resolved API key is trusted before the registry is asked again (tenant configuration: 60 s).
 const TENANT_CACHE_SECONDS: u64 = 60;
 
 /// Adds seq, idempotency, presence and the bus: Redis-backed (with the storage decorated by its caches) when
@@ -229,13 +327,15 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
             presence: Arc::new(MemoryPresence::new()),
             bus: Arc::new(MemoryBus::new()),
             control: Arc::new(MemoryControl::default()),
-            topic_carrier: None,
             hooks: Arc::new(NoHooks),
             business: storage.business,
+            outbox: storage.outbox,
+            login_failures: None,
         };
         return Ok((ports, None));
     };
     let client = RedisClient::connect(redis.clone()).context("configuring Redis")?;
+    let metrics = client.metrics_source();
     let shared = RedisPorts::new(&client, cfg.server.node_id.clone());
     let policy = HotPolicy::min_members(
         storage.subs.clone(),
@@ -243,8 +343,10 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
         Duration::from_secs(HOT_RECHECK_SECONDS),
     );
     let business = storage.business;
+    let redis_client = client.clone();
+    let outbox = storage.outbox;
     let cached = CachedStorage::new(client, storage.users, storage.topics, storage.subs, storage.messages, policy);
-    let cluster = Cluster { nodes: Arc::new(shared.nodes), bus: shared.bus.clone() };
+    let cluster = Cluster { nodes: Arc::new(shared.nodes), bus: shared.bus.clone(), metrics, redis: redis_client };
     let ports = Ports {
         users: Arc::new(cached.users),
         topics: Arc::new(cached.topics),
@@ -255,9 +357,11 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
         presence: Arc::new(shared.presence),
         bus: Arc::new(shared.bus),
         control: Arc::new(shared.control),
-        topic_carrier: None,
         hooks: Arc::new(NoHooks),
         business,
+        outbox,
+        // Guesses spread over the nodes meet one backoff (`security:login_fail:*`).
+        login_failures: Some(Arc::new(shared.login_failures)),
     };
     Ok((ports, Some(cluster)))
 }
@@ -334,7 +438,25 @@ fn service_config(cfg: &Config) -> ServiceConfig {
         max_message_size: cfg.limits.max_message_size,
         max_subscriber_count: cfg.limits.max_subscriber_count,
         session_queue: cfg.limits.session_queue,
+        send_deadline: Duration::from_millis(cfg.transport.send_deadline_ms),
+        session_queue_bytes: cfg.limits.session_queue_bytes,
         evict_same_platform: cfg.auth.evict_same_platform,
+        hash_concurrency: cfg.auth.hash_concurrency,
+        login_limits: LoginLimits {
+            per_login: cfg.auth.login_fail_limit,
+            per_addr: cfg.auth.login_ip_fail_limit,
+            backoff_max: Duration::from_millis(cfg.auth.login_backoff_max_ms),
+        },
+        password_change_requires_current: cfg.auth.password_change_requires_current,
+        max_groups_per_user: cfg.limits.max_groups_per_user,
+        max_sessions_per_user: cfg.limits.max_sessions_per_user,
+        max_loaded_topics: cfg.limits.max_loaded_topics,
+        topic_idle: Duration::from_secs(cfg.limits.topic_idle_seconds),
+        max_user_agent: cfg.limits.max_user_agent_bytes,
+        max_desc_bytes: cfg.limits.max_desc_bytes,
+        api_rate_per_second: cfg.limits.api_rate_per_second,
+        api_rate_burst: cfg.limits.api_rate_burst,
+        outbox_max_depth: cfg.outbox.max_depth,
         ..ServiceConfig::default()
     }
 }
@@ -351,5 +473,15 @@ fn gateway_config(cfg: &Config) -> GatewayConfig {
         ping_interval: Duration::from_secs(t.ping_interval_seconds),
         lp_poll_timeout: Duration::from_secs(t.lp_poll_timeout_seconds),
         lp_session_timeout: Duration::from_secs(t.lp_session_timeout_seconds),
+        lp_max_sessions: cfg.limits.max_lp_sessions,
+        lp_max_sessions_per_ip: cfg.limits.max_lp_sessions_per_ip,
+        max_connections: cfg.server.max_connections,
+        header_timeout: Duration::from_millis(t.header_timeout_ms),
+        http_idle_timeout: Duration::from_millis(t.http_idle_timeout_ms),
+        ws_handshake_timeout: Duration::from_millis(t.ws_handshake_timeout_ms),
+        write_timeout: Duration::from_millis(t.write_timeout_ms),
+        metrics_listener: !cfg.server.metrics_listen.is_empty(),
+        protect_metrics: cfg.admin.protect_metrics,
+        access_log: cfg.log.access,
     }
 }

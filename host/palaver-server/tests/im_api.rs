@@ -1,6 +1,6 @@
 //! The `/v1/im/` HTTP API's contract, whatever plugins a node runs: the OpenAPI document lists exactly the
 //! routes the router serves, every route authenticates with the socket's API key and login token, and every
-//! refusal has the `{code, message, reason}` shape with a stable reason.
+//! refusal has the one error shape (`{code, reason, message}`, `palaver_api::ErrorBody`) with a reason of the table.
 
 mod common;
 
@@ -60,10 +60,14 @@ async fn the_openapi_document_and_the_router_agree_and_every_route_authenticates
             assert_eq!(v["code"], 401);
             assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()));
             // With one: this node runs no plugins, so the route is there and a plugin's command is not;
-            // notifications are the host's own and answer for real.
+            // notifications and reports are the host's own and answer for real.
             let (status, v) = call(addr, &method, &url, Some(&token), body).await;
             if path.starts_with("/v1/im/notifications") {
                 assert!(status == 200 || reason(&v) == "NOTIFICATION_NOT_FOUND", "{method} {url}: {status} {v}");
+                continue;
+            }
+            if path.starts_with("/v1/im/reports") {
+                assert_eq!((status, reason(&v)), (400, "ARGUMENT_REQUIRED"), "{method} {url}: {v}");
                 continue;
             }
             assert_eq!((status, reason(&v)), (404, "COMMAND_NOT_AVAILABLE"), "{method} {url}: {v}");
@@ -112,10 +116,33 @@ async fn bad_keys_tokens_and_bodies_get_clear_errors() {
         .req(
             "acc",
             serde_json::json!({ "user": uid, "scheme": "basic",
-                "secret": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "imbad:another-secret1") }),
+                "secret": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "imbad:another-secret1"),
+                "tmpscheme": "basic",
+                "tmpsecret": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "imbad:secret1") }),
         )
         .await;
     assert_eq!(ctrl["code"], 200, "{ctrl}");
     let (status, v) = call(addr, "GET", "/v1/im/friends", Some(&token), "").await;
     assert_eq!((status, reason(&v)), (401, "TOKEN_INVALID"), "revoked by the password change");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_over_the_api_rate_gets_429_in_the_error_shape() {
+    let data = tempfile::tempdir().unwrap();
+    let node =
+        start(data.path(), &[("PALAVER_LIMITS__API_RATE_PER_SECOND", "1"), ("PALAVER_LIMITS__API_RATE_BURST", "3")])
+            .await;
+    let addr = node.addr();
+    let (_, token) = Client::connect(addr).await.signup("imrate").await;
+    let (_, other) = Client::connect(addr).await.signup("imrate2").await;
+    for i in 0..3 {
+        let (status, v) = call(addr, "GET", "/v1/im/notifications/unread-count", Some(&token), "").await;
+        assert_eq!(status, 200, "request {i} is within the burst: {v}");
+    }
+    let (status, v) = call(addr, "GET", "/v1/im/notifications/unread-count", Some(&token), "").await;
+    assert_eq!((status, reason(&v)), (429, "RATE_LIMITED"), "{v}");
+    assert_eq!(v["code"], 429);
+    assert!(v["message"].as_str().unwrap().contains("retry in"), "{v}");
+    let (status, _) = call(addr, "GET", "/v1/im/notifications/unread-count", Some(&other), "").await;
+    assert_eq!(status, 200, "another user has a budget of their own");
 }

@@ -127,6 +127,8 @@ level = "warn"
             .arg("--config")
             .arg(&config)
             .args(["--node-id", id])
+            // The clients use Tinode's demo API key.
+            .arg("--dev")
             .env("PALAVER_LOG", "warn")
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
@@ -705,7 +707,9 @@ async fn kicking_a_device_closes_only_that_device_on_whichever_node_it_is() {
     // The phone is on node2; the kick goes to node1's admin API.
     let (status, body) = nodes[0].admin(&carol, "evict", json!({ "device": "phone1", "reason": "kicked" })).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["closed_here"], 0, "nothing of the phone on node1: {body}");
+    // A device kick is the admin command `user.device.revoke`: the body is its result record.
+    assert_eq!((body["type"].clone(), body["status"].clone()), (json!("user.device.revoke"), json!("succeeded")));
+    assert_eq!(body["detail"]["closed_here"], 0, "nothing of the phone on node1: {body}");
     assert!(phone.closes_within(SOON).await, "the phone on node2 is closed");
     let ctrl = ctrl_205(&phone.backlog).unwrap_or_else(|| panic!("no ctrl 205 before the close: {:?}", phone.backlog));
     assert_eq!(ctrl["ctrl"]["params"]["reason"], "kicked");
@@ -744,8 +748,13 @@ async fn a_password_change_closes_every_other_session_on_every_node_and_revokes_
         Dev::login(n2, KEY, "erin", "other-node-2", "web").await,
     ];
     let mut bystander = Dev::signup(n2, KEY, "frank", "f", "web").await;
-    let ctrl =
-        main.ctrl("acc", json!({ "user": main.user, "scheme": "basic", "secret": secret("erin", "newsecret1") })).await;
+    let ctrl = main
+        .ctrl(
+            "acc",
+            json!({ "user": main.user, "scheme": "basic", "secret": secret("erin", "newsecret1"),
+            "tmpscheme": "basic", "tmpsecret": secret("erin", "secret1") }),
+        )
+        .await;
     assert_eq!(ctrl["code"], 200, "{ctrl}");
     let new_token = ctrl["params"]["token"].as_str().map(str::to_owned);
     for (i, o) in others.iter_mut().enumerate() {
@@ -1138,4 +1147,28 @@ async fn a_clean_stop_takes_the_presence_of_unresponsive_clients_too() {
     assert!(status.success(), "{status}");
     let desc = b.req("get", json!({ "topic": a.user, "what": "desc" })).await;
     assert_eq!(desc["meta"]["desc"]["online"], false, "online after a clean stop: {desc}");
+}
+
+/// Password guesses spread over two nodes meet one backoff: the counters live in Redis
+/// (`security:login_fail:*`), not in each node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_logins_on_one_node_back_off_the_login_on_every_node() {
+    let cl = Cluster::new("lfail");
+    let nodes = cl.start_all(&["n1", "n2"]).await;
+    let (n1, n2) = (nodes[0].addr, nodes[1].addr);
+    Dev::signup(n1, KEY, "judy", "d1", "web").await;
+    let attempt = async |addr: SocketAddr, pass: &str| {
+        let mut d = Dev::connect(addr, KEY).await;
+        d.hi("x", "web").await;
+        d.ctrl("login", json!({ "scheme": "basic", "secret": secret("judy", pass) })).await
+    };
+    // The default limit is five failures per login; three on one node and two on the other reach it.
+    for (i, addr) in [n1, n1, n1, n2, n2].into_iter().enumerate() {
+        assert_eq!(attempt(addr, &format!("guess{i}")).await["code"], 401);
+    }
+    for addr in [n1, n2] {
+        let ctrl = attempt(addr, "secret1").await;
+        assert_eq!(ctrl["code"], 429, "{ctrl}");
+        assert!(ctrl["params"]["retry_after_ms"].as_u64().is_some_and(|ms| ms > 0), "{ctrl}");
+    }
 }

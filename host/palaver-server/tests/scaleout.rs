@@ -1,4 +1,4 @@
-//! The node on MariaDB + Redis, with the seed's degradation table (§10) checked row by row by cutting the
+//! The node on MariaDB + Redis, with the degradation rules below checked row by row by cutting the
 //! network to each dependency through a proxy mid-test:
 //!
 //! | dependency down | expected |
@@ -60,7 +60,7 @@ async fn group_with_owner(addr: SocketAddr, login: &str) -> (Client, String, Str
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_down_degrades_as_the_seed_says() {
+async fn redis_down_degrades_as_documented() {
     let dir = tempfile::tempdir().unwrap();
     let redis = Proxy::start(redis_addr()).await;
     let tag = unique("redisdown");

@@ -115,8 +115,10 @@ async fn draining_sends_205_then_closes() {
     let addr = node.addr();
     let mut c = Client::connect(addr).await;
     c.signup("drainee").await;
-    let (status, _) = http(addr, "GET", "/readyz", "").await;
+    let (status, body) = http(addr, "GET", "/readyz", "").await;
     assert_eq!(status, 200);
+    let ready: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready, json!({ "status": "ready", "checks": { "database": { "ok": true, "required": true } } }));
     let shutdown = tokio::spawn(node.shutdown());
     let f = c.next().await.unwrap();
     assert_eq!(f["ctrl"]["code"], 205);

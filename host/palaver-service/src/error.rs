@@ -1,5 +1,6 @@
 //! Service errors and the one stable table that maps each of them to a Tinode ctrl code.
 
+use palaver_api::Reason;
 use palaver_core::StoreError;
 use palaver_proto::Code;
 
@@ -40,6 +41,15 @@ pub enum ServiceError {
     Policy(String),
     #[error("too many requests")]
     TooManyRequests,
+    /// Too many failed logins for the login or the client address; retry after `retry_after_ms`.
+    #[error("too many failed logins")]
+    LoginThrottled { retry_after_ms: u64 },
+    /// Over a request rate; retry after `retry_after_ms`.
+    #[error("too many requests: {why}")]
+    RateLimited { why: String, retry_after_ms: u64 },
+    /// Refused for a reason the client should read (403 with a precise text).
+    #[error("permission denied: {0}")]
+    Denied(String),
     #[error("not implemented")]
     NotImplemented,
     #[error("version not supported")]
@@ -55,50 +65,66 @@ pub enum ServiceError {
 }
 
 impl ServiceError {
-    /// The ctrl code this error is answered with.
-    pub fn code(&self) -> Code {
+    /// The stable reason of the refusal (`palaver_api::Reason`): the one table every error maps into, for the
+    /// HTTP APIs' `reason` and, through it, the ctrl code.
+    pub fn reason(&self) -> Reason {
         use ServiceError::*;
         match self {
-            Malformed(_) => Code::Malformed,
-            AuthRequired => Code::AuthRequired,
-            AuthFailed => Code::AuthFailed,
-            UnknownScheme => Code::UnknownAuthScheme,
-            PermissionDenied => Code::PermissionDenied,
-            TopicNotFound => Code::TopicNotFound,
-            UserNotFound => Code::UserNotFound,
-            NotFound => Code::NotFound,
-            NotAllowed => Code::OperationNotAllowed,
-            AlreadyAuthenticated => Code::AlreadyAuthenticated,
-            MustAttach => Code::MustAttachFirst,
-            AlreadyExists => Code::AlreadyExists,
-            OutOfSequence => Code::CommandOutOfSequence,
-            DuplicateCredential => Code::DuplicateCredential,
-            TooLarge(_) => Code::TooLarge,
-            Policy(_) => Code::PolicyViolation,
-            TooManyRequests => Code::TooManyRequests,
-            NotImplemented => Code::NotImplemented,
-            VersionNotSupported => Code::VersionNotSupported,
-            Unavailable { .. } => Code::ServiceUnavailable,
-            Rejected { code, .. } => *code,
-            Internal(_) => Code::InternalError,
+            Malformed(_) => Reason::Malformed,
+            AuthRequired => Reason::AuthRequired,
+            AuthFailed => Reason::AuthFailed,
+            UnknownScheme => Reason::UnknownAuthScheme,
+            PermissionDenied | Denied(_) => Reason::PermissionDenied,
+            TopicNotFound => Reason::TopicNotFound,
+            UserNotFound => Reason::UserNotFound,
+            NotFound => Reason::NotFound,
+            NotAllowed => Reason::NotAllowed,
+            AlreadyAuthenticated => Reason::AlreadyAuthenticated,
+            MustAttach => Reason::MustAttach,
+            AlreadyExists => Reason::AlreadyExists,
+            OutOfSequence => Reason::OutOfSequence,
+            DuplicateCredential => Reason::DuplicateCredential,
+            TooLarge(_) => Reason::TooLarge,
+            Policy(_) => Reason::PolicyViolation,
+            TooManyRequests | RateLimited { .. } => Reason::RateLimited,
+            LoginThrottled { .. } => Reason::LoginThrottled,
+            NotImplemented => Reason::NotImplemented,
+            VersionNotSupported => Reason::VersionNotSupported,
+            Unavailable { .. } => Reason::Unavailable,
+            // A business refusal of the publish gate carries a table reason; a content filter's is free text.
+            Rejected { reason, .. } => Reason::parse(reason).unwrap_or(Reason::ContentRejected),
+            Internal(_) => Reason::Internal,
+        }
+    }
+
+    /// The ctrl code this error is answered with: the reason's, except that a publish hook chooses its own.
+    pub fn code(&self) -> Code {
+        match self {
+            ServiceError::Rejected { code, .. } => *code,
+            e => e.reason().code(),
         }
     }
 
     /// The text sent to the client: the canonical one, or a more precise one where it helps and leaks nothing.
     pub fn text(&self) -> String {
         match self {
-            ServiceError::Malformed(why) | ServiceError::TooLarge(why) | ServiceError::Policy(why) => {
-                format!("{}: {why}", self.code().text())
-            }
+            ServiceError::Malformed(why)
+            | ServiceError::TooLarge(why)
+            | ServiceError::Policy(why)
+            | ServiceError::Denied(why)
+            | ServiceError::RateLimited { why, .. } => format!("{}: {why}", self.code().text()),
+            ServiceError::LoginThrottled { .. } => "too many failed logins: retry later".to_owned(),
             ServiceError::Rejected { reason, .. } => reason.clone(),
             _ => self.code().text().to_owned(),
         }
     }
 
-    /// Extra ctrl params (a retry hint for 503).
+    /// Extra ctrl params (a retry hint for 503 and 429).
     pub fn params(&self) -> Option<serde_json::Value> {
         match self {
-            ServiceError::Unavailable { retry_after_ms, .. } => {
+            ServiceError::Unavailable { retry_after_ms, .. }
+            | ServiceError::LoginThrottled { retry_after_ms }
+            | ServiceError::RateLimited { retry_after_ms, .. } => {
                 Some(serde_json::json!({ "retry_after_ms": retry_after_ms }))
             }
             _ => None,
@@ -119,3 +145,48 @@ impl From<StoreError> for ServiceError {
 
 /// The result of a handler.
 pub type ServiceResult<T> = Result<T, ServiceError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ctrl codes Tinode clients already see, unchanged by deriving them from the reasons table.
+    #[test]
+    fn ctrl_codes_stay_what_clients_know() {
+        let s = String::new;
+        let cases = [
+            (ServiceError::Malformed(s()), Code::Malformed),
+            (ServiceError::AuthRequired, Code::AuthRequired),
+            (ServiceError::AuthFailed, Code::AuthFailed),
+            (ServiceError::UnknownScheme, Code::UnknownAuthScheme),
+            (ServiceError::PermissionDenied, Code::PermissionDenied),
+            (ServiceError::TopicNotFound, Code::TopicNotFound),
+            (ServiceError::UserNotFound, Code::UserNotFound),
+            (ServiceError::NotFound, Code::NotFound),
+            (ServiceError::NotAllowed, Code::OperationNotAllowed),
+            (ServiceError::AlreadyAuthenticated, Code::AlreadyAuthenticated),
+            (ServiceError::MustAttach, Code::MustAttachFirst),
+            (ServiceError::AlreadyExists, Code::AlreadyExists),
+            (ServiceError::OutOfSequence, Code::CommandOutOfSequence),
+            (ServiceError::DuplicateCredential, Code::DuplicateCredential),
+            (ServiceError::TooLarge(s()), Code::TooLarge),
+            (ServiceError::Policy(s()), Code::PolicyViolation),
+            (ServiceError::TooManyRequests, Code::TooManyRequests),
+            (ServiceError::LoginThrottled { retry_after_ms: 1 }, Code::TooManyRequests),
+            (ServiceError::RateLimited { why: s(), retry_after_ms: 1 }, Code::TooManyRequests),
+            (ServiceError::Denied(s()), Code::PermissionDenied),
+            (ServiceError::NotImplemented, Code::NotImplemented),
+            (ServiceError::VersionNotSupported, Code::VersionNotSupported),
+            (ServiceError::Unavailable { reason: s(), retry_after_ms: 1 }, Code::ServiceUnavailable),
+            (ServiceError::Rejected { code: Code::TooLarge, reason: "too long".into() }, Code::TooLarge),
+            (ServiceError::Internal(s()), Code::InternalError),
+        ];
+        for (e, code) in cases {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+        let muted = ServiceError::Rejected { code: Code::PermissionDenied, reason: "GROUP_MUTED".into() };
+        assert_eq!(muted.reason(), Reason::GroupMuted);
+        let filtered = ServiceError::Rejected { code: Code::PolicyViolation, reason: "blocked word".into() };
+        assert_eq!(filtered.reason(), Reason::ContentRejected);
+    }
+}

@@ -4,35 +4,37 @@
 //! **Invariant:** this crate names no adapter and does no network or disk I/O of its own; it reaches storage,
 //! presence and seq allocation only through `palaver_core::ports`.
 
-mod apply;
+pub mod admin;
 pub mod auth;
+pub mod backbone;
 mod business;
-mod control;
 mod delivery;
 mod error;
 mod handlers;
-mod hub;
 mod metrics;
-mod realtime;
+mod names;
 mod render;
 mod session;
-mod topics;
+mod throttle;
+mod usecases;
 
-pub use business::{BLOCKED, BizError, BizResult, GROUP_MUTED};
-pub use control::Eviction;
+pub use backbone::{Backbone, Summary, new_event_id};
+pub use business::{BizError, BizResult};
+pub use delivery::control::Eviction;
+pub use delivery::hub::{Attached, Frame, Hub, Outbound, SessionHandle, SessionRx};
 pub use error::{ServiceError, ServiceResult};
-pub use hub::{Attached, Frame, Hub, Outbound, SessionHandle};
 pub use metrics::Metrics;
+pub use render::ctrl_frame;
 pub use session::{Session, Transport};
+pub use throttle::{LoginLimits, MAX_TRACKED};
 
-use auth::{HashCost, TokenSigner};
+use auth::{HashCost, HashPool, TokenSigner};
+use delivery::topics::LoadedTopics;
 use palaver_core::ports::Ports;
-use palaver_core::{SessionId, TenantId, UnixMillis};
+use palaver_core::{SessionId, TenantId};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::sync::mpsc;
-use topics::TopicLocks;
 
 /// The service's settings, validated by the server before it starts.
 #[derive(Debug, Clone)]
@@ -43,6 +45,23 @@ pub struct ServiceConfig {
     pub token_ttl: Duration,
     /// Argon2 cost for new password hashes.
     pub hash_cost: HashCost,
+    /// Argon2 hashes and verifications running at once (the rest wait); 0 means one per core.
+    pub hash_concurrency: usize,
+    /// Failed-login counters and their backoff.
+    pub login_limits: LoginLimits,
+    /// A password change from a logged-in session must prove the current password (`tmpscheme`/`tmpsecret`).
+    pub password_change_requires_current: bool,
+    /// Groups one user may belong to (create, join or be invited to over the socket); 0 means no limit.
+    pub max_groups_per_user: usize,
+    /// Sessions one user may have logged in on this node; 0 means no limit.
+    pub max_sessions_per_user: usize,
+    /// Longest `{hi ua}` in bytes.
+    pub max_user_agent: usize,
+    /// Largest `public` or `private` JSON value in bytes, as serialised.
+    pub max_desc_bytes: usize,
+    /// `/v1/im/` requests per second per user on average (0 disables the limit), and the burst.
+    pub api_rate_per_second: u32,
+    pub api_rate_burst: u32,
     /// The largest client frame, advertised in the `{hi}` reply as `maxMessageSize`.
     pub max_message_size: usize,
     /// The most subscribers a group may have.
@@ -55,12 +74,25 @@ pub struct ServiceConfig {
     pub max_page: usize,
     /// Frames queued per session before fanout starts dropping for it.
     pub session_queue: usize,
+    /// How long a reply may wait for room in its session's queue before the session is closed instead.
+    pub send_deadline: Duration,
+    /// Bytes queued per session before fanout drops for it; a reply beyond it closes the session.
+    pub session_queue_bytes: usize,
     /// Longest accepted `client_mid`, in bytes.
     pub max_client_mid: usize,
     /// A new login with the same `platf` (from `{hi}`) closes the user's older sessions of that platform.
     pub evict_same_platform: bool,
     /// Remote events queued for this node before the bus receiver starts dropping them.
     pub bus_queue: usize,
+    /// Most topics kept loaded (their ordering lock, seq floor and caches); beyond it the least recently used
+    /// that nobody is using are unloaded.
+    pub max_loaded_topics: usize,
+    /// A loaded topic unused for this long is unloaded.
+    pub topic_idle: Duration,
+    /// Abuse reports one user may file in an hour; 0 means no limit.
+    pub max_reports_per_hour: usize,
+    /// Entries one tenant's outbox may hold before new audit and summary records are refused (0: unbounded).
+    pub outbox_max_depth: u64,
 }
 
 impl Default for ServiceConfig {
@@ -69,6 +101,15 @@ impl Default for ServiceConfig {
             node_id: "local".into(),
             token_ttl: Duration::from_secs(14 * 24 * 3600),
             hash_cost: HashCost::default(),
+            hash_concurrency: 0,
+            login_limits: LoginLimits::default(),
+            password_change_requires_current: true,
+            max_groups_per_user: 1000,
+            max_sessions_per_user: 64,
+            max_user_agent: 256,
+            max_desc_bytes: 16 * 1024,
+            api_rate_per_second: 20,
+            api_rate_burst: 60,
             max_message_size: 256 * 1024,
             max_subscriber_count: 4096,
             min_tag_length: 2,
@@ -77,9 +118,15 @@ impl Default for ServiceConfig {
             default_page: 32,
             max_page: 100,
             session_queue: 512,
+            send_deadline: Duration::from_secs(10),
+            session_queue_bytes: 8 * 1024 * 1024,
             max_client_mid: 64,
             evict_same_platform: false,
             bus_queue: 65_536,
+            max_loaded_topics: 100_000,
+            topic_idle: Duration::from_secs(600),
+            max_reports_per_hour: 20,
+            outbox_max_depth: 100_000,
         }
     }
 }
@@ -89,8 +136,15 @@ pub(crate) struct Inner {
     pub(crate) hub: Hub,
     pub(crate) cfg: ServiceConfig,
     pub(crate) signer: TokenSigner,
-    pub(crate) topics: TopicLocks,
+    pub(crate) topics: LoadedTopics,
     pub(crate) metrics: Arc<Metrics>,
+    pub(crate) hasher: HashPool,
+    pub(crate) logins: throttle::LoginThrottle,
+    pub(crate) api_limiter: throttle::ApiLimiter,
+    /// Outbox depths, the relay's wake-up and the queue-side counters.
+    pub(crate) backbone: Arc<Backbone>,
+    /// Counters of other components (plugins, Redis) appended to the exposition after the service's own.
+    metric_sources: parking_lot::RwLock<Vec<Arc<dyn palaver_core::MetricsSource>>>,
     next_sid: AtomicU64,
     draining: AtomicBool,
     /// Sessions between leaving the hub and finishing their clean-up (presence, last seen), which shutdown
@@ -108,22 +162,38 @@ impl Service {
     /// A service over `ports`, signing tokens with `signer`.
     pub fn new(ports: Ports, cfg: ServiceConfig, signer: TokenSigner) -> Self {
         let seed = rand::random::<u32>() as u64;
+        let hasher = HashPool::new(cfg.hash_concurrency, cfg.hash_cost);
+        let logins = throttle::LoginThrottle::new(cfg.login_limits);
+        let api_limiter = throttle::ApiLimiter::new(cfg.api_rate_per_second, cfg.api_rate_burst);
+        let topics = LoadedTopics::new(cfg.max_loaded_topics, cfg.topic_idle.as_millis() as i64);
+        let backbone = Arc::new(Backbone::new(cfg.outbox_max_depth));
+        let sources: Vec<Arc<dyn palaver_core::MetricsSource>> = vec![backbone.clone()];
         let svc = Service {
             inner: Arc::new(Inner {
                 ports,
                 hub: Hub::default(),
                 cfg,
                 signer,
-                topics: TopicLocks::default(),
+                topics,
                 metrics: Arc::new(Metrics::default()),
+                hasher,
+                logins,
+                api_limiter,
+                backbone,
+                metric_sources: parking_lot::RwLock::new(sources),
                 next_sid: AtomicU64::new(seed << 24),
                 draining: AtomicBool::new(false),
                 closing: std::sync::atomic::AtomicUsize::new(0),
             }),
         };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            let hasher = svc.inner.hasher.clone();
+            tokio::spawn(async move { hasher.warm().await });
+            tokio::spawn(sweep_topics(Arc::downgrade(&svc.inner)));
+        }
         if svc.inner.ports.bus.is_shared() {
             if tokio::runtime::Handle::try_current().is_ok() {
-                realtime::start(&svc.inner, svc.inner.cfg.bus_queue);
+                delivery::dispatch::start(&svc.inner, svc.inner.cfg.bus_queue);
             } else {
                 tracing::error!("a shared bus needs a runtime to start its receiver; remote events are ignored");
             }
@@ -132,18 +202,19 @@ impl Service {
     }
 
     /// Opens a session for a new connection of `tenant`. The receiver yields what to write to the client.
-    pub fn open_session(
-        &self,
-        tenant: TenantId,
-        transport: Transport,
-        remote: Option<String>,
-    ) -> (Session, mpsc::Receiver<Outbound>) {
+    pub fn open_session(&self, tenant: TenantId, transport: Transport, remote: Option<String>) -> (Session, SessionRx) {
         let sid = SessionId(self.inner.next_sid.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = mpsc::channel(self.inner.cfg.session_queue.max(8));
-        let handle = Arc::new(SessionHandle::new(sid, tenant, tx, self.inner.metrics.clone()));
+        let (tx, rx) = delivery::hub::queue(self.inner.cfg.session_queue.max(8), self.inner.cfg.session_queue_bytes);
+        let metrics = self.inner.metrics.clone();
+        let handle = Arc::new(SessionHandle::new(sid, tenant, tx, metrics, self.inner.cfg.send_deadline));
         self.inner.metrics.session_opened();
         self.inner.hub.register(handle.clone());
         (Session::new(self.inner.clone(), handle, transport, remote), rx)
+    }
+
+    /// How many topics this node has loaded (see `limits.max_loaded_topics`).
+    pub fn loaded_topics(&self) -> usize {
+        self.inner.topics.len()
     }
 
     /// This node's hub.
@@ -156,9 +227,20 @@ impl Service {
         &self.inner.metrics
     }
 
-    /// The Prometheus text exposition of the node's metrics.
+    /// The Prometheus text exposition of the node's metrics: the service's own, then each registered source's.
     pub fn render_metrics(&self) -> String {
-        self.inner.metrics.render(self.inner.hub.session_count())
+        self.inner.metrics.set_loaded_topics(self.inner.topics.len());
+        let mut out = self.inner.metrics.render(self.inner.hub.session_count());
+        for source in self.inner.metric_sources.read().iter() {
+            source.render(&mut out);
+        }
+        out
+    }
+
+    /// Adds a component's counters to [`Service::render_metrics`]; the server registers the plugin runtime's
+    /// and the Redis adapters' here.
+    pub fn add_metrics_source(&self, source: Arc<dyn palaver_core::MetricsSource>) {
+        self.inner.metric_sources.write().push(source);
     }
 
     /// The service's settings.
@@ -166,7 +248,12 @@ impl Service {
         &self.inner.cfg
     }
 
-    /// Releases or rejects a held message. Releasing delivers it to every attached reader, as if just published.
+    /// Releases (`Pass`) or rejects (`Reject`) a message held for review, by its stored topic name. Releasing
+    /// delivers it to every attached reader, as if just published, and it joins everyone's history; a rejected
+    /// message stays visible to its sender only. A rejected message may still be released later.
+    ///
+    /// `TopicNotFound` or `NotFound` for an unknown topic or seq, `NotAllowed` for a message that is not held
+    /// (it passed, so it was delivered already), `Malformed` when asked to hold (`Pending`).
     pub async fn set_message_audit(
         &self,
         tenant: TenantId,
@@ -174,20 +261,16 @@ impl Service {
         seq: palaver_core::Seq,
         audit: palaver_core::AuditStatus,
     ) -> ServiceResult<()> {
-        let msg = self.inner.ports.messages.set_audit(tenant, topic, seq, audit).await?;
-        if audit == palaver_core::AuditStatus::Pass {
-            self.inner.fan_out(tenant, &msg, None).await;
-        }
-        Ok(())
+        self.inner.messages(tenant).review(topic, seq, audit).await
     }
 
-    /// Delivers a business event (from a plugin) to its sessions on every node, in the seed's `{info}` form: to
+    /// Delivers a business event (from a plugin) to its sessions on every node, in the business `{info}` form: to
     /// every session of a user as `{info topic:"me", what:"im"}`, or to the sessions attached to a topic as
     /// `{info topic:<topic>, what:"group"}`. Returns how many sessions of this node it was queued to.
     pub fn emit_event(&self, tenant: TenantId, target: EventTarget, event: &str, payload: serde_json::Value) -> usize {
         let to = match target {
-            EventTarget::User(u) => realtime::BusinessTarget::User(u),
-            EventTarget::Topic(t) => realtime::BusinessTarget::Topic(t),
+            EventTarget::User(u) => delivery::dispatch::BusinessTarget::User(u),
+            EventTarget::Topic(t) => delivery::dispatch::BusinessTarget::Topic(t),
         };
         self.inner.emit_business(tenant, to, event, &payload, None)
     }
@@ -195,15 +278,25 @@ impl Service {
     /// The user a login token belongs to in `tenant`, checked as `{login scheme:"token"}` checks it: signature,
     /// expiry, tenant, the account's current `auth_version` and state. Used by the HTTP API.
     pub async fn authenticate_token(&self, tenant: TenantId, token: &str) -> ServiceResult<palaver_core::UserId> {
-        let claims = self.inner.signer.verify(token, now_millis()).map_err(|_| ServiceError::AuthFailed)?;
-        if claims.tenant != tenant {
-            return Err(ServiceError::AuthFailed);
-        }
-        let user = self.inner.ports.users.get_user(tenant, claims.user).await?.ok_or(ServiceError::AuthFailed)?;
-        if user.auth_version != claims.auth_version || user.state != palaver_core::RecordState::Active {
+        let user = self.inner.accounts(tenant).user_of_token(token).await?;
+        if user.state != palaver_core::RecordState::Active {
             return Err(ServiceError::AuthFailed);
         }
         Ok(user.id)
+    }
+
+    /// The password hashing pool (its size and how many verifications it did).
+    pub fn hasher(&self) -> &HashPool {
+        &self.inner.hasher
+    }
+
+    /// Counts one business-API request of `user`; a user over `api_rate_per_second` gets
+    /// [`ServiceError::RateLimited`] with the wait.
+    pub fn check_api_rate(&self, tenant: TenantId, user: palaver_core::UserId) -> ServiceResult<()> {
+        self.inner.api_limiter.check(tenant, user).map_err(|retry_after_ms| ServiceError::RateLimited {
+            why: "business API request rate".into(),
+            retry_after_ms,
+        })
     }
 
     /// Sessions still open or still finishing their clean-up; shutdown waits for zero.
@@ -217,10 +310,7 @@ impl Service {
         let now = now_millis();
         for s in self.inner.hub.all_sessions() {
             if let Some(user) = s.user() {
-                if let Err(e) = self.inner.ports.presence.mark_offline(s.tenant, user, &s.sid.to_string(), now).await {
-                    tracing::debug!(error = %e, "presence not released");
-                }
-                self.inner.leave_online_all(s.tenant, user).await;
+                self.inner.presence(s.tenant).release(user, &s.sid.to_string(), now).await;
             }
         }
     }
@@ -234,11 +324,26 @@ impl Service {
     pub fn drain(&self) {
         self.inner.draining.store(true, Ordering::Relaxed);
         let now = now_millis();
-        let frame = render::ctrl_frame(None, None, palaver_proto::Code::ServerShutdown, now, None);
+        let frame = render::ctrl_frame(None, None, palaver_proto::Code::ServerShutdown, None, now, None);
         for s in self.inner.hub.all_sessions() {
             s.push(frame.clone());
             s.close();
         }
+    }
+}
+
+/// Unloads idle topics every quarter of the idle time (at most every minute), until the service is dropped.
+async fn sweep_topics(inner: std::sync::Weak<Inner>) {
+    let every = match inner.upgrade() {
+        Some(i) => Duration::from_millis((i.topics.idle_ms() / 4).clamp(1_000, 60_000) as u64),
+        None => return,
+    };
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.topics.sweep();
     }
 }
 
@@ -251,7 +356,4 @@ pub enum EventTarget {
     Topic(String),
 }
 
-/// The wall clock in Unix milliseconds.
-pub(crate) fn now_millis() -> UnixMillis {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
-}
+pub(crate) use palaver_core::now_millis;

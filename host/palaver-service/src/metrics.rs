@@ -1,4 +1,6 @@
-//! The service's Prometheus metrics. Every metric name Palaver exports is written here and nowhere else.
+//! The service's own Prometheus metrics (`palaver_*`). The plugin runtime (`palaver_plugin_*`) and the Redis
+//! adapters (`palaver_redis_*`) render theirs behind [`palaver_core::MetricsSource`], appended by
+//! `Service::render_metrics`; `docs/metrics.md` lists them all (the tidy test keeps it complete).
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -12,6 +14,8 @@ const KINDS: [&str; 10] = ["hi", "acc", "login", "sub", "leave", "pub", "get", "
 #[derive(Debug, Default)]
 pub struct Metrics {
     sessions_opened: AtomicU64,
+    /// Topics loaded on the node, as of the last scrape.
+    loaded_topics: AtomicU64,
     requests: [AtomicU64; KINDS.len()],
     malformed: AtomicU64,
     errors: Mutex<BTreeMap<u16, u64>>,
@@ -28,13 +32,29 @@ pub struct Metrics {
     sessions_controlled: Mutex<BTreeMap<&'static str, u64>>,
     /// Business commands (`/v1/im/`), by outcome, and the time they took in all.
     business_commands: Mutex<BTreeMap<&'static str, u64>>,
+    /// Admin commands settled, by outcome.
+    admin_commands: Mutex<BTreeMap<&'static str, u64>>,
     business_micros: AtomicU64,
     /// Calls to the business rules (the plugins) and the time they took in all.
     rule_calls: AtomicU64,
     rule_micros: AtomicU64,
+    /// Requests refused by a protection (frames after a close, long-poll caps), by reason.
+    refused: Mutex<BTreeMap<&'static str, u64>>,
+    /// The listener: open connections, connections refused over the cap, accept errors, restarts of the
+    /// accept loop, connections closed by a timeout (by kind), and sessions closed for an overfull queue.
+    connections: AtomicU64,
+    connections_refused: AtomicU64,
+    accept_errors: AtomicU64,
+    accept_restarts: AtomicU64,
+    connection_timeouts: Mutex<BTreeMap<&'static str, u64>>,
+    queue_overflows: AtomicU64,
 }
 
 impl Metrics {
+    pub(crate) fn set_loaded_topics(&self, n: usize) {
+        self.loaded_topics.store(n as u64, Ordering::Relaxed);
+    }
+
     pub(crate) fn session_opened(&self) {
         self.sessions_opened.fetch_add(1, Ordering::Relaxed);
     }
@@ -90,9 +110,69 @@ impl Metrics {
         self.business_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// Counts an admin command settled as `outcome`: its status (`succeeded`, `failed`, `rejected`), `repeat` (a
+    /// stored result republished), `retry` (a transient failure) or `dead_letter`.
+    pub(crate) fn admin_command(&self, outcome: &'static str) {
+        *self.admin_commands.lock().entry(outcome).or_default() += 1;
+    }
+
     pub(crate) fn rule_call(&self, took: std::time::Duration) {
         self.rule_calls.fetch_add(1, Ordering::Relaxed);
         self.rule_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a client frame dropped because the server had already closed its session.
+    pub(crate) fn refused_after_close(&self) {
+        self.refused("after_close");
+    }
+
+    /// Counts a request refused by a protection, with the reason as its label.
+    pub fn refused(&self, reason: &'static str) {
+        *self.refused.lock().entry(reason).or_default() += 1;
+    }
+
+    /// How many requests a protection refused for `reason`.
+    pub fn refused_count(&self, reason: &str) -> u64 {
+        self.refused.lock().get(reason).copied().unwrap_or(0)
+    }
+
+    /// Counts a new connection; returns how many are open, this one included.
+    pub fn connection_opened(&self) -> u64 {
+        self.connections.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Counts a connection closed (its descriptor released).
+    pub fn connection_closed(&self) {
+        self.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Acquire)
+    }
+
+    /// Counts a connection answered 503 because the node is at `server.max_connections`.
+    pub fn connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a failed `accept` (such as EMFILE), after which the listener backs off and goes on.
+    pub fn accept_error(&self) {
+        self.accept_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a restart of an accept loop that ended with an error or a panic.
+    pub fn accept_restart(&self) {
+        self.accept_restarts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a connection closed by a timeout: `header`, `http_idle`, `ws_handshake` or `write`.
+    pub fn connection_timeout(&self, kind: &'static str) {
+        *self.connection_timeouts.lock().entry(kind).or_default() += 1;
+    }
+
+    pub(crate) fn queue_overflow(&self) {
+        self.queue_overflows.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Envelopes received from other nodes with `outcome` (`applied`, `loopback`, `duplicate`, `malformed`,
@@ -117,6 +197,12 @@ impl Metrics {
             }
         };
         metric("palaver_sessions", "gauge", "Live client sessions on this node.", &[(String::new(), sessions as u64)]);
+        metric(
+            "palaver_loaded_topics",
+            "gauge",
+            "Topics loaded on this node (ordering lock, seq floor and caches), bounded by limits.max_loaded_topics.",
+            &[(String::new(), load(&self.loaded_topics))],
+        );
         metric(
             "palaver_sessions_opened_total",
             "counter",
@@ -193,6 +279,12 @@ impl Metrics {
             &labelled(&self.business_commands, "outcome"),
         );
         metric(
+            "palaver_admin_commands_total",
+            "counter",
+            "Admin commands settled, by outcome (succeeded, failed, rejected, repeat, retry, dead_letter).",
+            &labelled(&self.admin_commands, "outcome"),
+        );
+        metric(
             "palaver_business_command_microseconds_total",
             "counter",
             "Time spent running business commands, rules, storage and events included.",
@@ -210,6 +302,48 @@ impl Metrics {
             "Time spent in the business rules, a part of the command time.",
             &[(String::new(), load(&self.rule_micros))],
         );
+        metric(
+            "palaver_security_refused_total",
+            "counter",
+            "Requests refused by a protection, by reason (after_close, lp_total, lp_per_ip).",
+            &labelled(&self.refused, "reason"),
+        );
+        metric(
+            "palaver_connections",
+            "gauge",
+            "Open client connections (HTTP, WebSocket) on the main listener.",
+            &[(String::new(), load(&self.connections))],
+        );
+        metric(
+            "palaver_connections_refused_total",
+            "counter",
+            "Connections answered 503 because server.max_connections were open.",
+            &[(String::new(), load(&self.connections_refused))],
+        );
+        metric(
+            "palaver_accept_errors_total",
+            "counter",
+            "Failed accepts (such as EMFILE); the listener backs off and goes on.",
+            &[(String::new(), load(&self.accept_errors))],
+        );
+        metric(
+            "palaver_accept_restarts_total",
+            "counter",
+            "Accept loops restarted after ending with an error or a panic.",
+            &[(String::new(), load(&self.accept_restarts))],
+        );
+        metric(
+            "palaver_connection_timeouts_total",
+            "counter",
+            "Connections closed by a timeout, by kind (header, http_idle, ws_handshake, write).",
+            &labelled(&self.connection_timeouts, "kind"),
+        );
+        metric(
+            "palaver_session_queue_overflows_total",
+            "counter",
+            "Sessions closed because a reply would have taken their queue past limits.session_queue_bytes.",
+            &[(String::new(), load(&self.queue_overflows))],
+        );
         out
     }
 }
@@ -224,7 +358,9 @@ mod tests {
         m.request("pub");
         m.error(404);
         m.fanout(false);
+        m.admin_command("repeat");
         let text = m.render(3);
+        assert!(text.contains("palaver_admin_commands_total{outcome=\"repeat\"} 1"), "{text}");
         assert!(text.contains("palaver_sessions 3"));
         assert!(text.contains("palaver_requests_total{kind=\"pub\"} 1"));
         assert!(text.contains("palaver_request_errors_total{code=\"404\"} 1"));

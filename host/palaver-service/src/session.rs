@@ -1,11 +1,11 @@
 //! One client session: the Tinode state machine (`{hi}` first, then login, then topics) and the dispatch of
 //! each decoded message to its handler. Requests of one session are handled in order.
 
+use crate::delivery::hub::{Frame, SessionHandle};
 use crate::error::{ServiceError, ServiceResult};
-use crate::hub::{Frame, SessionHandle};
 use crate::{Inner, now_millis, render};
-use palaver_core::{TenantId, UserId};
-use palaver_proto::{ClientMsg, Code, DecodeErrorKind, decode_client};
+use palaver_core::{SessionId, TenantId, UserId};
+use palaver_proto::{ClientMsg, Code, DecodeErrorKind, MsgPres, decode_client};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -62,9 +62,25 @@ impl Session {
         }
     }
 
-    /// The session's id as the client sees it (`params.sid`, the long-poll `sid`).
+    /// The session's id as the client sees it (`params.sid`, the long-poll `sid`): random, and known only to
+    /// this client.
     pub fn sid(&self) -> String {
+        self.handle.wire_sid.clone()
+    }
+
+    /// The node-internal id that presence, the bus and plugins know the session by; never sent to clients.
+    pub(crate) fn internal_sid(&self) -> String {
         self.handle.sid.to_string()
+    }
+
+    /// True once the server has closed the session (revoked, evicted, drained).
+    pub fn is_closed(&self) -> bool {
+        self.handle.is_closed()
+    }
+
+    /// Resolves once the server has closed the session; the transport then drops the connection.
+    pub async fn closed(&self) {
+        self.handle.closed().await
     }
 
     /// The tenant the session belongs to.
@@ -79,6 +95,12 @@ impl Session {
 
     /// Handles one client frame; every reply goes to the session's outbound queue.
     pub async fn handle_frame(&mut self, frame: &[u8]) {
+        if self.is_closed() {
+            // A revoked or evicted session was told so and is being disconnected; a client that ignores the
+            // close must not keep acting under the old credentials.
+            self.svc.metrics.refused_after_close();
+            return;
+        }
         let msg = match decode_client(frame) {
             Ok(msg) => msg,
             Err(e) => {
@@ -94,6 +116,11 @@ impl Session {
             }
         };
         self.touch_presence().await;
+        if self.is_closed() {
+            // The presence refresh found a control the bus lost and closed the session just now.
+            self.svc.metrics.refused_after_close();
+            return;
+        }
         self.svc.metrics.request(msg.kind());
         let id = msg.id().map(str::to_owned);
         let topic = msg.topic().map(str::to_owned);
@@ -161,15 +188,13 @@ impl Session {
 
     /// Replies with a ctrl of `code`.
     pub(crate) async fn reply(&self, id: Option<&str>, topic: Option<&str>, code: Code, params: Option<Value>) {
-        self.send(render::ctrl_frame(id, topic, code, now_millis(), params)).await;
+        self.send(render::ctrl_frame(id, topic, code, None, now_millis(), params)).await;
     }
 
     /// Replies with the ctrl for an error.
     pub(crate) async fn reply_error(&self, id: Option<&str>, topic: Option<&str>, err: &ServiceError) {
-        let mut ctrl = palaver_proto::MsgCtrl::new(id, topic, err.code(), palaver_proto::Timestamp(now_millis()))
-            .with_text(err.text());
-        ctrl.params = err.params();
-        self.send(render::frame(&palaver_proto::ServerMsg::Ctrl(ctrl))).await;
+        let text = err.text();
+        self.send(render::ctrl_frame(id, topic, err.code(), Some(&text), now_millis(), err.params())).await;
     }
 
     async fn touch_presence(&mut self) {
@@ -177,14 +202,7 @@ impl Session {
         let now = now_millis();
         if let Some(user) = self.user.filter(|_| now - self.last_touch >= EVERY_MS) {
             self.last_touch = now;
-            let sid = self.sid();
-            let (refreshed, ()) = tokio::join!(
-                self.svc.ports.presence.refresh(self.tenant(), user, &sid, now),
-                self.svc.check_control(&self.handle, user),
-            );
-            if let Err(e) = refreshed {
-                tracing::debug!(error = %e, "presence refresh failed");
-            }
+            self.svc.presence(self.tenant()).refresh(&self.handle, user, &self.internal_sid(), now).await;
         }
     }
 
@@ -196,24 +214,12 @@ impl Session {
         let _done = ClosingGuard(self.svc.clone());
         self.svc.hub.unregister(&self.handle, &stored);
         if let Some(user) = self.user {
-            let sid = self.sid();
+            let sid = self.internal_sid();
             let now = now_millis();
             let was_on_me = self.attached.contains("me");
             self.attached.clear();
-            let remaining = match self.svc.ports.presence.mark_offline(self.tenant(), user, &sid, now).await {
-                Ok(n) => n as usize,
-                Err(e) => {
-                    tracing::debug!(error = %e, "presence offline failed");
-                    self.svc.hub.user_session_count(self.tenant(), user)
-                }
-            };
             let ua = self.hello.as_ref().and_then(|h| h.ua.clone());
-            if let Err(e) = self.svc.ports.users.touch_user(self.tenant(), user, now, ua.as_deref()).await {
-                tracing::debug!(error = %e, "last-seen update failed");
-            }
-            if self.svc.hub.user_session_count(self.tenant(), user) == 0 {
-                self.svc.leave_online_all(self.tenant(), user).await;
-            }
+            let remaining = self.svc.presence(self.tenant()).session_closed(user, &sid, ua.as_deref(), now).await;
             if was_on_me && remaining == 0 {
                 self.announce_presence(user, false).await;
             }
@@ -227,5 +233,18 @@ struct ClosingGuard(Arc<Inner>);
 impl Drop for ClosingGuard {
     fn drop(&mut self) {
         self.0.closing.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Session {
+    /// The same `{pres}` on `me` to several users, as one event.
+    pub(crate) async fn push_me_pres_many(&self, users: Vec<UserId>, pres: MsgPres, skip: Option<SessionId>) {
+        self.svc.pres_to_many(self.tenant(), users, pres, skip, self.user).await;
+    }
+
+    /// Tells the user's P2P contacts that the user came online or went offline.
+    pub(crate) async fn announce_presence(&self, user: UserId, online: bool) {
+        let ua = self.hello.as_ref().and_then(|h| h.ua.clone());
+        self.svc.presence(self.tenant()).announce(user, online, ua, self.user).await;
     }
 }

@@ -31,6 +31,7 @@ fn uid(c: &Client) -> UserId {
 }
 
 async fn run(svc: &Service, actor: &Client, command: &str, args: Value) -> Result<Value, BizError> {
+    let command = palaver_api::CommandName::parse(command).expect("a command of the table");
     svc.run_command(TenantId::DEFAULT, uid(actor), command, args).await
 }
 
@@ -65,9 +66,9 @@ async fn a_friend_request_reaches_both_parties_on_every_node_and_is_stored_as_a_
     assert_eq!((again["created"].clone(), again["request"]["id"].as_i64()), (json!(false), Some(id)));
     // The request to yourself and to nobody are refused by the host.
     let me = run(&nodes[0], &alice, "friend.request.create", json!({ "to": alice.user })).await.unwrap_err();
-    assert_eq!((me.status, me.reason.as_str()), (400, "SELF"));
+    assert_eq!((me.status(), me.reason.name()), (400, "SELF"));
     let nobody = run(&nodes[0], &alice, "friend.request.create", json!({ "to": "usrASNFZ4mrze8" })).await.unwrap_err();
-    assert_eq!(nobody.reason, "USER_NOT_FOUND");
+    assert_eq!(nobody.reason.name(), "USER_NOT_FOUND");
     // Bob reads the notice on one device; the other device hears the new unread count.
     let list = run(&nodes[0], &bob, "notification.list", json!({})).await.unwrap();
     assert_eq!(list["unread"], 1);
@@ -77,16 +78,16 @@ async fn a_friend_request_reaches_both_parties_on_every_node_and_is_stored_as_a_
     let synced = info(&mut bob2, "system_notification.read").await;
     assert_eq!(synced["payload"]["unread"], 0);
     let other = run(&nodes[0], &alice, "notification.read", json!({ "id": nid })).await.unwrap_err();
-    assert_eq!(other.reason, "NOTIFICATION_NOT_FOUND", "another user's notice does not exist for alice");
+    assert_eq!(other.reason.name(), "NOTIFICATION_NOT_FOUND", "another user's notice does not exist for alice");
     // Accepting makes them friends on both sides; a second accept is refused.
     run(&nodes[1], &bob, "friend.request.accept", json!({ "id": id.to_string() })).await.unwrap();
     info(&mut alice2, "friend.request.accepted").await;
     let twice = run(&nodes[0], &bob, "friend.request.accept", json!({ "id": id.to_string() })).await.unwrap_err();
-    assert_eq!((twice.status, twice.reason.as_str()), (409, "REQUEST_NOT_PENDING"));
+    assert_eq!((twice.status(), twice.reason.name()), (409, "REQUEST_NOT_PENDING"));
     let friends = run(&nodes[0], &alice, "friend.list", json!({})).await.unwrap();
     assert_eq!(friends["friends"][0]["user"], bob.user.as_str());
     let dup = run(&nodes[0], &bob, "friend.request.create", json!({ "to": alice.user })).await.unwrap_err();
-    assert_eq!(dup.reason, "ALREADY_FRIENDS");
+    assert_eq!(dup.reason.name(), "ALREADY_FRIENDS");
 }
 
 #[tokio::test]
@@ -129,7 +130,7 @@ async fn a_mute_holds_on_every_node_and_mute_all_spares_admins() {
     assert_eq!(ben.publish(&grp, json!("not me")).await["code"], 202);
     // The owner cannot be muted, whatever the rules say.
     let own = run(&nodes[1], &ann, "group.mute.set", json!({ "topic": grp, "user": owner.user })).await.unwrap_err();
-    assert_eq!(own.reason, "OWNER_PROTECTED");
+    assert_eq!(own.reason.name(), "OWNER_PROTECTED");
     run(&nodes[0], &owner, "group.mute.clear", json!({ "topic": grp, "user": ann.user })).await.unwrap();
     info(&mut ann, "group.mute.updated").await;
     assert_eq!(ann.publish(&grp, json!("free")).await["code"], 202);
@@ -151,7 +152,7 @@ async fn removing_a_member_evicts_them_everywhere_and_the_owner_cannot_be_remove
     ann.sub("me").await;
     assert_eq!(ann.sub(&grp).await["code"], 200);
     let kick = run(&nodes[1], &ann, "group.member.remove", json!({ "topic": grp, "user": owner.user })).await;
-    assert_eq!(kick.unwrap_err().reason, "OWNER_PROTECTED");
+    assert_eq!(kick.unwrap_err().reason.name(), "OWNER_PROTECTED");
     run(&nodes[0], &owner, "group.member.remove", json!({ "topic": grp, "user": ann.user })).await.unwrap();
     let (evicted, _) = ann.wait_for("eviction", |v| v["ctrl"]["code"] == 205).await;
     assert_eq!(evicted["ctrl"]["topic"], grp.as_str());
@@ -160,7 +161,30 @@ async fn removing_a_member_evicts_them_everywhere_and_the_owner_cannot_be_remove
     let n = run(&nodes[1], &ann, "notification.list", json!({})).await.unwrap();
     assert_eq!(n["notifications"][0]["kind"], "group_removed");
     let gone = run(&nodes[1], &ann, "group.member.list", json!({ "topic": grp })).await.unwrap_err();
-    assert_eq!((gone.status, gone.reason.as_str()), (403, "NOT_MEMBER"));
+    assert_eq!((gone.status(), gone.reason.name()), (403, "NOT_MEMBER"));
+    // The removal sticks: neither Tinode's own join nor the API's brings the member back on their own, nor a
+    // plain member's Tinode invite.
+    assert_eq!(ann.sub(&grp).await["code"], 403);
+    let mut ben = user(&nodes[0], "ben").await;
+    assert_eq!(ben.sub(&grp).await["code"], 200);
+    let invite = json!({ "topic": grp, "sub": { "user": ann.user, "mode": "JRWP" } });
+    assert_eq!(ben.req("set", invite.clone()).await.0["code"], 403);
+    // A policy stored through the API keeps Tinode invites to admins as well.
+    run(&nodes[0], &owner, "group.settings.set", json!({ "topic": grp, "join_policy": "approval" })).await.unwrap();
+    let carl = user(&nodes[0], "carl").await;
+    let invite_carl = json!({ "topic": grp, "sub": { "user": carl.user, "mode": "JRWP" } });
+    let refused = ben.req("set", invite_carl).await.0;
+    assert_eq!(
+        (refused["code"].clone(), refused["text"].clone()),
+        (json!(403), json!("permission denied: only admins invite to this group"))
+    );
+    let open = json!({ "topic": grp, "join_policy": "open" });
+    run(&nodes[0], &owner, "group.settings.set", open).await.unwrap();
+    let again = run(&nodes[1], &ann, "group.join.request", json!({ "topic": grp })).await.unwrap_err();
+    assert_eq!((again.status(), again.reason.name()), (403, "MEMBER_REMOVED"));
+    // The owner's invite lifts it.
+    run(&nodes[0], &owner, "group.invite", json!({ "topic": grp, "users": [ann.user] })).await.unwrap();
+    assert_eq!(ann.sub(&grp).await["code"], 200);
 }
 
 #[tokio::test]
@@ -218,11 +242,12 @@ async fn the_admin_limit_the_rules_fix_is_applied_atomically() {
     let grants = ids.iter().map(|u| {
         let (svc, owner) = (nodes[0].clone(), UserId::parse(&owner.user).unwrap());
         let args = json!({ "topic": grp, "user": u, "role": "admin" });
-        async move { svc.run_command(TenantId::DEFAULT, owner, "group.role.set", args).await }
+        async move { svc.run_command(TenantId::DEFAULT, owner, palaver_api::CommandName::GroupRoleSet, args).await }
     });
     let results = futures_like_join_all(grants).await;
     let ok = results.iter().filter(|r| r.is_ok()).count();
-    let limited = results.iter().filter(|r| r.as_ref().is_err_and(|e| e.reason == "ADMIN_LIMIT")).count();
+    let limited =
+        results.iter().filter(|r| r.as_ref().is_err_and(|e| e.reason == palaver_api::Reason::AdminLimit)).count();
     assert_eq!((ok, limited), (2, 2), "{results:?}");
 }
 
@@ -272,5 +297,37 @@ async fn announcements_reach_the_group_and_read_marks_reach_only_the_readers_dev
     let big = "x".repeat(40_000);
     let e =
         run(&nodes[0], &owner, "group.announcement.create", json!({ "topic": grp, "content": big })).await.unwrap_err();
-    assert_eq!((e.status, e.reason.as_str()), (413, "ANNOUNCEMENT_TOO_LARGE"));
+    assert_eq!((e.status(), e.reason.name()), (413, "ANNOUNCEMENT_TOO_LARGE"));
+}
+
+#[tokio::test]
+async fn an_ownership_transfer_moves_tinode_s_owner_rights_too() {
+    let nodes = cluster(2, |_| {});
+    let mut owner = user(&nodes[0], "owner").await;
+    let grp = owner.new_group("team").await;
+    let mut ann = user(&nodes[1], "ann").await;
+    assert_eq!(ann.sub(&grp).await["code"], 200);
+    run(&nodes[0], &owner, "group.owner.transfer", json!({ "topic": grp, "user": ann.user })).await.unwrap();
+    // The old owner keeps no owner's powers under Tinode's protocol...
+    let del = owner.req("del", json!({ "topic": grp, "what": "topic", "hard": true })).await.0;
+    assert_eq!(del["code"], 403, "{del}");
+    let (desc, _) = owner.req("get", json!({ "topic": grp, "what": "desc" })).await;
+    assert!(!desc["desc"]["acs"]["given"].as_str().unwrap().contains('O'), "{desc}");
+    // ...and the new owner has them.
+    let set = ann.req("set", json!({ "topic": grp, "desc": { "public": { "fn": "renamed" } } })).await.0;
+    assert_eq!(set["code"], 200, "{set}");
+    let (desc, _) = ann.req("get", json!({ "topic": grp, "what": "desc" })).await;
+    assert_eq!(desc["desc"]["acs"]["given"], "JRWPASDO", "{desc}");
+}
+
+#[tokio::test]
+async fn an_invite_beyond_the_invitees_group_limit_is_refused() {
+    let svc = cluster(1, |c| c.max_groups_per_user = 1).remove(0);
+    let mut alice = user(&svc, "alice").await;
+    let mut bob = user(&svc, "bob").await;
+    bob.new_group("bob's").await;
+    let grp = alice.new_group("alice's").await;
+    let err =
+        run(&svc, &alice, "group.invite", json!({ "topic": grp, "users": [bob.user.clone()] })).await.unwrap_err();
+    assert_eq!((err.status(), err.reason.name()), (409, "TOO_MANY_GROUPS"), "{err:?}");
 }

@@ -68,7 +68,13 @@ async fn signup_login_and_token_rules() {
 
     // A password change revokes older tokens.
     let old = a.token.clone();
-    let (ctrl, _) = a.req("acc", json!({ "user": a.user.clone(), "secret": basic("alice", "newpass") })).await;
+    let (ctrl, _) = a
+        .req(
+            "acc",
+            json!({ "user": a.user.clone(), "secret": basic("alice", "newpass"),
+                    "tmpscheme": "basic", "tmpsecret": basic("alice", "alice123") }),
+        )
+        .await;
     assert_eq!(ctrl["code"], 200);
     let fresh = ctrl["params"]["token"].as_str().unwrap().to_owned();
     let mut o = Client::connect(&svc);
@@ -517,4 +523,23 @@ async fn profile_and_group_updates_are_announced() {
     a.req("set", json!({ "topic": grp, "desc": { "public": { "fn": "Renamed" } } })).await;
     let pres = of(&b.drain(), "pres");
     assert!(pres.iter().any(|p| p["what"] == "upd" && p["src"] == json!(grp)), "{pres:?}");
+}
+
+#[tokio::test]
+async fn loaded_topics_stay_bounded_and_unloaded_ones_continue_their_seqs() {
+    let cfg = palaver_service::ServiceConfig { max_loaded_topics: 32, ..palaver_service::ServiceConfig::default() };
+    let svc = harness::service_with(cfg);
+    let mut c = Client::connect(&svc);
+    c.signup("many-topics", "secret1").await;
+    let first = c.new_group("first").await;
+    assert_eq!(c.publish(&first, json!("one")).await["params"]["seq"], 1);
+    for i in 0..200 {
+        let grp = c.new_group(&format!("g{i}")).await;
+        assert_eq!(c.publish(&grp, json!("x")).await["code"], 202);
+        assert!(svc.loaded_topics() <= 33, "{} topics loaded", svc.loaded_topics());
+    }
+    // The first topic was unloaded long ago; its next message still takes the next seq.
+    assert_eq!(c.publish(&first, json!("two")).await["params"]["seq"], 2);
+    let metrics = svc.render_metrics();
+    assert!(metrics.contains("palaver_loaded_topics "), "{metrics}");
 }

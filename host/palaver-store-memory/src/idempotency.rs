@@ -54,7 +54,7 @@ enum Status {
 }
 
 impl Default for MemoryIdempotency {
-    /// The seed's TTLs: 120 s pending, 24 h done, 10 min failed.
+    /// The idempotency TTLs: 120 s pending, 24 h done, 10 min failed.
     fn default() -> Self {
         Self::new(Duration::from_secs(120), Duration::from_secs(86_400), Duration::from_secs(600))
     }

@@ -3,24 +3,29 @@
 //! [`MemoryStore`] implements the four storage ports over tenant-scoped maps; it is the reference the contract
 //! suite is written against and the store tests reach for. [`MemorySeq`], [`MemoryIdempotency`],
 //! [`MemoryPresence`] and [`MemoryBus`] are what the embedded single-node mode runs in production.
-//! [`MemoryTenants`] is a tenant registry over a map, for tests of multi-tenant code.
+//! [`MemoryTenants`] is a tenant registry over a map, for tests of multi-tenant code. [`MemoryQueue`] and
+//! [`MemoryOutbox`] are the task queue and outbox in process, and [`MemoryAudit`] the audit log, for tests of their
+//! consumers.
 //!
 //! Every adapter keeps its state behind a short `parking_lot` lock that is never held across an await, so the
 //! async methods never suspend while holding it.
 
+mod audit;
 mod bus;
 mod control;
 mod idempotency;
 mod presence;
-mod ranges;
+mod queue;
 mod seq;
 mod store;
 mod tenants;
 
+pub use audit::MemoryAudit;
 pub use bus::{MemoryBus, MemoryHub};
 pub use control::{MemoryControl, MemoryNodes};
 pub use idempotency::MemoryIdempotency;
 pub use presence::MemoryPresence;
+pub use queue::{MemoryOutbox, MemoryQueue};
 pub use seq::MemorySeq;
 pub use store::MemoryStore;
 pub use tenants::MemoryTenants;

@@ -1,11 +1,10 @@
 //! An in-memory tenant registry, for tests and for tools that need a registry without a control database.
 
 use palaver_core::ports::TenantStore;
-use palaver_core::{StoreError, StoreResult, Tenant, TenantId, TenantState, UnixMillis};
+use palaver_core::{StoreError, StoreResult, Tenant, TenantId, TenantState};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Tenants kept in a map keyed by id. Cloning is cheap and clones share the data.
 #[derive(Clone, Default)]
@@ -41,10 +40,7 @@ fn valid_code(code: &str) -> bool {
     (1..=32).contains(&code.len()) && code.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'))
 }
 
-/// The wall clock in Unix milliseconds. A clock before 1970 is treated as the epoch rather than failing a write.
-fn now() -> UnixMillis {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| UnixMillis::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+use palaver_core::now_millis as now;
 
 #[async_trait::async_trait]
 impl TenantStore for MemoryTenants {

@@ -1,5 +1,5 @@
-//! Runs the shared storage, relation, group, notification and tenant registry contract suites against the
-//! in-memory adapters.
+//! Runs the shared storage, relation, group, notification, tenant registry, queue, outbox and audit contract suites
+//! against the in-memory adapters.
 
 use palaver_store_memory::{MemoryStore, MemoryTenants};
 
@@ -12,3 +12,15 @@ palaver_contract::relation_contract_tests!(async { MemoryStore::new() });
 palaver_contract::group_contract_tests!(async { MemoryStore::new() });
 
 palaver_contract::notification_contract_tests!(async { MemoryStore::new() });
+
+palaver_contract::command_contract_tests!(async { MemoryStore::new() });
+
+mod queue {
+    use palaver_store_memory::{MemoryAudit, MemoryOutbox, MemoryQueue};
+
+    palaver_contract::queue_contract_tests!(async { MemoryQueue::new() });
+
+    palaver_contract::outbox_contract_tests!(async { MemoryOutbox::new() });
+
+    palaver_contract::audit_contract_tests!(async { MemoryAudit::new() });
+}

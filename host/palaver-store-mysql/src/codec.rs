@@ -1,14 +1,9 @@
 //! Conversions between domain values and their column forms: ids, modes, states, kinds, JSON text and times.
 
-use palaver_core::columns::CorruptRow;
-pub(crate) use palaver_core::columns::mode_of;
-pub(crate) use palaver_core::columns::{
-    audit_of, json_change, json_col, json_of, kind_col, kind_of, limit_col, risk_flags_col, risk_flags_of, state_col,
-    state_of, tags_col, tags_of, user_col, user_of,
-};
-use palaver_core::{AccessMode, DefaultAccess, StoreError, StoreResult, UnixMillis};
+use palaver_core::{AccessMode, StoreError, StoreResult};
+pub(crate) use palaver_store_sql::columns::mode_of;
+pub(crate) use palaver_store_sql::columns::{limit_col, risk_flags_col, state_col, tags_col, user_col, user_of};
 use sqlx::mysql::MySqlQueryResult;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Splices a bound Unix-millisecond parameter into SQL as a `DATETIME(3)`. Date arithmetic from the epoch literal
 /// ignores the session time zone (unlike `FROM_UNIXTIME`), and covers the whole `DATETIME` range rather than
@@ -37,31 +32,22 @@ pub(crate) fn mode_col(m: AccessMode) -> i16 {
     i16::from(m.0)
 }
 
-/// Default access from its two columns.
-pub(crate) fn defacs_of(auth: i16, anon: i16) -> Result<DefaultAccess, CorruptRow> {
-    Ok(DefaultAccess { auth: mode_of("defacs_auth", auth)?, anon: mode_of("defacs_anon", anon)? })
-}
-
 /// The id an `INSERT` gave its auto-increment row, in the signed form the id columns are read back in.
 pub(crate) fn insert_id(done: &MySqlQueryResult) -> StoreResult<i64> {
     i64::try_from(done.last_insert_id()).map_err(|e| StoreError::Internal(e.to_string()))
 }
 
-/// The wall clock in Unix milliseconds, for writes whose port call carries no time. A clock before 1970 reads as
-/// the epoch rather than failing the write.
-pub(crate) fn now_millis() -> UnixMillis {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| UnixMillis::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+// The wall clock, for writes whose port call carries no time.
+pub(crate) use palaver_core::now_millis;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    // The shared column forms are tested in palaver_core::columns; what is left here is this backend's own.
+    // The shared column forms are tested in palaver_store_sql::columns; what is left here is this backend's own.
     #[test]
     fn modes_round_trip_through_their_column_width() {
         assert_eq!(mode_of("m", mode_col(AccessMode::OWNER_FULL)).unwrap(), AccessMode::OWNER_FULL);
-        assert_eq!(defacs_of(mode_col(AccessMode::GROUP_AUTH), 0).unwrap().auth, AccessMode::GROUP_AUTH);
     }
 
     #[test]

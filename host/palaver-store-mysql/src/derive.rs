@@ -1,4 +1,4 @@
-//! The columns of the seed's message tables that are derived from a message rather than stored from it:
+//! The columns of the message history tables that are derived from a message rather than stored from it:
 //! `group_id`, `msg_type`, `mentioned_user_ids`, `mention_all`, `reply_seqid`, `root_seqid`, `file_count` and
 //! `content_size`. Reads never use them to rebuild a message; they exist for operators, pushes and partitioning.
 
@@ -78,7 +78,7 @@ fn drafty_entities(content: &Value) -> Vec<(&str, Option<&Value>)> {
     ents.iter().filter_map(|e| Some((e.get("tp")?.as_str()?, e.get("data")))).collect()
 }
 
-/// The seed's `msg_type` for a Drafty entity that is an attachment, `None` for inline formatting.
+/// The `msg_type` column value for a Drafty entity that is an attachment, `None` for inline formatting.
 fn attachment_type(tp: &str) -> Option<&'static str> {
     match tp {
         "IM" => Some("image"),

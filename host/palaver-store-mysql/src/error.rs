@@ -1,7 +1,7 @@
 //! Maps sqlx and decoding failures onto the port's [`StoreError`] kinds, so callers never see sqlx types.
 
 use palaver_core::StoreError;
-pub(crate) use palaver_core::columns::CorruptRow;
+pub(crate) use palaver_store_sql::columns::CorruptRow;
 use sqlx::error::ErrorKind;
 use sqlx::mysql::MySqlDatabaseError;
 

@@ -12,10 +12,12 @@
 //! [`MysqlStore::migrate_all`] (every registered tenant brought up to date, failures reported per tenant).
 //!
 //! `UserStore`, `TopicStore`, `SubscriptionStore` and `MessageStore` run on the tenant's own database, whose tables
-//! have no `tenant_id` column (seed §8): the tenant id picks the database, so no query can reach another tenant's
+//! have no `tenant_id` column: the tenant id picks the database, so no query can reach another tenant's
 //! rows. A disabled or unknown tenant is `NotFound` to every storage call. `RelationStore` (friend requests,
 //! friendships, blocks), `NotificationStore` (each user's system notifications) and `GroupStore` (group roles,
-//! mutes, settings, join requests, announcements) run on the same database's business tables.
+//! mutes, settings, join requests, announcements) run on the same database's business tables, and so do
+//! `CommandStore` (the admin command ledger) and `ReportStore` (abuse reports), whose writes append their queue
+//! records to the same database's outbox in the same transaction.
 //!
 //! # Pools
 //!
@@ -27,7 +29,7 @@
 //!
 //! # History and the batch writer
 //!
-//! Group history goes to the seed's `im_group_messages` (§6.2, every column, key and index), P2P history to
+//! Group history goes to `im_group_messages` (the documented table: every column, key and index), P2P history to
 //! `im_messages` with the same shape. Appends pass through a per-tenant batch writer: up to
 //! [`MysqlConfig::batch_max_rows`] messages gathered for at most [`MysqlConfig::batch_max_delay`] are stored with
 //! multi-row inserts, together with the topics' `seq`/`touched_at` updates, in one transaction; each caller is
@@ -39,7 +41,7 @@
 //! `mentioned_user_ids`/`mention_all` come from `head.mentions` (and Drafty `MN` entities), `msg_type` and
 //! `file_count` from Drafty attachment entities, `reply_seqid`/`root_seqid` from `head.reply`/`head.thread`,
 //! `content_size` from the serialised content. Moderation flags live in an extra `risk_flags` JSON column next to
-//! the seed's `has_risk`.
+//! the documented `has_risk`.
 //!
 //! # Errors
 //!
@@ -57,6 +59,7 @@
 mod append;
 mod batch;
 mod codec;
+mod commands;
 mod config;
 mod deletions;
 mod derive;
@@ -64,8 +67,10 @@ mod error;
 mod groups;
 mod messages;
 mod notifications;
+mod outbox;
 mod pools;
 mod relations;
+mod reports;
 mod schema;
 mod store;
 mod subs;

@@ -2,49 +2,15 @@
 //! (groups) and `im_messages` (P2P).
 
 use crate::MysqlStore;
-use crate::codec::{audit_of, json_of, limit_col, now_millis, risk_flags_of, user_col, user_of};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{limit_col, now_millis, user_col};
+use crate::error::db_error;
 use crate::table::Table;
 use palaver_core::ports::MessageStore;
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
     TenantId, UserId,
 };
-use serde_json::{Map, Value};
-
-/// A history row as selected by `Table::list_sql` and `Table::get_sql`.
-#[derive(sqlx::FromRow)]
-struct MessageRow {
-    seqid: i64,
-    created_ms: i64,
-    from_user: i64,
-    head: Option<String>,
-    content: Option<String>,
-    client_msg_id: Option<String>,
-    audit_status: String,
-    risk_flags: Option<String>,
-}
-
-impl MessageRow {
-    fn into_message(self, topic: &str) -> Result<Message, CorruptRow> {
-        let head = self
-            .head
-            .map(|text| serde_json::from_str::<Map<String, Value>>(&text))
-            .transpose()
-            .map_err(|source| CorruptRow::Json { column: "head", source })?;
-        Ok(Message {
-            topic: topic.to_owned(),
-            seq: self.seqid,
-            created: self.created_ms,
-            from: user_of(self.from_user),
-            head,
-            content: json_of("content", self.content)?.unwrap_or(Value::Null),
-            client_mid: self.client_msg_id,
-            audit: audit_of(&self.audit_status)?,
-            risk_flags: risk_flags_of(self.risk_flags)?,
-        })
-    }
-}
+use palaver_store_sql::rows::MessageRow;
 
 #[async_trait::async_trait]
 impl MessageStore for MysqlStore {

@@ -11,9 +11,9 @@
 use crate::MysqlStore;
 use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col};
 use crate::error::db_error;
-use palaver_core::columns::{NotificationColumns, notification_of};
 use palaver_core::ports::{NewNotification, Notification, NotificationStore};
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_store_sql::columns::{NotificationColumns, notification_of};
 
 /// The select list of a [`NotificationColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! notification_select {

@@ -23,10 +23,12 @@ use palaver_core::ports::{
     Block, CreateOutcome, Decision, Friend, FriendRequest, REQUEST_NOT_PENDING, Relation, RelationStore, RequestStatus,
 };
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_store_sql::columns::{FriendColumns, friend_of};
+use palaver_store_sql::rows::{FriendRequestRow, decode_all};
 
 mod requests;
 
-use requests::{CREATE_ATTEMPTS, RequestRow, decode, request_select, settle, try_create};
+use requests::{CREATE_ATTEMPTS, request_select, settle, try_create};
 
 #[async_trait::async_trait]
 impl RelationStore for MysqlStore {
@@ -52,9 +54,10 @@ impl RelationStore for MysqlStore {
             request_select!(),
             "WHERE status = 'pending' AND ((from_user = ? AND to_user = ?) OR (from_user = ? AND to_user = ?))"
         );
-        let rows = sqlx::query_as(sql).bind(m).bind(o).bind(o).bind(m).fetch_all(&db.pool).await.map_err(db_error)?;
+        let rows: Vec<FriendRequestRow> =
+            sqlx::query_as(sql).bind(m).bind(o).bind(o).bind(m).fetch_all(&db.pool).await.map_err(db_error)?;
         let (mut pending_out, mut pending_in) = (None, None);
-        for r in decode(rows)? {
+        for r in decode_all::<_, FriendRequest>(rows)? {
             if r.from == me { pending_out = Some(r) } else { pending_in = Some(r) }
         }
         let (friends, i_blocked, blocked_me) = (friends != 0, i_blocked != 0, blocked_me != 0);
@@ -107,7 +110,8 @@ impl RelationStore for MysqlStore {
         let db = self.db(tenant).await?;
         let mut tx = db.pool.begin().await.map_err(db_error)?;
         let sql = concat!(request_select!(), "WHERE id = ? FOR UPDATE");
-        let row: Option<RequestRow> = sqlx::query_as(sql).bind(id).fetch_optional(&mut *tx).await.map_err(db_error)?;
+        let row: Option<FriendRequestRow> =
+            sqlx::query_as(sql).bind(id).fetch_optional(&mut *tx).await.map_err(db_error)?;
         let request = row.map(FriendRequest::try_from).transpose()?;
         let request = request.filter(|r| r.from == actor || r.to == actor).ok_or(StoreError::NotFound)?;
         let decided = request.decide(actor, decision, now)?;
@@ -183,7 +187,7 @@ impl RelationStore for MysqlStore {
             )
         };
         let status = status.map(RequestStatus::as_str);
-        let rows = sqlx::query_as(sql)
+        let rows: Vec<FriendRequestRow> = sqlx::query_as(sql)
             .bind(user_col(user))
             .bind(status)
             .bind(status)
@@ -192,7 +196,7 @@ impl RelationStore for MysqlStore {
             .fetch_all(&db.pool)
             .await
             .map_err(db_error)?;
-        decode(rows)
+        Ok(decode_all(rows)?)
     }
 
     #[tracing::instrument(name = "palaver.store.list_friends", skip_all, fields(tenant = %tenant))]
@@ -204,7 +208,7 @@ impl RelationStore for MysqlStore {
         limit: usize,
     ) -> StoreResult<Vec<Friend>> {
         let db = self.db(tenant).await?;
-        let rows: Vec<(i64, Option<String>, i64, i64)> = sqlx::query_as(concat!(
+        let rows: Vec<FriendColumns> = sqlx::query_as(concat!(
             "SELECT friend_id, remark, ",
             datetime_to_millis!("created_at"),
             ", ",
@@ -218,16 +222,7 @@ impl RelationStore for MysqlStore {
         .fetch_all(&db.pool)
         .await
         .map_err(db_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(friend, remark, created, updated)| Friend {
-                user,
-                friend: user_of(friend),
-                remark,
-                created,
-                updated,
-            })
-            .collect())
+        Ok(rows.into_iter().map(|row| friend_of(user, row)).collect())
     }
 
     #[tracing::instrument(name = "palaver.store.remove_friend", skip_all, fields(tenant = %tenant))]

@@ -136,3 +136,21 @@ impl MysqlStore {
         self.inner.pools.get(tenant).await
     }
 }
+
+/// The control database answers for the registry and stands for the server: while it cannot answer, API keys
+/// cannot be resolved and the node is not ready. (A single tenant database down fails that tenant's calls only.)
+#[async_trait::async_trait]
+impl palaver_core::ports::HealthCheck for MysqlStore {
+    fn name(&self) -> &'static str {
+        "database"
+    }
+
+    fn required(&self) -> bool {
+        true
+    }
+
+    async fn check(&self) -> Result<(), String> {
+        let ping = sqlx::query("SELECT 1").execute(&self.inner.control).await;
+        ping.map(|_| ()).map_err(|e| format!("MariaDB control database: {e}"))
+    }
+}

@@ -1,62 +1,48 @@
 //! The subscription port over a tenant database: the `subscriptions` table, soft deletion by `deleted_at`.
 
 use crate::MysqlStore;
-use crate::codec::{json_col, json_of, mode_col, mode_of, user_col, user_of};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{mode_col, mode_of, user_col};
+use crate::error::db_error;
 use palaver_core::ports::SubscriptionStore;
 use palaver_core::{AccessMode, Seq, StoreError, StoreResult, Subscription, TenantId, UnixMillis, UserId};
-
-/// The columns of a [`SubRow`], as a literal so that `concat!` can splice it into static SQL.
-macro_rules! sub_columns {
-    () => {
-        "topic, user_id, created_at, updated_at, deleted_at, want, given, read_seq, recv_seq, del_id, private"
-    };
-}
-
-/// A `subscriptions` row as selected by `sub_columns!`.
-#[derive(sqlx::FromRow)]
-struct SubRow {
-    topic: String,
-    user_id: i64,
-    created_at: i64,
-    updated_at: i64,
-    deleted_at: Option<i64>,
-    want: i16,
-    given: i16,
-    read_seq: i64,
-    recv_seq: i64,
-    del_id: i64,
-    private: Option<String>,
-}
-
-impl TryFrom<SubRow> for Subscription {
-    type Error = CorruptRow;
-
-    fn try_from(r: SubRow) -> Result<Self, CorruptRow> {
-        Ok(Subscription {
-            topic: r.topic,
-            user: user_of(r.user_id),
-            created: r.created_at,
-            updated: r.updated_at,
-            deleted: r.deleted_at,
-            want: mode_of("want", r.want)?,
-            given: mode_of("given", r.given)?,
-            read: r.read_seq,
-            recv: r.recv_seq,
-            del_id: r.del_id,
-            private: json_of("private", r.private)?,
-        })
-    }
-}
+use palaver_store_sql::rows::{SubRow, decode_all};
+use palaver_store_sql::sub_columns;
 
 /// `NotFound` when an update matched no active subscription.
 fn found(rows_matched: u64) -> StoreResult<()> {
     if rows_matched == 0 { Err(StoreError::NotFound) } else { Ok(()) }
 }
 
-/// Decodes a list of rows, failing on the first corrupt one.
-fn decode(rows: Vec<SubRow>) -> StoreResult<Vec<Subscription>> {
-    Ok(rows.into_iter().map(Subscription::try_from).collect::<Result<_, _>>()?)
+impl MysqlStore {
+    /// Soft-deletes an active subscription, setting `given` too when one is passed (a removal's mark).
+    async fn soft_delete(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        user: UserId,
+        when: UnixMillis,
+        given: Option<AccessMode>,
+    ) -> StoreResult<()> {
+        let q = sqlx::query(
+            "UPDATE subscriptions SET deleted_at = ?, updated_at = ?, given = COALESCE(?, given) \
+             WHERE topic = ? AND user_id = ? AND deleted_at IS NULL",
+        );
+        self.update_active_sub(q.bind(when).bind(when).bind(given.map(mode_col)), tenant, topic, user).await
+    }
+
+    /// Runs a single-row `UPDATE subscriptions SET … WHERE <the active subscription>` whose SET values are bound:
+    /// binds the row's key and answers `NotFound` when no active subscription matched.
+    async fn update_active_sub(
+        &self,
+        q: sqlx::query::Query<'_, sqlx::MySql, sqlx::mysql::MySqlArguments>,
+        tenant: TenantId,
+        topic: &str,
+        user: UserId,
+    ) -> StoreResult<()> {
+        let db = self.db(tenant).await?;
+        let done = q.bind(topic).bind(user_col(user)).execute(&db.pool).await.map_err(db_error)?;
+        found(done.rows_affected())
+    }
 }
 
 #[async_trait::async_trait]
@@ -64,26 +50,18 @@ impl SubscriptionStore for MysqlStore {
     #[tracing::instrument(name = "palaver.store.upsert_sub", skip_all, fields(tenant = %tenant))]
     async fn upsert_sub(&self, tenant: TenantId, sub: &Subscription) -> StoreResult<()> {
         let db = self.db(tenant).await?;
-        sqlx::query(concat!(
-            "INSERT INTO subscriptions (",
-            sub_columns!(),
-            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON DUPLICATE KEY UPDATE created_at = VALUES(created_at), updated_at = VALUES(updated_at), \
-             deleted_at = VALUES(deleted_at), want = VALUES(want), given = VALUES(given), \
-             read_seq = VALUES(read_seq), recv_seq = VALUES(recv_seq), del_id = VALUES(del_id), \
-             private = VALUES(private)"
-        ))
-        .bind(&sub.topic)
-        .bind(user_col(sub.user))
-        .bind(sub.created)
-        .bind(sub.updated)
-        .bind(sub.deleted)
-        .bind(mode_col(sub.want))
-        .bind(mode_col(sub.given))
-        .bind(sub.read)
-        .bind(sub.recv)
-        .bind(sub.del_id)
-        .bind(json_col(sub.private.as_ref()))
+        palaver_store_sql::bind_sub!(
+            sqlx::query(concat!(
+                "INSERT INTO subscriptions (",
+                sub_columns!(),
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                 ON DUPLICATE KEY UPDATE created_at = VALUES(created_at), updated_at = VALUES(updated_at), \
+                 deleted_at = VALUES(deleted_at), want = VALUES(want), given = VALUES(given), \
+                 read_seq = VALUES(read_seq), recv_seq = VALUES(recv_seq), del_id = VALUES(del_id), \
+                 private = VALUES(private)"
+            )),
+            sub
+        )
         .execute(&db.pool)
         .await
         .map_err(db_error)?;
@@ -111,8 +89,8 @@ impl SubscriptionStore for MysqlStore {
             sub_columns!(),
             " FROM subscriptions WHERE user_id = ? AND deleted_at IS NULL ORDER BY topic"
         );
-        let rows = sqlx::query_as(sql).bind(user_col(user)).fetch_all(&db.pool).await.map_err(db_error)?;
-        decode(rows)
+        let rows: Vec<SubRow> = sqlx::query_as(sql).bind(user_col(user)).fetch_all(&db.pool).await.map_err(db_error)?;
+        Ok(decode_all(rows)?)
     }
 
     #[tracing::instrument(name = "palaver.store.list_topic_subs", skip_all, fields(tenant = %tenant))]
@@ -123,8 +101,8 @@ impl SubscriptionStore for MysqlStore {
             sub_columns!(),
             " FROM subscriptions WHERE topic = ? AND deleted_at IS NULL ORDER BY user_id"
         );
-        let rows = sqlx::query_as(sql).bind(topic).fetch_all(&db.pool).await.map_err(db_error)?;
-        decode(rows)
+        let rows: Vec<SubRow> = sqlx::query_as(sql).bind(topic).fetch_all(&db.pool).await.map_err(db_error)?;
+        Ok(decode_all(rows)?)
     }
 
     #[tracing::instrument(name = "palaver.store.update_sub_mode", skip_all, fields(tenant = %tenant))]
@@ -137,20 +115,11 @@ impl SubscriptionStore for MysqlStore {
         given: AccessMode,
         when: UnixMillis,
     ) -> StoreResult<()> {
-        let db = self.db(tenant).await?;
-        let done = sqlx::query(
+        let q = sqlx::query(
             "UPDATE subscriptions SET want = ?, given = ?, updated_at = ? \
              WHERE topic = ? AND user_id = ? AND deleted_at IS NULL",
-        )
-        .bind(mode_col(want))
-        .bind(mode_col(given))
-        .bind(when)
-        .bind(topic)
-        .bind(user_col(user))
-        .execute(&db.pool)
-        .await
-        .map_err(db_error)?;
-        found(done.rows_affected())
+        );
+        self.update_active_sub(q.bind(mode_col(want)).bind(mode_col(given)).bind(when), tenant, topic, user).await
     }
 
     #[tracing::instrument(name = "palaver.store.update_sub_cursors", skip_all, fields(tenant = %tenant))]
@@ -193,18 +162,42 @@ impl SubscriptionStore for MysqlStore {
 
     #[tracing::instrument(name = "palaver.store.delete_sub", skip_all, fields(tenant = %tenant))]
     async fn delete_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
-        let db = self.db(tenant).await?;
-        let done = sqlx::query(
-            "UPDATE subscriptions SET deleted_at = ?, updated_at = ? \
+        self.soft_delete(tenant, topic, user, when, None).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.set_sub_private", skip_all, fields(tenant = %tenant))]
+    async fn set_sub_private(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        user: UserId,
+        private: Option<&serde_json::Value>,
+        when: UnixMillis,
+    ) -> StoreResult<()> {
+        let q = sqlx::query(
+            "UPDATE subscriptions SET private = ?, updated_at = ? \
              WHERE topic = ? AND user_id = ? AND deleted_at IS NULL",
+        );
+        let q = q.bind(palaver_store_sql::columns::json_col(private)).bind(when);
+        self.update_active_sub(q, tenant, topic, user).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.remove_sub", skip_all, fields(tenant = %tenant))]
+    async fn remove_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
+        self.soft_delete(tenant, topic, user, when, Some(AccessMode::NONE)).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.was_removed", skip_all, fields(tenant = %tenant))]
+    async fn was_removed(&self, tenant: TenantId, topic: &str, user: UserId) -> StoreResult<bool> {
+        let db = self.db(tenant).await?;
+        let given: Option<i16> = sqlx::query_scalar(
+            "SELECT given FROM subscriptions WHERE topic = ? AND user_id = ? AND deleted_at IS NOT NULL",
         )
-        .bind(when)
-        .bind(when)
         .bind(topic)
         .bind(user_col(user))
-        .execute(&db.pool)
+        .fetch_optional(&db.pool)
         .await
         .map_err(db_error)?;
-        found(done.rows_affected())
+        Ok(given.map(|g| mode_of("given", g)).transpose()? == Some(AccessMode::NONE))
     }
 }

@@ -38,7 +38,7 @@ macro_rules! message_columns {
         concat!(
             "SELECT m.seqid, ",
             datetime_to_millis!("m.created_at"),
-            " AS created_ms, m.from_user, m.head, m.content, m.client_msg_id, m.audit_status, m.risk_flags FROM "
+            " AS created_at, m.from_user, m.head, m.content, m.client_msg_id, m.audit_status, m.risk_flags FROM "
         )
     };
 }

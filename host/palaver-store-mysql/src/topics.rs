@@ -1,15 +1,13 @@
 //! The topic port over a tenant database: the `topics` and `topic_tags` tables, and whole-topic deletion.
 
 use crate::MysqlStore;
-use crate::codec::{
-    defacs_of, json_change, json_col, json_of, kind_col, kind_of, limit_col, mode_col, state_col, state_of, tags_col,
-    tags_of, user_col, user_of,
-};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{limit_col, tags_col, user_col};
+use crate::error::db_error;
 use crate::table::Table;
 use crate::users::json_tags;
 use palaver_core::ports::TopicStore;
 use palaver_core::{StoreError, StoreResult, TenantId, Topic, TopicUpdate};
+use palaver_store_sql::rows::TopicRow;
 use sqlx::MySqlConnection;
 
 /// The columns of a [`TopicRow`], as a literal so that `concat!` can splice it into static SQL.
@@ -18,47 +16,6 @@ macro_rules! topic_columns {
         "p.name, p.kind, p.created_at, p.updated_at, p.touched_at, p.state, p.owner, p.defacs_auth, p.defacs_anon, \
          p.public, p.trusted, p.tags, p.seq, p.del_id"
     };
-}
-
-/// A `topics` row as selected by `topic_columns!`.
-#[derive(sqlx::FromRow)]
-struct TopicRow {
-    name: String,
-    kind: String,
-    created_at: i64,
-    updated_at: i64,
-    touched_at: i64,
-    state: String,
-    owner: Option<i64>,
-    defacs_auth: i16,
-    defacs_anon: i16,
-    public: Option<String>,
-    trusted: Option<String>,
-    tags: String,
-    seq: i64,
-    del_id: i64,
-}
-
-impl TryFrom<TopicRow> for Topic {
-    type Error = CorruptRow;
-
-    fn try_from(r: TopicRow) -> Result<Self, CorruptRow> {
-        Ok(Topic {
-            name: r.name,
-            kind: kind_of(&r.kind)?,
-            created: r.created_at,
-            updated: r.updated_at,
-            touched: r.touched_at,
-            state: state_of(&r.state)?,
-            owner: r.owner.map(user_of),
-            defacs: defacs_of(r.defacs_auth, r.defacs_anon)?,
-            public: json_of("public", r.public)?,
-            trusted: json_of("trusted", r.trusted)?,
-            tags: tags_of(&r.tags)?,
-            seq: r.seq,
-            del_id: r.del_id,
-        })
-    }
 }
 
 /// Replaces the search rows of a topic's tags.
@@ -79,24 +36,13 @@ impl TopicStore for MysqlStore {
     async fn create_topic(&self, tenant: TenantId, topic: &Topic) -> StoreResult<()> {
         let db = self.db(tenant).await?;
         let mut tx = db.pool.begin().await.map_err(db_error)?;
-        sqlx::query(
-            "INSERT INTO topics (name, kind, created_at, updated_at, touched_at, state, owner, defacs_auth, \
-             defacs_anon, public, trusted, tags, seq, del_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        palaver_store_sql::bind_topic!(
+            sqlx::query(
+                "INSERT INTO topics (name, kind, created_at, updated_at, touched_at, state, owner, defacs_auth, \
+                 defacs_anon, public, trusted, tags, seq, del_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ),
+            topic
         )
-        .bind(&topic.name)
-        .bind(kind_col(topic.kind))
-        .bind(topic.created)
-        .bind(topic.updated)
-        .bind(topic.touched)
-        .bind(state_col(topic.state))
-        .bind(topic.owner.map(user_col))
-        .bind(mode_col(topic.defacs.auth))
-        .bind(mode_col(topic.defacs.anon))
-        .bind(json_col(topic.public.as_ref()))
-        .bind(json_col(topic.trusted.as_ref()))
-        .bind(tags_col(&topic.tags))
-        .bind(topic.seq)
-        .bind(topic.del_id)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -115,23 +61,16 @@ impl TopicStore for MysqlStore {
     #[tracing::instrument(name = "palaver.store.update_topic", skip_all, fields(tenant = %tenant))]
     async fn update_topic(&self, tenant: TenantId, name: &str, update: &TopicUpdate) -> StoreResult<()> {
         let db = self.db(tenant).await?;
-        let (set_public, public) = json_change(update.public.as_ref());
-        let (set_trusted, trusted) = json_change(update.trusted.as_ref());
         let mut tx = db.pool.begin().await.map_err(db_error)?;
-        let done = sqlx::query(
-            "UPDATE topics SET updated_at = ?, \
-             public = IF(?, ?, public), trusted = IF(?, ?, trusted), tags = COALESCE(?, tags), \
-             defacs_auth = COALESCE(?, defacs_auth), defacs_anon = COALESCE(?, defacs_anon), \
-             owner = COALESCE(?, owner) WHERE name = ?",
+        let done = palaver_store_sql::bind_profile_change!(
+            sqlx::query(
+                "UPDATE topics SET updated_at = ?, \
+                 public = IF(?, ?, public), trusted = IF(?, ?, trusted), tags = COALESCE(?, tags), \
+                 defacs_auth = COALESCE(?, defacs_auth), defacs_anon = COALESCE(?, defacs_anon), \
+                 owner = COALESCE(?, owner) WHERE name = ?",
+            ),
+            update
         )
-        .bind(update.updated)
-        .bind(set_public)
-        .bind(public)
-        .bind(set_trusted)
-        .bind(trusted)
-        .bind(update.tags.as_deref().map(tags_col))
-        .bind(update.defacs.map(|d| mode_col(d.auth)))
-        .bind(update.defacs.map(|d| mode_col(d.anon)))
         .bind(update.owner.map(user_col))
         .bind(name)
         .execute(&mut *tx)

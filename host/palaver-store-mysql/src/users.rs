@@ -1,13 +1,11 @@
 //! The user port over a tenant database: the `users`, `auth` and `user_tags` tables.
 
 use crate::MysqlStore;
-use crate::codec::{
-    defacs_of, json_change, json_col, json_of, limit_col, mode_col, state_col, state_of, tags_col, tags_of, user_col,
-    user_of,
-};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{limit_col, state_col, tags_col, user_col, user_of};
+use crate::error::db_error;
 use palaver_core::ports::UserStore;
 use palaver_core::{AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+use palaver_store_sql::rows::UserRow;
 use sqlx::MySqlConnection;
 
 /// The columns of a [`UserRow`], as a literal so that `concat!` can splice it into static SQL.
@@ -28,43 +26,6 @@ macro_rules! json_tags {
 
 pub(crate) use json_tags;
 
-/// A `users` row as selected by `user_columns!`.
-#[derive(sqlx::FromRow)]
-struct UserRow {
-    id: i64,
-    created_at: i64,
-    updated_at: i64,
-    state: String,
-    auth_version: i64,
-    defacs_auth: i16,
-    defacs_anon: i16,
-    public: Option<String>,
-    trusted: Option<String>,
-    tags: String,
-    last_seen: Option<i64>,
-    user_agent: Option<String>,
-}
-
-impl TryFrom<UserRow> for User {
-    type Error = CorruptRow;
-
-    fn try_from(r: UserRow) -> Result<Self, CorruptRow> {
-        Ok(User {
-            id: user_of(r.id),
-            created: r.created_at,
-            updated: r.updated_at,
-            state: state_of(&r.state)?,
-            auth_version: r.auth_version,
-            defacs: defacs_of(r.defacs_auth, r.defacs_anon)?,
-            public: json_of("public", r.public)?,
-            trusted: json_of("trusted", r.trusted)?,
-            tags: tags_of(&r.tags)?,
-            last_seen: r.last_seen,
-            user_agent: r.user_agent,
-        })
-    }
-}
-
 /// Replaces the search rows of a user's tags. `INSERT IGNORE` folds repeated tags into one row.
 async fn write_tags(conn: &mut MySqlConnection, user: i64, tags: &[String]) -> StoreResult<()> {
     sqlx::query("DELETE FROM user_tags WHERE user_id = ?").bind(user).execute(&mut *conn).await.map_err(db_error)?;
@@ -84,29 +45,20 @@ impl UserStore for MysqlStore {
         let db = self.db(tenant).await?;
         let id = user_col(user.id);
         let mut tx = db.pool.begin().await.map_err(db_error)?;
-        sqlx::query(
-            "INSERT INTO users (id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, \
-             trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        palaver_store_sql::bind_user!(
+            sqlx::query(
+                "INSERT INTO users (id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, \
+                 trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ),
+            user
         )
-        .bind(id)
-        .bind(user.created)
-        .bind(user.updated)
-        .bind(state_col(user.state))
-        .bind(user.auth_version)
-        .bind(mode_col(user.defacs.auth))
-        .bind(mode_col(user.defacs.anon))
-        .bind(json_col(user.public.as_ref()))
-        .bind(json_col(user.trusted.as_ref()))
-        .bind(tags_col(&user.tags))
-        .bind(user.last_seen)
-        .bind(user.user_agent.as_deref())
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
         if let Some(auth) = auth {
             // The credential is always stored under the new user's id, so it cannot attach to another account.
             sqlx::query("INSERT INTO auth (login, user_id, secret_hash) VALUES (?, ?, ?)")
-                .bind(auth.login.to_lowercase())
+                .bind(palaver_core::normalize_login(&auth.login))
                 .bind(id)
                 .bind(&auth.secret_hash)
                 .execute(&mut *tx)
@@ -130,22 +82,15 @@ impl UserStore for MysqlStore {
     async fn update_user(&self, tenant: TenantId, id: UserId, update: &UserUpdate) -> StoreResult<()> {
         let db = self.db(tenant).await?;
         let uid = user_col(id);
-        let (set_public, public) = json_change(update.public.as_ref());
-        let (set_trusted, trusted) = json_change(update.trusted.as_ref());
         let mut tx = db.pool.begin().await.map_err(db_error)?;
-        let done = sqlx::query(
-            "UPDATE users SET updated_at = ?, \
-             public = IF(?, ?, public), trusted = IF(?, ?, trusted), tags = COALESCE(?, tags), \
-             defacs_auth = COALESCE(?, defacs_auth), defacs_anon = COALESCE(?, defacs_anon) WHERE id = ?",
+        let done = palaver_store_sql::bind_profile_change!(
+            sqlx::query(
+                "UPDATE users SET updated_at = ?, \
+                 public = IF(?, ?, public), trusted = IF(?, ?, trusted), tags = COALESCE(?, tags), \
+                 defacs_auth = COALESCE(?, defacs_auth), defacs_anon = COALESCE(?, defacs_anon) WHERE id = ?",
+            ),
+            update
         )
-        .bind(update.updated)
-        .bind(set_public)
-        .bind(public)
-        .bind(set_trusted)
-        .bind(trusted)
-        .bind(update.tags.as_deref().map(tags_col))
-        .bind(update.defacs.map(|d| mode_col(d.auth)))
-        .bind(update.defacs.map(|d| mode_col(d.anon)))
         .bind(uid)
         .execute(&mut *tx)
         .await
@@ -178,7 +123,7 @@ impl UserStore for MysqlStore {
         let db = self.db(tenant).await?;
         let row: Option<(String, i64, String)> =
             sqlx::query_as("SELECT login, user_id, secret_hash FROM auth WHERE login = ?")
-                .bind(login.to_lowercase())
+                .bind(palaver_core::normalize_login(login))
                 .fetch_optional(&db.pool)
                 .await
                 .map_err(db_error)?;

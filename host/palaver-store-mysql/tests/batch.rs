@@ -4,34 +4,14 @@
 mod common;
 
 use common::Scratch;
+use palaver_contract::bare_topic as topic;
 use palaver_core::ports::{MessageStore, TenantStore, TopicStore};
-use palaver_core::{
-    AppendOutcome, AuditStatus, DefaultAccess, Message, MessageQuery, RecordState, StoreError, Topic, TopicKind,
-    UserId, p2p_name,
-};
+use palaver_core::{AppendOutcome, AuditStatus, Message, MessageQuery, StoreError, TopicKind, UserId, p2p_name};
 use palaver_store_mysql::MysqlConfig;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
-
-fn topic(name: &str, kind: TopicKind) -> Topic {
-    Topic {
-        name: name.to_owned(),
-        kind,
-        created: 1,
-        updated: 1,
-        touched: 1,
-        state: RecordState::Active,
-        owner: None,
-        defacs: DefaultAccess::GROUP,
-        public: None,
-        trusted: None,
-        tags: Vec::new(),
-        seq: 0,
-        del_id: 0,
-    }
-}
 
 fn message(topic: &str, seq: i64, from: u64, mid: Option<&str>) -> Message {
     Message {

@@ -1,6 +1,6 @@
-//! Runs the shared storage, relation, group, notification and tenant registry contracts against a real MariaDB:
-//! every storage, relation, group and notification case on two fresh tenant databases, every registry case on a
-//! fresh control database.
+//! Runs the shared storage, relation, group, notification, outbox, audit and tenant registry contracts against a
+//! real MariaDB: every storage, relation, group, notification, outbox and audit case on two fresh tenant databases,
+//! every registry case on a fresh control database.
 
 mod common;
 
@@ -36,6 +36,15 @@ palaver_contract::group_contract_tests!(
 );
 
 palaver_contract::notification_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);
+
+palaver_contract::command_contract_tests!(
     fixture = {
         if common::skip() {
             return;
@@ -90,3 +99,21 @@ impl TenantStore for Registry {
         self.store.add_api_key(id, key).await
     }
 }
+
+palaver_contract::outbox_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);
+
+palaver_contract::audit_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);

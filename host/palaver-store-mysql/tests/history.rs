@@ -1,4 +1,4 @@
-//! What the history tables hold beyond the contract: the table each kind of topic uses, the seed's derived
+//! What the history tables hold beyond the contract: the table each kind of topic uses, the derived
 //! columns, UTC `DATETIME(3)` times, and hard-delete stubs.
 
 mod common;
@@ -6,29 +6,10 @@ mod common;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use common::Scratch;
+use palaver_contract::bare_topic as topic;
 use palaver_core::ports::{MessageStore, TenantStore, TopicStore};
-use palaver_core::{
-    AuditStatus, DefaultAccess, DeleteMessages, Message, RecordState, SeqRange, Topic, TopicKind, UserId, p2p_name,
-};
+use palaver_core::{AuditStatus, DeleteMessages, Message, SeqRange, TopicKind, UserId, p2p_name};
 use serde_json::json;
-
-fn topic(name: &str, kind: TopicKind) -> Topic {
-    Topic {
-        name: name.to_owned(),
-        kind,
-        created: 1,
-        updated: 1,
-        touched: 1,
-        state: RecordState::Active,
-        owner: None,
-        defacs: DefaultAccess::GROUP,
-        public: None,
-        trusted: None,
-        tags: Vec::new(),
-        seq: 0,
-        del_id: 0,
-    }
-}
 
 /// One stored row's derived and bookkeeping columns.
 #[derive(Debug, PartialEq, sqlx::FromRow)]

@@ -28,21 +28,7 @@ fn user(id: u64) -> User {
 }
 
 fn group(name: &str) -> Topic {
-    Topic {
-        name: name.to_owned(),
-        kind: TopicKind::Group,
-        created: 1,
-        updated: 1,
-        touched: 1,
-        state: RecordState::Active,
-        owner: None,
-        defacs: DefaultAccess::GROUP,
-        public: None,
-        trusted: None,
-        tags: Vec::new(),
-        seq: 0,
-        del_id: 0,
-    }
+    palaver_contract::bare_topic(name, TopicKind::Group)
 }
 
 fn message(topic: &str, seq: i64) -> Message {

@@ -1,4 +1,4 @@
-//! The realtime bus over Redis Pub/Sub (seed 002 §4): a bounded queue and one publisher task per node on the
+//! The realtime bus over Redis Pub/Sub: a bounded queue and one publisher task per node on the
 //! way out, one subscriber connection per node on the way in ([`crate::subscriber`]).
 //!
 //! **Publishing.** [`RealtimeBus::publish`] only queues. One task drains the queue in order and sends up to
@@ -334,5 +334,26 @@ impl Publisher {
         tracing::warn!(node_id = %self.node_id, suppressed = self.suppressed, "redis bus: {what}");
         self.warned = Some(now);
         self.suppressed = 0;
+    }
+}
+
+/// Without its subscriber the node misses other nodes' events until it reconnects (clients catch up by seq),
+/// so it is reported, not required.
+#[async_trait::async_trait]
+impl palaver_core::ports::HealthCheck for RedisBus {
+    fn name(&self) -> &'static str {
+        "bus"
+    }
+
+    fn required(&self) -> bool {
+        false
+    }
+
+    async fn check(&self) -> Result<(), String> {
+        if self.subscriber_connected() {
+            Ok(())
+        } else {
+            Err("the realtime bus subscriber is not subscribed (reconnecting)".into())
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Cache-aside decorators for users, topics and subscriptions (§5.2, §7.3): read Redis, on a miss read the
+//! Cache-aside decorators for users, topics and subscriptions: read Redis, on a miss read the
 //! inner store and fill the copy for `cache_ttl_seconds`; write the inner store first, then drop the copy.
 //!
 //! A Redis failure on a read falls back to the inner store; a failed fill is only counted; a failed drop after
@@ -280,5 +280,29 @@ impl SubscriptionStore for CachedSubs {
         self.inner.delete_sub(tenant, topic, user, when).await?;
         self.dropped(tenant, topic, user).await;
         Ok(())
+    }
+
+    async fn set_sub_private(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        user: UserId,
+        private: Option<&serde_json::Value>,
+        when: UnixMillis,
+    ) -> StoreResult<()> {
+        self.inner.set_sub_private(tenant, topic, user, private, when).await?;
+        self.dropped(tenant, topic, user).await;
+        Ok(())
+    }
+
+    async fn remove_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
+        self.inner.remove_sub(tenant, topic, user, when).await?;
+        self.dropped(tenant, topic, user).await;
+        Ok(())
+    }
+
+    async fn was_removed(&self, tenant: TenantId, topic: &str, user: UserId) -> StoreResult<bool> {
+        // Read rarely (a join without a subscription), so it is not cached.
+        self.inner.was_removed(tenant, topic, user).await
     }
 }

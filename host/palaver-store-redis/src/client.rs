@@ -10,8 +10,8 @@
 //!
 //! A Redis that stops answering (a partition rather than a refused connection) would make every command wait
 //! for its timeout, and with it every request that reads a cache. After a few transport failures in a row the
-//! client therefore fails fast for `circuit_cooldown_ms`, then lets commands try again (§10: go straight to
-//! the database).
+//! client therefore fails fast for `circuit_cooldown_ms`, then lets commands try again (Redis down: go
+//! straight to the database).
 
 use crate::config::{ConfigError, RedisConfig};
 use crate::keys::Keys;
@@ -103,6 +103,11 @@ impl RedisClient {
     /// The counters every adapter built on this client adds to.
     pub fn metrics(&self) -> &RedisMetrics {
         &self.metrics
+    }
+
+    /// The same counters, shared, to register with the node's `/metrics`.
+    pub fn metrics_source(&self) -> Arc<RedisMetrics> {
+        self.metrics.clone()
     }
 
     /// Round-trips a `PING`; for readiness probes and tests.
@@ -344,5 +349,22 @@ pub(crate) fn redis_error(e: redis::RedisError) -> StoreError {
         StoreError::Unavailable(format!("redis: {e}"))
     } else {
         StoreError::Internal(format!("redis: {e}"))
+    }
+}
+
+/// Redis down degrades the node (reads fall back to the database, group sends answer a retryable 503), so it
+/// is reported, not required.
+#[async_trait::async_trait]
+impl palaver_core::ports::HealthCheck for RedisClient {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
+    fn required(&self) -> bool {
+        false
+    }
+
+    async fn check(&self) -> Result<(), String> {
+        self.ping().await.map_err(|e| format!("Redis: {e}"))
     }
 }

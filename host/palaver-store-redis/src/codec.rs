@@ -257,7 +257,7 @@ pub(crate) fn decode_hot_json(s: &str) -> Result<Message, StoreError> {
     })
 }
 
-/// `2026-08-25T04:00:00.000Z` for a Unix millisecond instant, the seed's `created_at` shape in UTC.
+/// `2026-08-25T04:00:00.000Z` for a Unix millisecond instant, the `created_at` shape of stored values, in UTC.
 pub(crate) fn rfc3339_millis(ms: UnixMillis) -> String {
     let secs = ms.div_euclid(1000);
     let millis = ms.rem_euclid(1000);
@@ -277,11 +277,8 @@ pub(crate) fn rfc3339_millis(ms: UnixMillis) -> String {
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{millis:03}Z")
 }
 
-/// The wall clock in Unix milliseconds, for values the adapter stamps itself.
-pub(crate) fn now_millis() -> UnixMillis {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
+// The wall clock, for values the adapter stamps itself.
+pub(crate) use palaver_core::now_millis;
 
 #[cfg(test)]
 mod tests {

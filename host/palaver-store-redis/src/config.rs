@@ -1,6 +1,6 @@
-//! The Redis settings of the scale-out mode, with the seed's key names (`store_config.redis`) and defaults.
+//! The Redis settings of the scale-out mode, with the documented key names (`store_config.redis`) and defaults.
 //!
-//! The struct deserialises from the seed's JSON/TOML shape directly; fields the seed does not name (pool size,
+//! The struct deserialises from the documented JSON/TOML shape directly; fields of Palaver's own (pool size,
 //! hot-message capacity, the last-seen lifetime) have defaults chosen for a 2-core node.
 
 use std::time::Duration;
@@ -17,7 +17,7 @@ pub struct RedisConfig {
     pub password: String,
     /// The database number. Tests that flush use a database of their own.
     pub db: i64,
-    /// The first segment of every key, `im` in the seed.
+    /// The first segment of every key, `im` by default.
     pub key_prefix: String,
     pub dial_timeout_ms: u64,
     pub read_timeout_ms: u64,
@@ -43,27 +43,22 @@ pub struct RedisConfig {
     /// How long an invalidated cache copy refuses to be filled again, so that a read which loaded the old
     /// record just before a write cannot put it back for a whole TTL. Far above one database read.
     pub cache_invalidation_grace_ms: u64,
-    /// How long verification codes and action tokens live unless the caller says otherwise.
-    pub short_state_ttl_seconds: u64,
-    /// Publish group messages to other nodes over Redis Pub/Sub (used by the multi-node work; off by default).
-    pub group_fanout_enabled: bool,
     /// A group with at least this many members keeps hot message copies (see `HotPolicy::MinMembers`).
     pub hot_group_min_members: usize,
     /// The most hot message copies one tenant may hold; past it the oldest are evicted.
     pub hot_max_messages_per_tenant: usize,
-    /// Messages whose stored form is larger than this are not copied to Redis (the seed keeps large bodies out).
+    /// Messages whose stored form is larger than this are not copied to Redis (large bodies stay out of Redis).
     pub hot_message_max_bytes: usize,
-    /// How long a node's claim on its id lives without a heartbeat; a crashed node's id is free after it.
+    /// How long a node's claim on its id lives without a heartbeat (`server.heartbeat_ms`, which the server
+    /// keeps under half of it); a crashed node's id is free after it.
     pub node_ttl_seconds: u64,
-    /// How often the server refreshes its node claim; must be well below `node_ttl_seconds`.
-    pub node_heartbeat_ms: u64,
-    /// How long a session-control counter lives after its last bump (the seed says one to seven days). A
+    /// How long a session-control counter lives after its last bump (one to seven days is the accepted range). A
     /// session older than that may miss an eviction whose bus message was lost as well.
     pub control_ttl_seconds: u64,
 }
 
 impl Default for RedisConfig {
-    /// The seed's example values, with `group_fanout_enabled` off as the seed's text says it defaults.
+    /// The documented example values.
     fn default() -> Self {
         Self {
             addr: "127.0.0.1:6379".into(),
@@ -84,13 +79,10 @@ impl Default for RedisConfig {
             presence_last_seen_ttl_seconds: 86_400,
             cache_ttl_seconds: 300,
             cache_invalidation_grace_ms: 2000,
-            short_state_ttl_seconds: 600,
-            group_fanout_enabled: false,
             hot_group_min_members: 500,
             hot_max_messages_per_tenant: 200_000,
             hot_message_max_bytes: 16 * 1024,
             node_ttl_seconds: 15,
-            node_heartbeat_ms: 5000,
             control_ttl_seconds: 7 * 86_400,
         }
     }
@@ -107,8 +99,6 @@ pub enum ConfigError {
     Prefix(String),
     #[error("redis.addr {0:?} is neither host:port nor a redis:// URL")]
     Addr(String),
-    #[error("redis.node_heartbeat_ms must be below node_ttl_seconds * 1000, or node claims lapse between beats")]
-    Heartbeat,
 }
 
 impl RedisConfig {
@@ -141,9 +131,7 @@ impl RedisConfig {
             ("presence_last_seen_ttl_seconds", self.presence_last_seen_ttl_seconds),
             ("cache_ttl_seconds", self.cache_ttl_seconds),
             ("cache_invalidation_grace_ms", self.cache_invalidation_grace_ms),
-            ("short_state_ttl_seconds", self.short_state_ttl_seconds),
             ("node_ttl_seconds", self.node_ttl_seconds),
-            ("node_heartbeat_ms", self.node_heartbeat_ms),
             ("control_ttl_seconds", self.control_ttl_seconds),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
@@ -154,9 +142,6 @@ impl RedisConfig {
         }
         if self.hot_max_messages_per_tenant == 0 {
             return Err(ConfigError::Zero("hot_max_messages_per_tenant"));
-        }
-        if self.node_heartbeat_ms >= self.node_ttl_seconds.saturating_mul(1000) {
-            return Err(ConfigError::Heartbeat);
         }
         Ok(())
     }
@@ -202,11 +187,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_follow_the_seed_and_validate() {
+    fn defaults_follow_the_documented_values_and_validate() {
         let c = RedisConfig::default();
         assert_eq!((c.pending_ttl_seconds, c.done_ttl_seconds, c.failed_ttl_seconds), (120, 86_400, 600));
-        assert_eq!((c.presence_ttl_seconds, c.cache_ttl_seconds, c.short_state_ttl_seconds), (120, 300, 600));
-        assert_eq!((c.key_prefix.as_str(), c.group_fanout_enabled), ("im", false));
+        assert_eq!((c.presence_ttl_seconds, c.cache_ttl_seconds), (120, 300));
+        assert_eq!(c.key_prefix.as_str(), "im");
         assert_eq!(c.validate(), Ok(()));
         assert_eq!(
             RedisConfig { key_prefix: "a:b".into(), ..c.clone() }.validate(),
@@ -218,7 +203,7 @@ mod tests {
     #[test]
     fn node_and_control_settings_default_and_validate() {
         let c = RedisConfig::default();
-        assert_eq!((c.node_ttl_seconds, c.node_heartbeat_ms, c.control_ttl_seconds), (15, 5000, 604_800));
+        assert_eq!((c.node_ttl_seconds, c.control_ttl_seconds), (15, 604_800));
         assert_eq!(
             RedisConfig { node_ttl_seconds: 0, ..c.clone() }.validate(),
             Err(ConfigError::Zero("node_ttl_seconds"))
@@ -227,19 +212,17 @@ mod tests {
             RedisConfig { control_ttl_seconds: 0, ..c.clone() }.validate(),
             Err(ConfigError::Zero("control_ttl_seconds"))
         );
-        assert_eq!(RedisConfig { node_heartbeat_ms: 15_000, ..c.clone() }.validate(), Err(ConfigError::Heartbeat));
-        assert_eq!(RedisConfig { node_ttl_seconds: 1, node_heartbeat_ms: 300, ..c }.validate(), Ok(()));
+        assert_eq!(RedisConfig { node_ttl_seconds: 1, ..c }.validate(), Ok(()));
     }
 
     #[test]
-    fn parses_the_seed_example_and_hides_the_password() {
+    fn parses_the_documented_example_and_hides_the_password() {
         let json = r#"{"addr":"127.0.0.1:6379","username":"","password":"s3cret","db":0,"key_prefix":"im",
             "dial_timeout_ms":2000,"read_timeout_ms":2000,"write_timeout_ms":2000,"pending_ttl_seconds":120,
             "done_ttl_seconds":86400,"failed_ttl_seconds":600,"hot_message_ttl_seconds":86400,
-            "presence_ttl_seconds":120,"cache_ttl_seconds":300,"short_state_ttl_seconds":600,
-            "group_fanout_enabled":true}"#;
+            "presence_ttl_seconds":120,"cache_ttl_seconds":300}"#;
         let c: RedisConfig = serde_json::from_str(json).unwrap();
-        assert!(c.group_fanout_enabled);
+        assert_eq!(c.cache_ttl_seconds, 300);
         assert_eq!(c.pool_size, RedisConfig::default().pool_size, "unnamed fields keep their defaults");
         let shown = format!("{c:?}");
         assert!(!shown.contains("s3cret") && shown.contains("***"), "{shown}");

@@ -1,9 +1,9 @@
-//! Session-control versions (seed 002 §6.5) as Redis counters: `session_control:user:{uid}:version` and
+//! Session-control versions as Redis counters: `session_control:user:{uid}:version` and
 //! `session_control:device:{uid}:{device_id}:version` per tenant, each living `control_ttl_seconds` after its
 //! last bump.
 //!
 //! A bump is `INCR` plus `EXPIRE` in one transaction; reading a session's versions is one `MGET`. A counter
-//! that expired reads as zero, which is safe only because a session older than the TTL is rare: the seed
+//! that expired reads as zero, which is safe only because a session older than the TTL is rare: the design
 //! accepts that window (one to seven days) for not keeping counters forever.
 
 use crate::client::RedisClient;

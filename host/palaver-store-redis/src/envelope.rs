@@ -1,4 +1,4 @@
-//! The bus's wire form of an [`Envelope`] (seed 002 §4): one JSON object with the seed's field names, the
+//! The bus's wire form of an [`Envelope`]: one JSON object with the documented field names, the
 //! payload embedded as the JSON document it is rather than as a string.
 //!
 //! ```text
@@ -228,7 +228,7 @@ mod tests {
     }
 
     #[test]
-    fn the_wire_uses_the_seed_field_names_and_embeds_the_payload() {
+    fn the_wire_uses_the_documented_field_names_and_embeds_the_payload() {
         let e = envelope(BusTarget::Device { user: UserId(3), device: "d1".into() });
         let v: serde_json::Value = serde_json::from_str(&encode(&e).unwrap()).unwrap();
         assert_eq!(v["tenant_id"], "7");

@@ -1,6 +1,6 @@
 //! `HotMessages`: a `MessageStore` decorator that keeps 24-hour copies of hot topics' messages in Redis
 //! (`topic:{topic}:hot_msg_seqs`, `topic:{topic}:hot_msg:{seq}`) and answers history windows from them when it
-//! can prove the answer is the inner store's (§5.4 "读取流程", "热消息缓存边界").
+//! can prove the answer is the inner store's, and only for the topics and message sizes that are kept hot.
 //!
 //! The proof: the allocator's `last_seq` bounds every stored seq (the write lock spans allocation and append,
 //! and `RedisSeq` raises the counter before the append), so a window read walks down from
@@ -65,7 +65,7 @@ impl MessageStore for HotMessages {
         async {
             let outcome = self.inner.append(tenant, msg).await?;
             if outcome == AppendOutcome::Stored {
-                // §7.3: the copy follows the durable write and its failure never fails the send.
+                // The copy follows the durable write and its failure never fails the send.
                 let hot = self.policy.is_hot(tenant, &msg.topic).await;
                 if let Err(e) = self.redis.on_append(tenant, msg, hot).await {
                     self.write_failed("append", &msg.topic, &e, hot);
@@ -88,7 +88,7 @@ impl MessageStore for HotMessages {
     }
 
     async fn max_seq(&self, tenant: TenantId, topic: &str) -> StoreResult<Seq> {
-        // The seed's rule: the stored maximum comes from the database, never from Redis, so that it can
+        // The rule: the stored maximum comes from the database, never from Redis, so that it can
         // re-baseline a counter Redis lost.
         self.inner.max_seq(tenant, topic).await
     }

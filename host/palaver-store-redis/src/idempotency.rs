@@ -1,5 +1,5 @@
 //! Idempotency keys for `{pub}` retries at `{prefix}:{tenant}:topic:{topic}:uniq:msg:{from_uid}:{client_msg_id}`
-//! with the seed's value `{"status","seq","message_id","created_at"}` (§5.4 "唯一 key 与幂等规则").
+//! with the value `{"status","seq","message_id","created_at"}` (one key per sender and client message id).
 //!
 //! A claim is `SET NX EX pending_ttl`; only when that finds the key taken does a script look at it, taking a
 //! `failed` key over atomically and reporting `pending` or `done` otherwise. The message store's unique
@@ -39,7 +39,7 @@ redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return 1
 ";
 
-/// The stored value, as the seed spells it. `message_id` stays null: the ports identify messages by seq.
+/// The stored value, with the documented field names. `message_id` stays null: the ports identify messages by seq.
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 struct KeyValue {
     status: Status,
@@ -165,7 +165,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn values_use_the_seed_shape() {
+    fn values_use_the_documented_shape() {
         let raw = KeyValue::encode(Status::Done, Some(12345));
         let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
         assert_eq!(v["status"], "done");

@@ -1,8 +1,8 @@
-//! The one place Redis keys are spelt. Every key is `{prefix}:{tenant_id}:…` exactly as the seed lists them
-//! (§5.1, §5.2, §5.4), plus the cache and short-state keys the seed describes without naming, the realtime
-//! bus's channels, the node claims (under the system tenant 0) and the session-control counters (seed 002).
+//! The one place Redis keys are spelt. Every key is `{prefix}:{tenant_id}:…` with the documented names (presence,
+//! topics, groups, relations), plus keys named here: the cache and failed-login keys, a few of Palaver's own, the
+//! realtime bus's channels, the node claims (under the system tenant 0) and the session-control counters.
 //!
-//! User ids appear as their decimal `u64` (the seed's `from_user BIGINT`), topics by their stored name
+//! User ids appear as their decimal `u64` (the history tables' `from_user BIGINT`), topics by their stored name
 //! (`grp…`, `p2p…`, base64url, so never containing `:`). Client message ids come last in their key, so a `:`
 //! inside one cannot make two different (sender, id) pairs collide.
 
@@ -17,7 +17,7 @@ pub struct Keys {
 }
 
 impl Keys {
-    /// Keys under `prefix` (the seed's `im`).
+    /// Keys under `prefix` (`im` by default).
     pub fn new(prefix: &str) -> Self {
         Self { prefix: Arc::from(prefix) }
     }
@@ -38,7 +38,7 @@ impl Keys {
         format!("{}:topic:", self.tenant(t))
     }
 
-    // §5.1: presence.
+    // Presence.
 
     pub fn presence_user(&self, t: TenantId, uid: UserId) -> String {
         format!("{}:presence:user:{}", self.tenant(t), uid.0)
@@ -50,7 +50,7 @@ impl Keys {
         format!("{}:presence:node:{node_id}:users", self.tenant(t))
     }
 
-    // §5.4: large groups, seq, hot messages, idempotency, push dedup.
+    // Large groups, seq, hot messages, idempotency, push dedup.
 
     pub fn topic_online_members(&self, t: TenantId, topic: &str) -> String {
         format!("{}{topic}:online_members", self.topic_base(t))
@@ -58,7 +58,7 @@ impl Keys {
     pub fn topic_node_online_members(&self, t: TenantId, topic: &str, node_id: &str) -> String {
         format!("{}{topic}:node:{node_id}:online_members", self.topic_base(t))
     }
-    /// Not in the seed: the nodes that hold online members of the topic, so readers need no `SCAN`.
+    /// Palaver's own: the nodes that hold online members of the topic, so readers need no `SCAN`.
     pub fn topic_online_nodes(&self, t: TenantId, topic: &str) -> String {
         format!("{}{topic}:online_nodes", self.topic_base(t))
     }
@@ -78,12 +78,12 @@ impl Keys {
     pub fn topic_hot_msg(&self, t: TenantId, topic: &str, seq: Seq) -> String {
         format!("{}{topic}:hot_msg:{seq}", self.topic_base(t))
     }
-    /// Not in the seed: per topic, the highest `hi` of hard deletions (field `all`) and of each user's soft
+    /// Palaver's own: per topic, the highest `hi` of hard deletions (field `all`) and of each user's soft
     /// deletions (field `{uid}`), so a hot read knows when it must not answer.
     pub fn topic_hot_msg_dels(&self, t: TenantId, topic: &str) -> String {
         format!("{}{topic}:hot_msg_dels", self.topic_base(t))
     }
-    /// Not in the seed: every hot copy of the tenant by age, to enforce the per-tenant cap.
+    /// Palaver's own: every hot copy of the tenant by age, to enforce the per-tenant cap.
     pub fn hot_msg_index(&self, t: TenantId) -> String {
         format!("{}:hot_msg_index", self.tenant(t))
     }
@@ -93,12 +93,8 @@ impl Keys {
     pub fn push_dedup(&self, t: TenantId, topic: &str, seq: Seq, uid: UserId) -> String {
         format!("{}:push:dedup:{topic}:{seq}:{}", self.tenant(t), uid.0)
     }
-    /// The seed's cross-node fanout channel, `im:0:group_fanout`: tenant 0 because it carries every tenant.
-    pub fn group_fanout_channel(&self) -> String {
-        format!("{}:0:group_fanout", self.prefix)
-    }
 
-    // The realtime bus (seed 002 §4): Pub/Sub channels, which carry the tenant like keys do.
+    // The realtime bus: Pub/Sub channels, which carry the tenant like keys do.
 
     /// The broadcast channel of one event kind, `{prefix}:{tenant}:rt:{kind}`.
     pub fn rt_channel(&self, t: TenantId, kind: EventKind) -> String {
@@ -151,7 +147,7 @@ impl Keys {
         format!("{}:nodes", self.tenant(TenantId(0)))
     }
 
-    // Session control (seed 002 §6.5).
+    // Session control: one version counter per user and per device.
 
     pub fn control_user_version(&self, t: TenantId, uid: UserId) -> String {
         format!("{}:session_control:user:{}:version", self.tenant(t), uid.0)
@@ -160,7 +156,7 @@ impl Keys {
         format!("{}:session_control:device:{}:{device_id}:version", self.tenant(t), uid.0)
     }
 
-    // §5.2: group governance and relations (read models of later work; named here so nobody spells them).
+    // Group governance and relations (read models of later work; named here so nobody spells them).
 
     pub fn group_profile(&self, t: TenantId, group_id: &str) -> String {
         format!("{}:group:{group_id}:profile", self.tenant(t))
@@ -184,7 +180,7 @@ impl Keys {
         format!("{}:relation:blocklist:{}", self.tenant(t), uid.0)
     }
 
-    // Cache-aside copies (§5.2, §9.1 "store.Users.Get / Topics.Get / Subs.Get").
+    // Cache-aside copies of what `store.Users.Get / Topics.Get / Subs.Get` read.
 
     pub fn cache_user(&self, t: TenantId, uid: UserId) -> String {
         format!("{}:cache:user:{}", self.tenant(t), uid.0)
@@ -197,19 +193,9 @@ impl Keys {
         format!("{}:cache:topic:{topic}:subs", self.tenant(t))
     }
 
-    // Short state (§5.1 "短期状态", §9.1): keyed by hashes, never by a phone number or a token.
-
-    pub fn verify_code(&self, t: TenantId, scene: &str, phone_hash: &str) -> String {
-        format!("{}:verify:code:{scene}:{phone_hash}", self.tenant(t))
-    }
-    pub fn verify_rate(&self, t: TenantId, scene: &str, phone_hash: &str) -> String {
-        format!("{}:verify:rate:{scene}:{phone_hash}", self.tenant(t))
-    }
-    pub fn action_token(&self, t: TenantId, token_hash: &str) -> String {
-        format!("{}:token:action:{token_hash}", self.tenant(t))
-    }
-    pub fn lock(&self, t: TenantId, name: &str) -> String {
-        format!("{}:lock:{name}", self.tenant(t))
+    /// Failed-login counter of one login or client address, by the SHA-256 of its name.
+    pub fn login_fail(&self, t: TenantId, key_hash: &str) -> String {
+        format!("{}:security:login_fail:{key_hash}", self.tenant(t))
     }
 }
 
@@ -229,8 +215,8 @@ fn glob_escape(s: &str) -> String {
 mod tests {
     use super::*;
 
-    /// Fills the seed's literal pattern with the test values, the way a reader of the seed would.
-    fn seed(pattern: &str) -> String {
+    /// Fills a documented literal pattern with the test values, the way a reader of the pattern would.
+    fn fill(pattern: &str) -> String {
         pattern
             .replace("{tenant_id}", "7")
             .replace("{uid}", "42")
@@ -244,7 +230,7 @@ mod tests {
     }
 
     #[test]
-    fn builders_match_the_seed_literally() {
+    fn builders_match_the_documented_patterns_literally() {
         let k = Keys::new("im");
         let (t, u, topic) = (TenantId(7), UserId(42), "grpAbC");
         let cases = [
@@ -266,7 +252,6 @@ mod tests {
             ("im:{tenant_id}:group:{group_id}:muted", k.group_muted(t, topic)),
             ("im:{tenant_id}:relation:friends:{uid}", k.relation_friends(t, u)),
             ("im:{tenant_id}:relation:blocklist:{uid}", k.relation_blocklist(t, u)),
-            ("im:0:group_fanout", k.group_fanout_channel()),
             ("im:{tenant_id}:session_control:user:{uid}:version", k.control_user_version(t, u)),
             ("im:{tenant_id}:session_control:device:{uid}:web-1:version", k.control_device_version(t, u, "web-1")),
             ("im:{tenant_id}:rt:message", k.rt_channel(t, EventKind::Message)),
@@ -276,7 +261,7 @@ mod tests {
             ("im:0:nodes", k.nodes()),
         ];
         for (pattern, built) in cases {
-            assert_eq!(built, seed(pattern), "pattern {pattern}");
+            assert_eq!(built, fill(pattern), "pattern {pattern}");
         }
     }
 
@@ -292,10 +277,7 @@ mod tests {
             (k.topic_online_nodes(a, "grpX"), k.topic_online_nodes(b, "grpX")),
             (k.topic_hot_msg_dels(a, "grpX"), k.topic_hot_msg_dels(b, "grpX")),
             (k.hot_msg_index(a), k.hot_msg_index(b)),
-            (k.verify_code(a, "login", "ab"), k.verify_code(b, "login", "ab")),
-            (k.verify_rate(a, "login", "ab"), k.verify_rate(b, "login", "ab")),
-            (k.action_token(a, "ab"), k.action_token(b, "ab")),
-            (k.lock(a, "x"), k.lock(b, "x")),
+            (k.login_fail(a, "ab"), k.login_fail(b, "ab")),
             (k.rt_channel(a, EventKind::Presence), k.rt_channel(b, EventKind::Presence)),
             (k.rt_node_channel(a, "n1"), k.rt_node_channel(b, "n1")),
             (k.control_user_version(a, u), k.control_user_version(b, u)),

@@ -1,26 +1,26 @@
-//! Redis adapters for the scale-out mode, after the seed's three-layer plan (`IM-Redis三层数据分层改造方案`):
+//! Redis adapters for the scale-out mode, with data in three layers (process memory, Redis, the database):
 //! Redis holds small, hot, cross-node state; the database stays the source of truth for everything durable.
 //!
 //! What lives here, each behind one shared [`RedisClient`] (a deadpool pool, a timeout on every command):
 //!
-//! | type | port | seed | on a Redis fault |
+//! | type | port | state | on a Redis fault |
 //! | --- | --- | --- | --- |
-//! | [`RedisSeq`] | `SeqAllocator` | §5.4 `last_seq` | `Unavailable`: a retryable refusal, never a database seq |
-//! | [`RedisIdempotency`] | `IdempotencyStore` | §5.4 `uniq:msg` | `Unavailable`; the store's unique key backs it |
-//! | [`RedisPresence`] | `PresenceStore` | §5.1 presence, §5.4 online members | `Presence::Unknown` |
-//! | [`HotMessages`] | `MessageStore` decorator | §5.4 hot messages | reads and writes go to the inner store |
-//! | [`CachedUsers`], [`CachedTopics`], [`CachedSubs`] | storage decorators | §5.2, §7.3 | reads go to the store |
-//! | [`ShortState`] | (inherent) | §5.1 short state | an error: security state fails closed |
-//! | [`RedisBus`] | `RealtimeBus` | 002 §4 Pub/Sub channels | `publish` drops (counted); the subscriber reconnects |
-//! | [`RedisNodes`] | `NodeRegistry` | 002 node identity | an error: a node must not start on an unknown claim |
-//! | [`RedisControl`] | `SessionControlStore` | 002 §6.5 control versions | an error |
+//! | [`RedisSeq`] | `SeqAllocator` | `last_seq` counters | `Unavailable`: a retryable refusal, never a database seq |
+//! | [`RedisIdempotency`] | `IdempotencyStore` | `uniq:msg` | `Unavailable`; the store's unique key backs it |
+//! | [`RedisPresence`] | `PresenceStore` | user presence, group online members | `Presence::Unknown` |
+//! | [`HotMessages`] | `MessageStore` decorator | hot messages | reads and writes go to the inner store |
+//! | [`CachedUsers`], [`CachedTopics`], [`CachedSubs`] | storage decorators | cache-aside | reads go to the store |
+//! | [`RedisLoginFailures`] | `LoginFailureStore` | short-lived state | an error: security state fails closed |
+//! | [`RedisBus`] | `RealtimeBus` | Pub/Sub channels | `publish` drops (counted); the subscriber reconnects |
+//! | [`RedisNodes`] | `NodeRegistry` | node identity | an error: a node must not start on an unknown claim |
+//! | [`RedisControl`] | `SessionControlStore` | control versions | an error |
 //!
 //! The decorators wrap an inner `Arc<dyn …>` port, so this crate depends on `palaver-core` only; [`CachedStorage`]
 //! stacks all four over one adapter with their copies kept coherent with each other (a message append patches
 //! the cached topic's `seq`, a soft delete drops the deleter's cached subscription).
 //!
 //! Every key is built by [`Keys`] as `{prefix}:{tenant_id}:…`, so tenants sharing a Redis never meet, and the
-//! counters of [`RedisMetrics`] follow the seed's §11 list.
+//! counters of [`RedisMetrics`] cover commands and failures, cache hit rate, fallbacks and the bus.
 //!
 //! ## Wiring
 //!
@@ -45,15 +45,15 @@
 //!     control: Arc::new(redis.control),
 //!     ..
 //! };
-//! redis.nodes.register(&node_info).await?;                              // then `heartbeat` every node_heartbeat_ms
+//! redis.nodes.register(&node_info).await?;                              // then `heartbeat` every server.heartbeat_ms
 //! ```
 //!
-//! `/readyz` can call [`RedisClient::ping`] and [`RedisBus::subscriber_connected`]; `RedisClient::metrics`
-//! feeds the node's metrics.
+//! `/readyz` can call [`RedisClient::ping`] and [`RedisBus::subscriber_connected`]; the counters of
+//! [`RedisClient::metrics_source`] render, as a `palaver_core::MetricsSource`, in the node's `/metrics`.
 //!
 //! **Limits, by design.** The scripts name some keys they build themselves (eviction of other topics' hot
 //! copies, the online-node sets), so they assume a single Redis, not a Cluster. A cache copy whose
-//! invalidation fails stays until its TTL (`cache_ttl_seconds`), as the seed's §7.3 accepts; writes are never
+//! invalidation fails stays until its TTL (`cache_ttl_seconds`), a staleness the design accepts; writes are never
 //! rolled back for it.
 
 mod bus;
@@ -67,6 +67,7 @@ mod envelope;
 mod hot;
 mod idempotency;
 mod keys;
+mod login_failures;
 mod metrics;
 mod nodes;
 mod online;
@@ -74,7 +75,6 @@ mod policy;
 mod presence;
 mod scripts;
 mod seq;
-mod short_state;
 mod storage;
 mod subscriber;
 
@@ -87,22 +87,22 @@ pub use envelope::{EnvelopeError, decode as decode_envelope, encode as encode_en
 pub use hot::HotMessages;
 pub use idempotency::RedisIdempotency;
 pub use keys::Keys;
+pub use login_failures::RedisLoginFailures;
 pub use metrics::{MetricsSnapshot, RedisMetrics};
 pub use nodes::RedisNodes;
 pub use policy::{HotPolicy, HotPredicate, MemberThreshold};
 pub use presence::RedisPresence;
 pub use seq::RedisSeq;
-pub use short_state::{MAX_SENDS_PER_HOUR, MAX_VERIFY_ATTEMPTS, ShortLock, ShortState, ShortStateError, phone_hash};
 pub use storage::CachedStorage;
 
-/// Everything the scale-out mode builds from one client: the Redis-native ports and the short state.
+/// Everything the scale-out mode builds from one client: the Redis-native ports.
 /// The storage decorators need the inner ports as well, so they are built apart ([`CachedStorage::new`]).
 #[derive(Clone, Debug)]
 pub struct RedisPorts {
     pub seq: RedisSeq,
     pub idempotency: RedisIdempotency,
     pub presence: RedisPresence,
-    pub short_state: ShortState,
+    pub login_failures: RedisLoginFailures,
     pub bus: RedisBus,
     pub nodes: RedisNodes,
     pub control: RedisControl,
@@ -117,7 +117,7 @@ impl RedisPorts {
             seq: RedisSeq::new(client.clone()),
             idempotency: RedisIdempotency::new(client.clone()),
             presence: RedisPresence::new(client.clone(), node_id.clone()),
-            short_state: ShortState::new(client.clone()),
+            login_failures: RedisLoginFailures::new(client.clone()),
             bus: RedisBus::new(client.clone(), node_id, BusConfig::default()),
             nodes: RedisNodes::new(client.clone()),
             control: RedisControl::new(client.clone()),

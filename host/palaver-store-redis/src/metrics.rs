@@ -1,10 +1,11 @@
-//! Counters for the seed's Redis metrics (§11): commands and their failures, cache hit rate, reads served by
+//! Counters for the Redis metrics: commands and their failures, cache hit rate, reads served by
 //! the database because Redis failed or missed, invalidations that could not be applied, and the realtime
 //! bus's traffic and losses.
 //!
-//! The counters are plain atomics owned by one `RedisClient` (no globals); the server reads a snapshot and
-//! exports it however it exports the rest.
+//! The counters are plain atomics owned by one `RedisClient` (no globals); as a
+//! [`palaver_core::MetricsSource`] they render under `palaver_redis_*` in the node's `/metrics`.
 
+use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Live counters, shared by every adapter built on the same client.
@@ -43,7 +44,7 @@ pub struct MetricsSnapshot {
     pub cache_hits: u64,
     /// Cache-aside reads that found nothing usable in Redis.
     pub cache_misses: u64,
-    /// Reads answered by the inner store because Redis failed (the seed's "回源" count on faults).
+    /// Reads answered by the inner store because Redis failed (the back-to-source count on faults).
     pub fallbacks: u64,
     /// Writes that succeeded in the inner store but whose Redis copy could not be dropped or updated.
     pub invalidation_failures: u64,
@@ -170,6 +171,68 @@ impl RedisMetrics {
     }
 }
 
+/// Every counter: its metric name, help text and where it is in a snapshot.
+type Family = (&'static str, &'static str, fn(&MetricsSnapshot) -> u64);
+
+const FAMILIES: [Family; 20] = [
+    ("palaver_redis_commands_total", "Redis commands, pipelines and scripts sent.", |s| s.commands),
+    ("palaver_redis_command_failures_total", "Redis commands that failed or timed out.", |s| s.command_failures),
+    ("palaver_redis_cache_hits_total", "Cache-aside reads answered from Redis.", |s| s.cache_hits),
+    ("palaver_redis_cache_misses_total", "Cache-aside reads that found nothing usable in Redis.", |s| s.cache_misses),
+    ("palaver_redis_fallbacks_total", "Reads answered by the database because Redis failed.", |s| s.fallbacks),
+    (
+        "palaver_redis_invalidation_failures_total",
+        "Database writes whose Redis copy could not be dropped or updated.",
+        |s| s.invalidation_failures,
+    ),
+    ("palaver_redis_fill_failures_total", "Cache copies that could not be written after a miss.", |s| s.fill_failures),
+    ("palaver_redis_hot_hits_total", "History windows answered from hot message copies.", |s| s.hot_hits),
+    ("palaver_redis_hot_misses_total", "History windows the hot message copies could not answer whole.", |s| {
+        s.hot_misses
+    }),
+    ("palaver_redis_hot_write_failures_total", "Stored messages whose hot copy could not be written.", |s| {
+        s.hot_write_failures
+    }),
+    ("palaver_redis_presence_unknown_total", "Presence reads answered unknown because Redis failed.", |s| {
+        s.presence_unknown
+    }),
+    ("palaver_redis_bus_published_total", "Envelopes the Redis bus handed to Redis.", |s| s.bus_published),
+    ("palaver_redis_bus_publish_commands_total", "PUBLISH commands the bus envelopes cost.", |s| {
+        s.bus_publish_commands
+    }),
+    ("palaver_redis_bus_dropped_full_total", "Envelopes refused because the bus publish queue was full.", |s| {
+        s.bus_dropped_full
+    }),
+    ("palaver_redis_bus_publish_errors_total", "Envelopes dropped because Redis failed their batch.", |s| {
+        s.bus_publish_errors
+    }),
+    ("palaver_redis_bus_received_total", "Messages the bus subscriber read, before any drop.", |s| s.bus_received),
+    ("palaver_redis_bus_loopback_dropped_total", "Bus messages dropped because this node published them.", |s| {
+        s.bus_loopback_dropped
+    }),
+    ("palaver_redis_bus_duplicate_dropped_total", "Bus messages dropped because their event was delivered.", |s| {
+        s.bus_duplicate_dropped
+    }),
+    (
+        "palaver_redis_bus_cross_tenant_dropped_total",
+        "Bus messages dropped because they named another tenant than their channel or did not decode.",
+        |s| s.bus_cross_tenant_dropped,
+    ),
+    ("palaver_redis_bus_reconnects_total", "Times the bus subscriber connection was established again.", |s| {
+        s.bus_reconnects
+    }),
+];
+
+/// The counters in the node's `/metrics`, after the service's own.
+impl palaver_core::MetricsSource for RedisMetrics {
+    fn render(&self, out: &mut String) {
+        let snap = self.snapshot();
+        for (name, help, value) in FAMILIES {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value(&snap));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +256,20 @@ mod tests {
         let s = m.snapshot();
         assert_eq!((s.bus_published, s.bus_publish_commands, s.bus_publish_errors), (3, 5, 2));
         assert_eq!((s.bus_dropped_full, s.bus_reconnects, s.bus_received), (1, 1, 0));
+    }
+
+    #[test]
+    fn renders_each_counter_once() {
+        use palaver_core::MetricsSource;
+        let m = RedisMetrics::default();
+        m.bus_reconnected();
+        m.cache_hit();
+        let mut out = String::new();
+        m.render(&mut out);
+        assert!(out.contains("palaver_redis_bus_reconnects_total 1\n"), "{out}");
+        assert!(out.contains("palaver_redis_cache_hits_total 1\n"), "{out}");
+        assert_eq!(out.matches("# TYPE ").count(), 20, "{out}");
+        let names: std::collections::BTreeSet<&str> = FAMILIES.iter().map(|f| f.0).collect();
+        assert_eq!(names.len(), FAMILIES.len());
     }
 }

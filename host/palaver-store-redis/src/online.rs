@@ -1,4 +1,4 @@
-//! Group online members (§5.4): `topic:{topic}:online_members`, the per-node `topic:{topic}:node:{node_id}:
+//! Group online members: `topic:{topic}:online_members`, the per-node `topic:{topic}:node:{node_id}:
 //! online_members`, and `topic:{topic}:online_nodes`, the nodes a cross-node fanout must reach.
 //!
 //! The one-topic methods are inherent to [`RedisPresence`]; the port's batch methods (`join_topics`,

@@ -1,4 +1,4 @@
-//! Which topics keep hot message copies. The seed (§5.4 "热消息缓存边界") keeps them for large or busy groups
+//! Which topics keep hot message copies. The rule is to keep them for large or busy groups
 //! only: an ordinary group or a P2P topic is read rarely enough that the database serves it well.
 
 use palaver_core::ports::SubscriptionStore;

@@ -1,6 +1,6 @@
-//! Cross-node presence (§5.1): the user hash `presence:user:{uid}` (`online`, `node_id`, `session_count`,
+//! Cross-node presence: the user hash `presence:user:{uid}` (`online`, `node_id`, `session_count`,
 //! `last_active_at`, `last_seen_at`, `device`, `ua`), the user's sessions `presence:user:{uid}:sessions`, the
-//! node's users `presence:node:{node_id}:users`, and the group online-member sets of §5.4.
+//! node's users `presence:node:{node_id}:users`, and the group online-member sets.
 //!
 //! Sessions are a sorted set scored by the Redis clock at their last heartbeat, not a plain set: a node that
 //! dies leaves its sessions behind, and while the user's other sessions keep the key alive only per-member
@@ -136,7 +136,7 @@ impl RedisPresence {
         self.client.config().presence_ttl_seconds
     }
 
-    /// The users with a session on `node_id`, for diagnosis and node clean-up (§5.1).
+    /// The users with a session on `node_id`, for diagnosis and node clean-up.
     pub async fn node_users(&self, tenant: TenantId, node_id: &str) -> StoreResult<Vec<UserId>> {
         let key = self.client.keys().presence_node_users(tenant, node_id);
         let members: Vec<u64> = self.client.query(redis::cmd("SMEMBERS").arg(&key)).await?;
@@ -226,7 +226,7 @@ impl PresenceStore for RedisPresence {
             match self.read(tenant, user).await {
                 Ok(presence) => presence,
                 Err(e) => {
-                    // §10: presence degrades to unknown; callers must not claim the user is online or offline.
+                    // Redis down: presence degrades to unknown; callers must not claim the user is online or offline.
                     tracing::warn!(error = %e, "presence read failed; answering unknown");
                     self.client.metrics().presence_unknown();
                     Presence::Unknown

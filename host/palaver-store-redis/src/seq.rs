@@ -1,7 +1,7 @@
 //! The scale-out seq allocator: one counter per topic at `{prefix}:{tenant}:topic:{topic}:last_seq`, advanced
 //! by one Lua script so that initialising from the stored maximum and incrementing are a single atomic step.
 //!
-//! The seed's rules (§5.4 "Seq 发号规则"): Redis is the only source of seqs; when the key is missing (a new
+//! The seq rules: Redis is the only source of seqs; when the key is missing (a new
 //! topic, or a Redis that lost its data) it is initialised from the caller's floor, the highest seq known
 //! stored; a seq is never reused, and gaps from failed writes are allowed. When Redis cannot be reached the
 //! allocator answers `Unavailable` and the service replies with a retryable error: it never falls back to

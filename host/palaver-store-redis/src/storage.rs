@@ -143,6 +143,22 @@ impl SubscriptionStore for CachedStorage {
     async fn delete_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
         self.subs.delete_sub(tenant, topic, user, when).await
     }
+    async fn set_sub_private(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        user: UserId,
+        private: Option<&serde_json::Value>,
+        when: UnixMillis,
+    ) -> StoreResult<()> {
+        self.subs.set_sub_private(tenant, topic, user, private, when).await
+    }
+    async fn remove_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
+        self.subs.remove_sub(tenant, topic, user, when).await
+    }
+    async fn was_removed(&self, tenant: TenantId, topic: &str, user: UserId) -> StoreResult<bool> {
+        self.subs.was_removed(tenant, topic, user).await
+    }
 }
 
 #[async_trait]

@@ -15,8 +15,8 @@ use crate::envelope::decode;
 use crate::keys::Keys;
 use crate::metrics::RedisMetrics;
 use futures_util::StreamExt;
+use palaver_core::RecentIds;
 use palaver_core::ports::BusSink;
-use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -42,44 +42,13 @@ impl SubscriberState {
     }
 }
 
-/// The last `capacity` event ids, oldest forgotten first.
-struct Dedup {
-    seen: HashSet<String>,
-    order: VecDeque<String>,
-    capacity: usize,
-}
-
-impl Dedup {
-    fn new(capacity: usize) -> Self {
-        Self { seen: HashSet::new(), order: VecDeque::new(), capacity }
-    }
-
-    /// Remembers `id`; false if it was remembered already.
-    fn first(&mut self, id: &str) -> bool {
-        if self.capacity == 0 {
-            return true;
-        }
-        if self.seen.contains(id) {
-            return false;
-        }
-        if self.order.len() >= self.capacity
-            && let Some(old) = self.order.pop_front()
-        {
-            self.seen.remove(&old);
-        }
-        self.seen.insert(id.to_owned());
-        self.order.push_back(id.to_owned());
-        true
-    }
-}
-
 struct Subscriber {
     client: RedisClient,
     node_id: Arc<str>,
     cfg: BusConfig,
     state: Arc<SubscriberState>,
     sink: Arc<dyn BusSink>,
-    dedup: Dedup,
+    dedup: RecentIds,
 }
 
 /// Spawns the subscriber of node `node_id`, delivering to `sink`.
@@ -97,7 +66,7 @@ pub(crate) fn spawn_subscriber(
         cfg: cfg.clone(),
         state,
         sink,
-        dedup: Dedup::new(cfg.dedup_capacity),
+        dedup: RecentIds::new(cfg.dedup_capacity),
     };
     runtime.spawn(subscriber.run())
 }
@@ -205,24 +174,5 @@ impl Subscriber {
             return;
         }
         self.sink.deliver(envelope);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dedup_forgets_the_oldest_past_its_capacity() {
-        let mut d = Dedup::new(2);
-        assert!(d.first("a"));
-        assert!(!d.first("a"));
-        assert!(d.first("b"));
-        assert!(d.first("c"), "a is forgotten now");
-        assert!(d.first("a"));
-        assert!(!d.first("c"));
-        assert_eq!((d.seen.len(), d.order.len()), (2, 2));
-        let mut off = Dedup::new(0);
-        assert!(off.first("x") && off.first("x"), "capacity 0 keeps nothing");
     }
 }

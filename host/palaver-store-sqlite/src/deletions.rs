@@ -4,11 +4,9 @@ use crate::SqliteStore;
 use crate::codec::{tenant, user_col};
 use crate::error::db_error;
 use crate::messages::Table;
-use crate::ranges;
 use palaver_core::{DeleteMessages, Deletions, SeqRange, StoreError, StoreResult, TenantId, UserId};
-
-/// `deleted_for` of a dellog row that applies to every reader. User id 0 is never a valid user.
-const EVERYONE: i64 = 0;
+use palaver_store_sql::columns::EVERYONE;
+use palaver_store_sql::dellog::{DellogColumns, deleted_for_col, deletions_of};
 
 /// Allocates the topic's next deletion id and records the ranges under it, in one transaction. A hard delete
 /// also drops the messages' content; a soft delete also moves the requester's subscription to the new id.
@@ -28,8 +26,8 @@ pub(crate) async fn delete(
             .await
             .map_err(db_error)?;
     let del_id = del_id.ok_or(StoreError::NotFound)?;
-    let deleted_for = if request.hard { EVERYONE } else { user_col(request.for_user) };
-    for range in request.ranges.iter().copied().map(ranges::normalize) {
+    let deleted_for = deleted_for_col(request);
+    for range in request.ranges.iter().copied().map(SeqRange::normalized) {
         sqlx::query(
             "INSERT INTO dellog (tenant_id, topic, del_id, deleted_for, low, hi, created_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -77,7 +75,7 @@ pub(crate) async fn list(
     topic: &str,
     reader: UserId,
 ) -> StoreResult<Deletions> {
-    let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
+    let rows: Vec<DellogColumns> = sqlx::query_as(
         "SELECT del_id, low, hi FROM dellog WHERE tenant_id = ? AND topic = ? AND deleted_for IN (?, ?)",
     )
     .bind(tenant(tenant_id))
@@ -87,8 +85,5 @@ pub(crate) async fn list(
     .fetch_all(&store.pool)
     .await
     .map_err(db_error)?;
-    Ok(Deletions {
-        clear: rows.iter().map(|(id, _, _)| *id).max().unwrap_or(0),
-        ranges: ranges::merge(rows.into_iter().map(|(_, low, hi)| SeqRange { low, hi }).collect()),
-    })
+    Ok(deletions_of(rows))
 }

@@ -1,7 +1,6 @@
 //! Maps sqlx and decoding failures onto the port's [`StoreError`] kinds, so callers never see sqlx types.
 
 use palaver_core::StoreError;
-pub(crate) use palaver_core::columns::CorruptRow;
 use sqlx::error::ErrorKind;
 
 /// SQLite's primary result codes for "the database is locked by someone else" (`SQLITE_BUSY`, `SQLITE_LOCKED`).

@@ -10,12 +10,12 @@
 use crate::SqliteStore;
 use crate::codec::{tenant, user_col};
 use crate::error::db_error;
-use palaver_core::columns::{MuteColumns, join_policy_of, mute_of, mute_target_col};
 use palaver_core::ports::{
     Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision, JoinOutcome,
     JoinRequest, Mute, RequestStatus, RoleGrant,
 };
 use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
+use palaver_store_sql::columns::{MuteColumns, join_policy_of, mute_of, mute_target_col};
 
 mod announcements;
 mod requests;

@@ -4,23 +4,30 @@
 //! `migrations/sqlite`, and implements `UserStore`, `TopicStore`, `SubscriptionStore` and `MessageStore`, plus
 //! `RelationStore` (friend requests, friendships and blocks, from migration 0002) and `NotificationStore`
 //! (each user's system notifications, from migration 0003) and `GroupStore` (group roles, mutes, settings, join
-//! requests and announcements, from migration 0004). Group history lives in `im_group_messages` and P2P history
-//! in `im_messages`; the table is picked from the topic name.
+//! requests and announcements, from migration 0004), `CommandStore` (the admin command ledger) and `ReportStore`
+//! (abuse reports), from migration 0007. Group history lives in `im_group_messages` and P2P history in
+//! `im_messages`; the table is picked from the topic name. `OutboxStore` (records owed to the task queue, and
+//! the relay's lease) and `AuditStore` (the audit log) come from migrations 0005 and 0006, and [`SqliteQueue`] is
+//! the embedded task queue over the same file.
 //!
 //! Every write that touches more than one row runs in one `BEGIN IMMEDIATE` transaction: taking the write lock up
 //! front lets SQLite's busy timeout queue concurrent writers instead of failing one of them mid-transaction.
 
 mod codec;
+mod commands;
 mod deletions;
 mod error;
 mod groups;
 mod messages;
 mod notifications;
-mod ranges;
+mod outbox;
+mod queue;
 mod relations;
+mod reports;
 mod store;
 mod subs;
 mod topics;
 mod users;
 
+pub use queue::{DEFAULT_RETENTION, POLL_FALLBACK, SqliteQueue};
 pub use store::SqliteStore;

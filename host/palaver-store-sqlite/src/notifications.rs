@@ -9,9 +9,9 @@
 use crate::SqliteStore;
 use crate::codec::{limit_col, tenant, user_col};
 use crate::error::db_error;
-use palaver_core::columns::{NotificationColumns, notification_of};
 use palaver_core::ports::{NewNotification, Notification, NotificationStore};
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_store_sql::columns::{NotificationColumns, notification_of};
 
 /// The columns of a [`NotificationColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! notification_columns {

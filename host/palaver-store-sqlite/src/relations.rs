@@ -12,10 +12,12 @@ use palaver_core::ports::{
     Block, CreateOutcome, Decision, Friend, FriendRequest, REQUEST_NOT_PENDING, Relation, RelationStore, RequestStatus,
 };
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_store_sql::columns::{FriendColumns, friend_of};
+use palaver_store_sql::rows::{FriendRequestRow, decode_all};
 
 mod requests;
 
-use requests::{RequestRow, decode, request_columns, settle};
+use requests::{request_columns, settle};
 
 #[async_trait::async_trait]
 impl RelationStore for SqliteStore {
@@ -39,9 +41,10 @@ impl RelationStore for SqliteStore {
             " FROM friend_requests WHERE tenant_id = ?1 AND status = 'pending' \
              AND ((from_user = ?2 AND to_user = ?3) OR (from_user = ?3 AND to_user = ?2))"
         );
-        let rows = sqlx::query_as(sql).bind(t).bind(me_col).bind(other_col).fetch_all(&self.pool).await;
+        let rows: Result<Vec<FriendRequestRow>, _> =
+            sqlx::query_as(sql).bind(t).bind(me_col).bind(other_col).fetch_all(&self.pool).await;
         let (mut pending_out, mut pending_in) = (None, None);
-        for r in decode(rows.map_err(db_error)?)? {
+        for r in decode_all::<_, FriendRequest>(rows.map_err(db_error)?)? {
             if r.from == me { pending_out = Some(r) } else { pending_in = Some(r) }
         }
         Ok(Relation { friends, i_blocked, blocked_me, pending_out, pending_in })
@@ -80,7 +83,7 @@ impl RelationStore for SqliteStore {
             request_columns!(),
             " FROM friend_requests WHERE tenant_id = ? AND from_user = ? AND to_user = ? AND status = 'pending'"
         );
-        let existing: Option<RequestRow> =
+        let existing: Option<FriendRequestRow> =
             sqlx::query_as(sql).bind(t).bind(from_col).bind(to_col).fetch_optional(&mut *tx).await.map_err(db_error)?;
         if let Some(existing) = existing {
             return Ok(CreateOutcome::AlreadyPending(existing.try_into()?));
@@ -137,7 +140,7 @@ impl RelationStore for SqliteStore {
         let t = tenant(tenant_id);
         let mut tx = self.begin_write().await?;
         let sql = concat!("SELECT ", request_columns!(), " FROM friend_requests WHERE tenant_id = ? AND id = ?");
-        let row: Option<RequestRow> =
+        let row: Option<FriendRequestRow> =
             sqlx::query_as(sql).bind(t).bind(id).fetch_optional(&mut *tx).await.map_err(db_error)?;
         let request = row.map(FriendRequest::try_from).transpose()?;
         let request = request.filter(|r| r.from == actor || r.to == actor).ok_or(StoreError::NotFound)?;
@@ -206,7 +209,7 @@ impl RelationStore for SqliteStore {
                  AND id < ?4 ORDER BY id DESC LIMIT ?5"
             )
         };
-        let rows = sqlx::query_as(sql)
+        let rows: Vec<FriendRequestRow> = sqlx::query_as(sql)
             .bind(tenant(tenant_id))
             .bind(user_col(user))
             .bind(status.map(RequestStatus::as_str))
@@ -215,7 +218,7 @@ impl RelationStore for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        decode(rows)
+        Ok(decode_all(rows)?)
     }
 
     #[tracing::instrument(name = "palaver.store.list_friends", skip_all, fields(tenant = %tenant_id))]
@@ -226,7 +229,7 @@ impl RelationStore for SqliteStore {
         cursor: Option<UserId>,
         limit: usize,
     ) -> StoreResult<Vec<Friend>> {
-        let rows: Vec<(i64, Option<String>, i64, i64)> = sqlx::query_as(
+        let rows: Vec<FriendColumns> = sqlx::query_as(
             "SELECT friend_id, remark, created_at, updated_at FROM friends \
              WHERE tenant_id = ?1 AND user_id = ?2 AND (?3 IS NULL OR friend_id > ?3) ORDER BY friend_id LIMIT ?4",
         )
@@ -237,16 +240,7 @@ impl RelationStore for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(friend, remark, created, updated)| Friend {
-                user,
-                friend: user_of(friend),
-                remark,
-                created,
-                updated,
-            })
-            .collect())
+        Ok(rows.into_iter().map(|row| friend_of(user, row)).collect())
     }
 
     #[tracing::instrument(name = "palaver.store.remove_friend", skip_all, fields(tenant = %tenant_id))]

@@ -93,3 +93,19 @@ impl SqliteStore {
         self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)
     }
 }
+
+/// The database is the embedded node's final authority: while it cannot answer, the node is not ready.
+#[async_trait::async_trait]
+impl palaver_core::ports::HealthCheck for SqliteStore {
+    fn name(&self) -> &'static str {
+        "database"
+    }
+
+    fn required(&self) -> bool {
+        true
+    }
+
+    async fn check(&self) -> Result<(), String> {
+        sqlx::query("SELECT 1").execute(&self.pool).await.map(|_| ()).map_err(|e| format!("SQLite: {e}"))
+    }
+}

@@ -1,14 +1,12 @@
 //! The topic port over SQLite: the `topics` and `topic_tags` tables, and whole-topic deletion.
 
 use crate::SqliteStore;
-use crate::codec::{
-    defacs_of, json_change, json_col, json_of, kind_col, kind_of, limit_col, mode_col, state_col, state_of, tags_col,
-    tags_of, tenant, user_col, user_of,
-};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{limit_col, tags_col, tenant, user_col};
+use crate::error::db_error;
 use crate::messages::Table;
 use palaver_core::ports::TopicStore;
 use palaver_core::{StoreError, StoreResult, TenantId, Topic, TopicUpdate};
+use palaver_store_sql::rows::TopicRow;
 use sqlx::{Sqlite, Transaction};
 
 /// The columns of a [`TopicRow`], as a literal so that `concat!` can splice it into static SQL.
@@ -17,47 +15,6 @@ macro_rules! topic_columns {
         "name, kind, created_at, updated_at, touched_at, state, owner, defacs_auth, defacs_anon, public, trusted, \
          tags, seq, del_id"
     };
-}
-
-/// A `topics` row as selected by `topic_columns!`.
-#[derive(sqlx::FromRow)]
-struct TopicRow {
-    name: String,
-    kind: String,
-    created_at: i64,
-    updated_at: i64,
-    touched_at: i64,
-    state: String,
-    owner: Option<i64>,
-    defacs_auth: i64,
-    defacs_anon: i64,
-    public: Option<String>,
-    trusted: Option<String>,
-    tags: String,
-    seq: i64,
-    del_id: i64,
-}
-
-impl TryFrom<TopicRow> for Topic {
-    type Error = CorruptRow;
-
-    fn try_from(r: TopicRow) -> Result<Self, CorruptRow> {
-        Ok(Topic {
-            name: r.name,
-            kind: kind_of(&r.kind)?,
-            created: r.created_at,
-            updated: r.updated_at,
-            touched: r.touched_at,
-            state: state_of(&r.state)?,
-            owner: r.owner.map(user_of),
-            defacs: defacs_of(r.defacs_auth, r.defacs_anon)?,
-            public: json_of("public", r.public)?,
-            trusted: json_of("trusted", r.trusted)?,
-            tags: tags_of(&r.tags)?,
-            seq: r.seq,
-            del_id: r.del_id,
-        })
-    }
 }
 
 /// Replaces the search rows of a topic's tags.
@@ -84,25 +41,14 @@ impl TopicStore for SqliteStore {
     async fn create_topic(&self, tenant_id: TenantId, topic: &Topic) -> StoreResult<()> {
         let t = tenant(tenant_id);
         let mut tx = self.begin_write().await?;
-        sqlx::query(
-            "INSERT INTO topics (tenant_id, name, kind, created_at, updated_at, touched_at, state, owner, defacs_auth, \
-             defacs_anon, public, trusted, tags, seq, del_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        palaver_store_sql::bind_topic!(
+    sqlx::query(
+                "INSERT INTO topics (tenant_id, name, kind, created_at, updated_at, touched_at, state, owner, defacs_auth, \
+                 defacs_anon, public, trusted, tags, seq, del_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(t),
+            topic
         )
-        .bind(t)
-        .bind(&topic.name)
-        .bind(kind_col(topic.kind))
-        .bind(topic.created)
-        .bind(topic.updated)
-        .bind(topic.touched)
-        .bind(state_col(topic.state))
-        .bind(topic.owner.map(user_col))
-        .bind(mode_col(topic.defacs.auth))
-        .bind(mode_col(topic.defacs.anon))
-        .bind(json_col(topic.public.as_ref()))
-        .bind(json_col(topic.trusted.as_ref()))
-        .bind(tags_col(&topic.tags))
-        .bind(topic.seq)
-        .bind(topic.del_id)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -125,28 +71,21 @@ impl TopicStore for SqliteStore {
     #[tracing::instrument(name = "palaver.store.update_topic", skip_all, fields(tenant = %tenant_id))]
     async fn update_topic(&self, tenant_id: TenantId, name: &str, update: &TopicUpdate) -> StoreResult<()> {
         let t = tenant(tenant_id);
-        let (set_public, public) = json_change(update.public.as_ref());
-        let (set_trusted, trusted) = json_change(update.trusted.as_ref());
         let mut tx = self.begin_write().await?;
-        let done = sqlx::query(
-            "UPDATE topics SET updated_at = ?3, \
-             public = CASE WHEN ?4 THEN ?5 ELSE public END, \
-             trusted = CASE WHEN ?6 THEN ?7 ELSE trusted END, \
-             tags = COALESCE(?8, tags), \
-             defacs_auth = COALESCE(?9, defacs_auth), defacs_anon = COALESCE(?10, defacs_anon), \
-             owner = COALESCE(?11, owner) \
-             WHERE tenant_id = ?1 AND name = ?2",
+        let done = palaver_store_sql::bind_profile_change!(
+            sqlx::query(
+                "UPDATE topics SET updated_at = ?3, \
+                 public = CASE WHEN ?4 THEN ?5 ELSE public END, \
+                 trusted = CASE WHEN ?6 THEN ?7 ELSE trusted END, \
+                 tags = COALESCE(?8, tags), \
+                 defacs_auth = COALESCE(?9, defacs_auth), defacs_anon = COALESCE(?10, defacs_anon), \
+                 owner = COALESCE(?11, owner) \
+                 WHERE tenant_id = ?1 AND name = ?2",
+            )
+            .bind(t)
+            .bind(name),
+            update
         )
-        .bind(t)
-        .bind(name)
-        .bind(update.updated)
-        .bind(set_public)
-        .bind(public)
-        .bind(set_trusted)
-        .bind(trusted)
-        .bind(update.tags.as_deref().map(tags_col))
-        .bind(update.defacs.map(|d| mode_col(d.auth)))
-        .bind(update.defacs.map(|d| mode_col(d.anon)))
         .bind(update.owner.map(user_col))
         .execute(&mut *tx)
         .await

@@ -1,13 +1,11 @@
 //! The user port over SQLite: the `users`, `auth` and `user_tags` tables.
 
 use crate::SqliteStore;
-use crate::codec::{
-    defacs_of, json_change, json_col, json_of, limit_col, mode_col, state_col, state_of, tags_col, tags_of, tenant,
-    user_col, user_of,
-};
-use crate::error::{CorruptRow, db_error};
+use crate::codec::{limit_col, state_col, tags_col, tenant, user_col, user_of};
+use crate::error::db_error;
 use palaver_core::ports::UserStore;
 use palaver_core::{AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+use palaver_store_sql::rows::UserRow;
 use sqlx::{Sqlite, Transaction};
 
 /// The columns of a [`UserRow`], as a literal so that `concat!` can splice it into static SQL.
@@ -16,43 +14,6 @@ macro_rules! user_columns {
         "id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, trusted, tags, \
          last_seen, user_agent"
     };
-}
-
-/// A `users` row as selected by `user_columns!`.
-#[derive(sqlx::FromRow)]
-struct UserRow {
-    id: i64,
-    created_at: i64,
-    updated_at: i64,
-    state: String,
-    auth_version: i64,
-    defacs_auth: i64,
-    defacs_anon: i64,
-    public: Option<String>,
-    trusted: Option<String>,
-    tags: String,
-    last_seen: Option<i64>,
-    user_agent: Option<String>,
-}
-
-impl TryFrom<UserRow> for User {
-    type Error = CorruptRow;
-
-    fn try_from(r: UserRow) -> Result<Self, CorruptRow> {
-        Ok(User {
-            id: user_of(r.id),
-            created: r.created_at,
-            updated: r.updated_at,
-            state: state_of(&r.state)?,
-            auth_version: r.auth_version,
-            defacs: defacs_of(r.defacs_auth, r.defacs_anon)?,
-            public: json_of("public", r.public)?,
-            trusted: json_of("trusted", r.trusted)?,
-            tags: tags_of(&r.tags)?,
-            last_seen: r.last_seen,
-            user_agent: r.user_agent,
-        })
-    }
 }
 
 /// Replaces the search rows of a user's tags.
@@ -80,23 +41,14 @@ impl UserStore for SqliteStore {
         let t = tenant(tenant_id);
         let id = user_col(user.id);
         let mut tx = self.begin_write().await?;
-        sqlx::query(
-            "INSERT INTO users (tenant_id, id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, \
-             public, trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        palaver_store_sql::bind_user!(
+    sqlx::query(
+                "INSERT INTO users (tenant_id, id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, \
+                 public, trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(t),
+            user
         )
-        .bind(t)
-        .bind(id)
-        .bind(user.created)
-        .bind(user.updated)
-        .bind(state_col(user.state))
-        .bind(user.auth_version)
-        .bind(mode_col(user.defacs.auth))
-        .bind(mode_col(user.defacs.anon))
-        .bind(json_col(user.public.as_ref()))
-        .bind(json_col(user.trusted.as_ref()))
-        .bind(tags_col(&user.tags))
-        .bind(user.last_seen)
-        .bind(user.user_agent.as_deref())
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -104,7 +56,7 @@ impl UserStore for SqliteStore {
             // The credential is always stored under the new user's id, so it cannot attach to another account.
             sqlx::query("INSERT INTO auth (tenant_id, login, user_id, secret_hash) VALUES (?, ?, ?, ?)")
                 .bind(t)
-                .bind(auth.login.to_lowercase())
+                .bind(palaver_core::normalize_login(&auth.login))
                 .bind(id)
                 .bind(&auth.secret_hash)
                 .execute(&mut *tx)
@@ -130,27 +82,20 @@ impl UserStore for SqliteStore {
     #[tracing::instrument(name = "palaver.store.update_user", skip_all, fields(tenant = %tenant_id))]
     async fn update_user(&self, tenant_id: TenantId, id: UserId, update: &UserUpdate) -> StoreResult<()> {
         let (t, uid) = (tenant(tenant_id), user_col(id));
-        let (set_public, public) = json_change(update.public.as_ref());
-        let (set_trusted, trusted) = json_change(update.trusted.as_ref());
         let mut tx = self.begin_write().await?;
-        let done = sqlx::query(
-            "UPDATE users SET updated_at = ?3, \
-             public = CASE WHEN ?4 THEN ?5 ELSE public END, \
-             trusted = CASE WHEN ?6 THEN ?7 ELSE trusted END, \
-             tags = COALESCE(?8, tags), \
-             defacs_auth = COALESCE(?9, defacs_auth), defacs_anon = COALESCE(?10, defacs_anon) \
-             WHERE tenant_id = ?1 AND id = ?2",
+        let done = palaver_store_sql::bind_profile_change!(
+            sqlx::query(
+                "UPDATE users SET updated_at = ?3, \
+                 public = CASE WHEN ?4 THEN ?5 ELSE public END, \
+                 trusted = CASE WHEN ?6 THEN ?7 ELSE trusted END, \
+                 tags = COALESCE(?8, tags), \
+                 defacs_auth = COALESCE(?9, defacs_auth), defacs_anon = COALESCE(?10, defacs_anon) \
+                 WHERE tenant_id = ?1 AND id = ?2",
+            )
+            .bind(t)
+            .bind(uid),
+            update
         )
-        .bind(t)
-        .bind(uid)
-        .bind(update.updated)
-        .bind(set_public)
-        .bind(public)
-        .bind(set_trusted)
-        .bind(trusted)
-        .bind(update.tags.as_deref().map(tags_col))
-        .bind(update.defacs.map(|d| mode_col(d.auth)))
-        .bind(update.defacs.map(|d| mode_col(d.anon)))
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -183,7 +128,7 @@ impl UserStore for SqliteStore {
         let row: Option<(String, i64, String)> =
             sqlx::query_as("SELECT login, user_id, secret_hash FROM auth WHERE tenant_id = ? AND login = ?")
                 .bind(tenant(tenant_id))
-                .bind(login.to_lowercase())
+                .bind(palaver_core::normalize_login(login))
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(db_error)?;

@@ -1,5 +1,5 @@
-//! Runs the shared storage, relation, group and notification contract suites against SQLite, each case on a fresh
-//! database file.
+//! Runs the shared storage, relation, group, notification, outbox, audit and queue contract suites against SQLite,
+//! each case on a fresh database file.
 
 use palaver_contract::Fixture;
 use palaver_store_sqlite::SqliteStore;
@@ -18,3 +18,22 @@ palaver_contract::relation_contract_tests!(fixture = fresh());
 palaver_contract::group_contract_tests!(fixture = fresh());
 
 palaver_contract::notification_contract_tests!(fixture = fresh());
+
+palaver_contract::command_contract_tests!(fixture = fresh());
+
+palaver_contract::outbox_contract_tests!(fixture = fresh());
+
+palaver_contract::audit_contract_tests!(fixture = fresh());
+
+mod queue {
+    use palaver_store_sqlite::{SqliteQueue, SqliteStore};
+
+    /// The embedded queue on a new file; the directory lives as long as the test process (a case's queue owns no
+    /// guard).
+    async fn fresh_queue() -> SqliteQueue {
+        let dir = tempfile::tempdir().expect("temporary directory").keep();
+        SqliteQueue::new(SqliteStore::open(&dir.join("queue.db")).await.expect("open sqlite store"))
+    }
+
+    palaver_contract::queue_contract_tests!(fresh_queue());
+}

@@ -1,33 +1,16 @@
 //! SQLite-specific checks beyond the shared contract: pragmas, reopening, table routing and delete stubs.
 
 use palaver_contract::Fixture;
+use palaver_contract::bare_topic as topic;
 use palaver_core::ports::{MessageStore, TopicStore, UserStore};
 use palaver_core::{
-    AccessMode, AuditStatus, DefaultAccess, DeleteMessages, Message, RecordState, SeqRange, TenantId, Topic, TopicKind,
-    User, UserId, p2p_name,
+    AccessMode, AuditStatus, DefaultAccess, DeleteMessages, Message, RecordState, SeqRange, TenantId, TopicKind, User,
+    UserId, p2p_name,
 };
 use palaver_store_sqlite::SqliteStore;
 use serde_json::json;
 
 const T: TenantId = TenantId::DEFAULT;
-
-fn topic(name: &str, kind: TopicKind) -> Topic {
-    Topic {
-        name: name.to_owned(),
-        kind,
-        created: 1,
-        updated: 1,
-        touched: 1,
-        state: RecordState::Active,
-        owner: None,
-        defacs: DefaultAccess::GROUP,
-        public: None,
-        trusted: None,
-        tags: Vec::new(),
-        seq: 0,
-        del_id: 0,
-    }
-}
 
 fn message(topic: &str, seq: i64) -> Message {
     Message {
@@ -146,4 +129,34 @@ async fn in_memory_store_passes_contract_cases() {
     palaver_contract::cases::concurrent_appends_all_stored(make().await).await;
     palaver_contract::cases::tenants_are_isolated(make().await).await;
     palaver_contract::cases::held_messages_are_visible_to_their_sender_only(make().await).await;
+}
+
+/// The embedded queue keeps records for its retention only, consumed or not, and survives reopening the file:
+/// a group resumes after its commit.
+#[tokio::test]
+async fn embedded_queue_prunes_expired_records_and_survives_a_restart() {
+    use palaver_core::ports::{QueueRecord, QueueTopic, TaskQueue};
+    use palaver_store_sqlite::SqliteQueue;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let queue = SqliteQueue::with_retention(store.clone(), std::time::Duration::from_millis(50));
+    for n in 0..3 {
+        queue.produce(QueueRecord::new(QueueTopic::Audit, "k", vec![n])).await.unwrap();
+    }
+    let mut c = queue.subscribe(QueueTopic::Audit, "g").await.unwrap();
+    let first = c.next().await.unwrap();
+    c.commit(&first).await.unwrap();
+    drop(c);
+    store.close().await;
+    let store = SqliteStore::open(&path).await.unwrap();
+    let queue = SqliteQueue::with_retention(store.clone(), std::time::Duration::from_millis(50));
+    let mut c = queue.subscribe(QueueTopic::Audit, "g").await.unwrap();
+    assert_eq!(c.next().await.unwrap().record.payload, vec![1], "resumes after the commit, across a reopen");
+    tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+    assert_eq!(queue.prune().await.unwrap(), 3, "expired records go, consumed or not");
+    queue.produce(QueueRecord::new(QueueTopic::Audit, "k", vec![9])).await.unwrap();
+    let mut fresh = queue.subscribe(QueueTopic::Audit, "other").await.unwrap();
+    let d = fresh.next().await.unwrap();
+    assert_eq!((d.record.payload.clone(), d.offset), (vec![9], 4), "offsets are never reused after pruning");
 }

@@ -9,7 +9,8 @@
 //! non-friends with `FRIENDSHIP_REQUIRED` when the tenant sets `p2p_requires_friendship`. Every other command is
 //! allowed: it only reads or changes the caller's own relations.
 
-use palaver_plugin_sdk::{Command, CommandHandler, CommandOutcome, Context, Host, Value, json};
+use palaver_plugin_sdk::facts::FriendRequestFacts;
+use palaver_plugin_sdk::{Command, CommandHandler, CommandOutcome, Context, Facts, Family, Host, Reason, Value, json};
 use serde::Deserialize;
 
 /// The tenant's settings, as declared in `plugin.toml`.
@@ -35,79 +36,79 @@ pub struct Friends;
 impl CommandHandler for Friends {
     fn on_command<H: Host>(&mut self, cx: &mut Context<'_, H>, cmd: &Command) -> CommandOutcome {
         let settings: Settings = cx.settings().unwrap_or_default();
-        let facts = cmd.args.get("facts").cloned().unwrap_or(Value::Null);
-        match cmd.name.as_str() {
-            "friend.request.create" => request(&settings, &facts),
-            "friend.remark" => {
-                if number(&facts, "remark_chars") > settings.max_remark_chars {
+        // Facts that do not read are refused: a fact renamed on the host must never read as "not blocked".
+        let facts = match cmd.facts_in(Family::Friends) {
+            Ok(f) => f,
+            Err(e) if cmd.id().is_none() => {
+                return CommandOutcome::reject(Reason::UnknownCommand, format!("no command {}: {e}", cmd.name));
+            }
+            Err(e) => return CommandOutcome::bad_facts(&e),
+        };
+        match facts {
+            Facts::FriendRequestCreate(f) => request(&settings, &f),
+            Facts::FriendRemark(f) => {
+                if f.remark_chars > settings.max_remark_chars {
                     let max = settings.max_remark_chars;
                     return CommandOutcome::reject(
-                        400,
-                        "REMARK_TOO_LONG",
+                        Reason::RemarkTooLong,
                         format!("a remark is at most {max} characters"),
                     );
                 }
                 CommandOutcome::ok(Value::Null)
             }
-            "friend.p2p.send" => {
-                let friends = facts.get("friends").and_then(Value::as_bool).unwrap_or(false);
-                if settings.p2p_requires_friendship && !friends {
+            Facts::FriendP2pSend(f) => {
+                if settings.p2p_requires_friendship && !f.friends {
                     return CommandOutcome::reject(
-                        403,
-                        "FRIENDSHIP_REQUIRED",
+                        Reason::FriendshipRequired,
                         "only friends can message each other here",
                     );
                 }
                 CommandOutcome::ok(Value::Null)
             }
-            "friend.request.list"
-            | "friend.request.accept"
-            | "friend.request.reject"
-            | "friend.request.cancel"
-            | "friend.list"
-            | "friend.delete"
-            | "block.create"
-            | "block.list"
-            | "block.delete" => CommandOutcome::ok(Value::Null),
-            other => CommandOutcome::reject(404, "UNKNOWN_COMMAND", format!("no command {other}")),
+            Facts::FriendRequestList(_)
+            | Facts::FriendRequestAccept(_)
+            | Facts::FriendRequestReject(_)
+            | Facts::FriendRequestCancel(_)
+            | Facts::FriendList(_)
+            | Facts::FriendDelete(_)
+            | Facts::BlockCreate(_)
+            | Facts::BlockList(_)
+            | Facts::BlockDelete(_) => CommandOutcome::ok(Value::Null),
+            other => {
+                let name = other.command();
+                CommandOutcome::reject(Reason::UnknownCommand, format!("the friends plugin does not run {name}"))
+            }
         }
     }
 }
 
-fn request(settings: &Settings, facts: &Value) -> CommandOutcome {
-    let flag = |k: &str| facts.get(k).and_then(Value::as_bool).unwrap_or(false);
-    if flag("blocked_me") || flag("i_blocked") {
+fn request(settings: &Settings, f: &FriendRequestFacts) -> CommandOutcome {
+    if f.blocked_me || f.i_blocked {
         // The same words either way, so that nobody learns whether they were blocked.
-        return CommandOutcome::reject(403, "BLOCKED", "you cannot send this user a friend request");
+        return CommandOutcome::reject(Reason::Blocked, "you cannot send this user a friend request");
     }
-    if flag("friends") {
-        return CommandOutcome::reject(409, "ALREADY_FRIENDS", "you are friends already");
+    if f.friends {
+        return CommandOutcome::reject(Reason::AlreadyFriends, "you are friends already");
     }
     // A repeat of a pending request is answered by the host with that request; it does not count again.
-    if facts.get("pending_out").is_some_and(|v| !v.is_null()) {
+    if f.pending_out.is_some() {
         return CommandOutcome::ok(json!({ "repeat": true }));
     }
-    if number(facts, "sent_today") >= settings.daily_limit {
+    if f.sent_today >= settings.daily_limit {
         let limit = settings.daily_limit;
         return CommandOutcome::reject(
-            429,
-            "FRIEND_REQUEST_LIMIT",
+            Reason::FriendRequestLimit,
             format!("at most {limit} friend requests a day; try again tomorrow"),
         );
     }
-    if number(facts, "message_chars") > settings.max_message_chars {
+    if f.message_chars > settings.max_message_chars {
         let max = settings.max_message_chars;
         return CommandOutcome::reject(
-            400,
-            "MESSAGE_TOO_LONG",
+            Reason::MessageTooLong,
             format!("a request message is at most {max} characters"),
         );
     }
     CommandOutcome::ok(Value::Null)
-}
-
-fn number(facts: &Value, key: &str) -> u64 {
-    facts.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
 palaver_plugin_sdk::command_handler!(Friends);
@@ -119,7 +120,13 @@ mod tests {
 
     const MANIFEST: &str = include_str!("../plugin.toml");
 
-    fn create(h: &mut Harness<Friends>, facts: Value) -> CommandOutcome {
+    /// A request's facts: nothing in the way, with `changes` applied.
+    fn create(h: &mut Harness<Friends>, changes: Value) -> CommandOutcome {
+        let mut facts = json!({ "to": "usrB", "friends": false, "i_blocked": false, "blocked_me": false,
+            "pending_out": null, "pending_in": null, "sent_today": 0, "message_chars": 0 });
+        for (k, v) in changes.as_object().unwrap() {
+            facts[k] = v.clone();
+        }
         h.command("friend.request.create", json!({ "args": {}, "facts": facts }))
     }
 
@@ -168,5 +175,23 @@ mod tests {
     fn unknown_commands_are_refused() {
         let mut h = Harness::<Friends>::with_manifest(MANIFEST).unwrap();
         assert_eq!(h.command("friend.nope", json!({})).reason_code(), Some("UNKNOWN_COMMAND"));
+        let group = h.command("group.settings.get", json!({ "facts": { "group": null } }));
+        assert_eq!(group.reason_code(), Some("FACTS_INVALID"), "facts that do not read are refused first");
+    }
+
+    #[test]
+    fn missing_renamed_or_mistyped_facts_refuse_never_allow() {
+        let mut h = Harness::<Friends>::with_manifest(MANIFEST).unwrap();
+        // A block fact renamed on one side would have read as "not blocked" and let the request through.
+        let renamed = json!({ "to": "usrB", "friends": false, "i_blocked": false, "blocked_by_them": true,
+            "pending_out": null, "pending_in": null, "sent_today": 0, "message_chars": 0 });
+        let o = h.command("friend.request.create", json!({ "facts": renamed }));
+        assert_eq!(o.reason_code(), Some("FACTS_INVALID"));
+        assert!(matches!(o, CommandOutcome::Rejected { code: 500, .. }), "fails the command closed");
+        let missing = h.command("friend.request.create", json!({ "facts": { "to": "usrB" } }));
+        assert_eq!(missing.reason_code(), Some("FACTS_INVALID"));
+        let mistyped = h.command("friend.p2p.send", json!({ "facts": { "friends": "yes" } }));
+        assert_eq!(mistyped.reason_code(), Some("FACTS_INVALID"));
+        assert_eq!(h.command("friend.list", json!({})).reason_code(), Some("FACTS_INVALID"), "no facts at all");
     }
 }

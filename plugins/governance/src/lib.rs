@@ -12,7 +12,8 @@
 //! admins; any member may leave (remove themselves), list members and announcements and mark them read; plain
 //! members invite only when the group allows it, and their invites follow the join policy.
 
-use palaver_plugin_sdk::{Command, CommandHandler, CommandOutcome, Context, Host, Value, json};
+use palaver_plugin_sdk::facts::{Group, JoinPolicy, Role};
+use palaver_plugin_sdk::{Command, CommandHandler, CommandOutcome, Context, Facts, Family, Host, Reason, Value, json};
 use serde::Deserialize;
 
 /// The tenant's settings, as declared in `plugin.toml`.
@@ -38,22 +39,6 @@ impl Default for Settings {
     }
 }
 
-/// A member's role as the host reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Role {
-    Member,
-    Admin,
-    Owner,
-}
-
-fn role(facts: &Value, key: &str) -> Role {
-    match facts.get(key).and_then(Value::as_str) {
-        Some("owner") => Role::Owner,
-        Some("admin") => Role::Admin,
-        _ => Role::Member,
-    }
-}
-
 /// The plugin; it keeps nothing between calls.
 #[derive(Default)]
 pub struct Governance;
@@ -67,10 +52,10 @@ fn need(actor: Role, least: Role, what: &str) -> Option<CommandOutcome> {
         return None;
     }
     let (reason, who) = match least {
-        Role::Owner => ("OWNER_REQUIRED", "the owner"),
-        _ => ("ADMIN_REQUIRED", "the owner and admins"),
+        Role::Owner => (Reason::OwnerRequired, "the owner"),
+        _ => (Reason::AdminRequired, "the owner and admins"),
     };
-    Some(CommandOutcome::reject(403, reason, format!("only {who} can {what}")))
+    Some(CommandOutcome::reject(reason, format!("only {who} can {what}")))
 }
 
 /// Acting on another member needs a role above theirs: admins act on members, the owner on admins too.
@@ -78,83 +63,90 @@ fn over(actor: Role, target: Role, what: &str) -> Option<CommandOutcome> {
     need(actor, Role::Admin, what).or_else(|| (target >= Role::Admin).then(|| need(actor, Role::Owner, what)).flatten())
 }
 
-fn too_long(n: u64, max: u64, status: u16, reason: &str, what: &str) -> Option<CommandOutcome> {
-    (n > max).then(|| CommandOutcome::reject(status, reason, format!("{what} is at most {max} characters")))
+fn too_long(n: u64, max: u64, reason: Reason, what: &str) -> Option<CommandOutcome> {
+    (n > max).then(|| CommandOutcome::reject(reason, format!("{what} is at most {max} characters")))
 }
 
 impl CommandHandler for Governance {
     fn on_command<H: Host>(&mut self, cx: &mut Context<'_, H>, cmd: &Command) -> CommandOutcome {
         let s: Settings = cx.settings().unwrap_or_default();
-        let facts = cmd.args.get("facts").cloned().unwrap_or(Value::Null);
-        let actor = role(&facts, "actor_role");
-        let target = role(&facts, "user_role");
-        let num = |k: &str| facts.get(k).and_then(Value::as_u64).unwrap_or(0);
-        let flag = |k: &str| facts.get(k).and_then(Value::as_bool).unwrap_or(false);
-        let refusal = match cmd.name.as_str() {
-            "group.member.list"
-            | "group.announcement.list"
-            | "group.announcement.read"
-            | "group.settings.get"
-            | "group.join.cancel" => None,
-            "group.member.remove" if flag("self") => None,
-            "group.member.remove" => over(actor, target, "remove this member"),
-            "group.role.set" => {
-                return need(actor, Role::Owner, "change roles")
+        // Facts that do not read are refused: a role renamed on the host must never read as some default role.
+        let facts = match cmd.facts_in(Family::Groups) {
+            Ok(f) => f,
+            Err(e) if cmd.id().is_none() => {
+                return CommandOutcome::reject(Reason::UnknownCommand, format!("no command {}: {e}", cmd.name));
+            }
+            Err(e) => return CommandOutcome::bad_facts(&e),
+        };
+        let refusal = match facts {
+            Facts::GroupMemberList(_)
+            | Facts::GroupAnnouncementList(_)
+            | Facts::GroupAnnouncementRead(_)
+            | Facts::GroupSettingsGet(_)
+            | Facts::GroupJoinCancel(_) => None,
+            Facts::GroupMemberRemove(f) if f.leaving => None,
+            Facts::GroupMemberRemove(f) => over(f.group.actor_role, f.user_role, "remove this member"),
+            Facts::GroupRoleSet(f) => {
+                return need(f.group.actor_role, Role::Owner, "change roles")
                     .unwrap_or_else(|| CommandOutcome::ok(json!({ "max_admins": s.max_admins })));
             }
-            "group.owner.transfer" => need(actor, Role::Owner, "hand the group over"),
-            "group.mute.set" => over(actor, target, "mute this member").or_else(|| {
+            Facts::GroupOwnerTransfer(f) => need(f.group.actor_role, Role::Owner, "hand the group over"),
+            Facts::GroupMuteSet(f) => over(f.group.actor_role, f.user_role, "mute this member").or_else(|| {
                 let max = s.max_mute_ms;
-                (num("duration_ms") > max)
-                    .then(|| CommandOutcome::reject(400, "MUTE_TOO_LONG", format!("a mute lasts at most {max} ms")))
+                (f.duration_ms.unwrap_or(0).max(0) as u64 > max)
+                    .then(|| CommandOutcome::reject(Reason::MuteTooLong, format!("a mute lasts at most {max} ms")))
             }),
-            "group.mute.clear" => over(actor, target, "lift this mute"),
-            "group.mute.all" => need(actor, Role::Admin, "mute everyone"),
-            "group.invite" => return invite(actor, &facts),
-            "group.join.request" => return join(&facts),
-            "group.join.list" | "group.join.approve" | "group.join.reject" => {
-                need(actor, Role::Admin, "see and decide join requests")
+            Facts::GroupMuteClear(f) => over(f.group.actor_role, f.user_role, "lift this mute"),
+            Facts::GroupMuteAll(f) => need(f.group.actor_role, Role::Admin, "mute everyone"),
+            Facts::GroupInvite(f) => return invite(&f.group),
+            Facts::GroupJoinRequest(f) => return join(&f.group),
+            Facts::GroupJoinList(f) => need(f.group.actor_role, Role::Admin, "see and decide join requests"),
+            Facts::GroupJoinApprove(f) | Facts::GroupJoinReject(f) => {
+                need(f.group.actor_role, Role::Admin, "see and decide join requests")
             }
-            "group.settings.set" => need(actor, Role::Admin, "change the group's settings"),
-            "group.profile.update" => need(actor, Role::Admin, "change the group's profile")
-                .or_else(|| too_long(num("name_chars"), s.max_name_chars, 400, "NAME_TOO_LONG", "a group name"))
-                .or_else(|| too_long(num("intro_chars"), s.max_intro_chars, 400, "INTRO_TOO_LONG", "an intro")),
-            "group.announcement.create" | "group.announcement.update" | "group.announcement.delete" => {
-                need(actor, Role::Admin, "manage announcements").or_else(|| {
-                    too_long(
-                        num("content_chars"),
-                        s.max_announcement_chars,
-                        413,
-                        "ANNOUNCEMENT_TOO_LARGE",
-                        "an announcement",
-                    )
-                })
+            Facts::GroupSettingsSet(f) => need(f.group.actor_role, Role::Admin, "change the group's settings"),
+            Facts::GroupProfileUpdate(f) => need(f.group.actor_role, Role::Admin, "change the group's profile")
+                .or_else(|| too_long(f.name_chars, s.max_name_chars, Reason::NameTooLong, "a group name"))
+                .or_else(|| too_long(f.intro_chars, s.max_intro_chars, Reason::IntroTooLong, "an intro")),
+            Facts::GroupAnnouncementCreate(f) => announcement(&s, &f.group, f.content_chars),
+            Facts::GroupAnnouncementUpdate(f) => announcement(&s, &f.group, f.content_chars),
+            Facts::GroupAnnouncementDelete(f) => announcement(&s, &f.group, 0),
+            other => {
+                let name = other.command();
+                Some(CommandOutcome::reject(
+                    Reason::UnknownCommand,
+                    format!("the governance plugin does not run {name}"),
+                ))
             }
-            other => Some(CommandOutcome::reject(404, "UNKNOWN_COMMAND", format!("no command {other}"))),
         };
         refusal.unwrap_or_else(allow)
     }
 }
 
+fn announcement(s: &Settings, g: &Group, chars: u64) -> Option<CommandOutcome> {
+    need(g.actor_role, Role::Admin, "manage announcements")
+        .or_else(|| too_long(chars, s.max_announcement_chars, Reason::AnnouncementTooLarge, "an announcement"))
+}
+
 /// Admins add at once; plain members invite only if the group lets them, and then the join policy decides.
-fn invite(actor: Role, facts: &Value) -> CommandOutcome {
-    if actor >= Role::Admin {
+fn invite(g: &Group) -> CommandOutcome {
+    if g.actor_role >= Role::Admin {
         return CommandOutcome::ok(json!({ "mode": "direct" }));
     }
-    if !facts.get("members_invite").and_then(Value::as_bool).unwrap_or(false) {
-        return CommandOutcome::reject(403, "INVITE_NOT_ALLOWED", "only the owner and admins can invite here");
+    if !g.settings.members_invite {
+        return CommandOutcome::reject(Reason::InviteNotAllowed, "only the owner and admins can invite here");
     }
-    match facts.get("join_policy").and_then(Value::as_str) {
-        Some("open") => CommandOutcome::ok(json!({ "mode": "direct" })),
+    match g.settings.join_policy {
+        JoinPolicy::Open => CommandOutcome::ok(json!({ "mode": "direct" })),
         _ => CommandOutcome::ok(json!({ "mode": "approval" })),
     }
 }
 
-fn join(facts: &Value) -> CommandOutcome {
-    match facts.get("join_policy").and_then(Value::as_str) {
-        Some("open") => CommandOutcome::ok(json!({ "mode": "join" })),
-        Some("closed") => CommandOutcome::reject(403, "GROUP_CLOSED", "this group takes no join requests"),
-        _ => CommandOutcome::ok(json!({ "mode": "request" })),
+fn join(g: &Group) -> CommandOutcome {
+    match g.settings.join_policy {
+        JoinPolicy::Open => CommandOutcome::ok(json!({ "mode": "join" })),
+        JoinPolicy::Closed => CommandOutcome::reject(Reason::GroupClosed, "this group takes no join requests"),
+        JoinPolicy::Approval => CommandOutcome::ok(json!({ "mode": "request" })),
     }
 }
 
@@ -167,8 +159,55 @@ mod tests {
 
     const MANIFEST: &str = include_str!("../plugin.toml");
 
-    fn run(name: &str, facts: Value) -> CommandOutcome {
-        Harness::<Governance>::with_manifest(MANIFEST).unwrap().command(name, json!({ "args": {}, "facts": facts }))
+    /// Complete facts of `name`, from a flat spec of the values a test cares about (`actor_role`, `user_role`,
+    /// `self`, `duration_ms`, `join_policy`, `members_invite`, `content_chars`); the rest are neutral.
+    fn facts(name: &str, spec: &Value) -> Value {
+        let get = |k: &str, d: Value| spec.get(k).cloned().unwrap_or(d);
+        let settings = json!({ "join_policy": get("join_policy", json!("approval")),
+            "members_invite": get("members_invite", json!(false)) });
+        let group = json!({ "topic": "grpT", "actor_role": get("actor_role", json!("member")), "owner": null,
+            "admins": 0, "settings": settings });
+        let (user, user_role) = (json!("usrB"), get("user_role", json!("member")));
+        let mut f = match name {
+            "group.member.remove" => json!({ "user": user, "user_role": user_role, "self": get("self", json!(false)) }),
+            "group.role.set" => json!({ "user": user, "user_role": user_role, "role": "admin" }),
+            "group.owner.transfer" | "group.mute.clear" => json!({ "user": user, "user_role": user_role }),
+            "group.mute.set" => {
+                json!({ "user": user, "user_role": user_role, "duration_ms": get("duration_ms", Value::Null) })
+            }
+            "group.mute.all" => json!({ "muted": true }),
+            "group.invite" => json!({ "users": ["usrC"] }),
+            "group.join.approve" | "group.join.reject" | "group.join.cancel" => json!({ "request_id": 1 }),
+            "group.settings.set" => json!({ "new": { "join_policy": "open", "members_invite": false } }),
+            "group.announcement.create" => {
+                json!({ "content_chars": get("content_chars", json!(0)), "content_bytes": 0, "pinned": false })
+            }
+            "group.announcement.update" => json!({ "announcement_id": 1,
+                "content_chars": get("content_chars", json!(0)), "content_bytes": 0, "pinned": false }),
+            "group.announcement.read" | "group.announcement.delete" => json!({ "announcement_id": 1 }),
+            "group.profile.update" => json!({ "name_chars": 0, "intro_chars": 0 }),
+            _ => json!({}),
+        };
+        f["group"] = group;
+        f
+    }
+
+    fn run(name: &str, spec: Value) -> CommandOutcome {
+        let input = json!({ "args": {}, "facts": facts(name, &spec) });
+        Harness::<Governance>::with_manifest(MANIFEST).unwrap().command(name, input)
+    }
+
+    #[test]
+    fn every_group_command_reads_its_facts_and_missing_ones_refuse() {
+        for c in palaver_plugin_sdk::CommandName::ALL.iter().filter(|c| c.name().starts_with("group.")) {
+            let ok = run(c.name(), json!({ "actor_role": "owner" }));
+            assert_ne!(ok.reason_code(), Some("FACTS_INVALID"), "{c}: {ok:?}");
+            let mut h = Harness::<Governance>::with_manifest(MANIFEST).unwrap();
+            let mut partial = facts(c.name(), &json!({ "actor_role": "owner" }));
+            partial["group"].as_object_mut().unwrap().remove("actor_role");
+            let o = h.command(c.name(), json!({ "facts": partial }));
+            assert_eq!(o.reason_code(), Some("FACTS_INVALID"), "{c} without the actor's role must not default");
+        }
     }
 
     #[test]
@@ -192,7 +231,8 @@ mod tests {
     fn a_role_grant_carries_the_admin_limit_setting() {
         let mut h = Harness::<Governance>::with_manifest(MANIFEST).unwrap();
         h.settings(json!({ "max_admins": 2 }));
-        let o = h.command("group.role.set", json!({ "facts": { "actor_role": "owner" } }));
+        let o =
+            h.command("group.role.set", json!({ "facts": facts("group.role.set", &json!({ "actor_role": "owner" })) }));
         assert_eq!(o, CommandOutcome::ok(json!({ "max_admins": 2 })));
     }
 

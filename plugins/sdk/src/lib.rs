@@ -34,9 +34,12 @@ pub mod testing;
 mod types;
 
 pub use host::{Context, Host, Kv, WasmHost};
+/// The contracts shared with the host: the reasons table, the commands table and the typed facts.
+pub use palaver_api::{self as api, CommandName, Facts, Family, Reason, facts};
 pub use serde_json::{Map, Value, json};
 pub use types::{
-    CallInfo, Command, CommandOutcome, HostError, Level, Member, Message, Notification, Topic, TopicKind, User, Verdict,
+    CallInfo, Command, CommandOutcome, FactsError, HostError, Level, Member, Message, Notification, Topic, TopicKind,
+    User, Verdict,
 };
 
 /// A plugin that judges messages.

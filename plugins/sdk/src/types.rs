@@ -2,6 +2,7 @@
 //! the outcome it returns, plus the directory's records. JSON travels as `serde_json::Value`, never as text.
 
 use crate::bindings::wit;
+use palaver_api::{CommandName, Facts, Family, Reason};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -129,10 +130,60 @@ impl Verdict {
 /// A business command.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Command {
-    /// Such as `friends.request`.
+    /// Such as `friend.request.create`.
     pub name: String,
+    /// The host's input: `{"args": …, "facts": …}` for the business commands of the commands table.
     pub args: Value,
 }
+
+impl Command {
+    /// The command in the commands table, if it is one (a plugin's own commands are not).
+    pub fn id(&self) -> Option<CommandName> {
+        CommandName::parse(&self.name)
+    }
+
+    /// The typed facts the host sent for a command of the table. A command outside the table, or facts that
+    /// are missing, mistyped or carry an unknown field, are an error: answer it with [`CommandOutcome::bad_facts`],
+    /// never with a default that might allow what the rules forbid.
+    pub fn facts(&self) -> Result<Facts, FactsError> {
+        let Some(id) = self.id() else {
+            return Err(FactsError { command: None, why: format!("{} is not in the commands table", self.name) });
+        };
+        let facts = self.args.get("facts").cloned().unwrap_or(Value::Null);
+        Facts::parse(id, facts).map_err(|e| FactsError { command: Some(id), why: e.why })
+    }
+
+    /// [`Command::facts`] for a plugin that decides one family: a command of another family is an error too.
+    /// Prefer it: only that family's fact types are compiled into the component (smaller, faster to
+    /// instantiate, which the per-call deadline includes).
+    #[inline(always)]
+    pub fn facts_in(&self, family: Family) -> Result<Facts, FactsError> {
+        let Some(id) = self.id() else {
+            return Err(FactsError { command: None, why: format!("{} is not in the commands table", self.name) });
+        };
+        let facts = self.args.get("facts").cloned().unwrap_or(Value::Null);
+        Facts::parse_in(family, id, facts).map_err(|e| FactsError { command: Some(id), why: e.why })
+    }
+}
+
+/// Why [`Command::facts`] failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FactsError {
+    /// The command, if it is in the table.
+    pub command: Option<CommandName>,
+    pub why: String,
+}
+
+impl fmt::Display for FactsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.command {
+            Some(c) => write!(f, "facts of {c}: {}", self.why),
+            None => f.write_str(&self.why),
+        }
+    }
+}
+
+impl std::error::Error for FactsError {}
 
 /// What a command gives.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,9 +200,24 @@ impl CommandOutcome {
         CommandOutcome::Ok(result.into())
     }
 
-    /// Refused.
-    pub fn reject(code: u16, reason_code: impl Into<String>, message: impl Into<String>) -> CommandOutcome {
+    /// Refused with a reason of the table, which fixes the ctrl code and HTTP status.
+    pub fn reject(reason: Reason, message: impl Into<String>) -> CommandOutcome {
+        CommandOutcome::Rejected {
+            code: reason.status(),
+            reason_code: reason.name().to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// Refused with a reason of the plugin's own, for its own commands that no `/v1/im` route reaches. A
+    /// business command refused this way reaches clients as `RULE_REFUSED` (the table's), this name in the text.
+    pub fn reject_other(code: u16, reason_code: impl Into<String>, message: impl Into<String>) -> CommandOutcome {
         CommandOutcome::Rejected { code, reason_code: reason_code.into(), message: message.into() }
+    }
+
+    /// The refusal for facts the plugin cannot read (`FACTS_INVALID`, a 500 that fails the command closed).
+    pub fn bad_facts(e: &FactsError) -> CommandOutcome {
+        CommandOutcome::reject(Reason::FactsInvalid, e.to_string())
     }
 
     /// The stable reason code of a refusal; `None` when the command was done.

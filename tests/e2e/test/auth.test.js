@@ -88,8 +88,10 @@ for (const transport of TRANSPORTS) {
     test(`${transport}: changing the password with updateAccountBasic()`, { timeout: TEST_TIMEOUT_MS }, async t => {
       const a = await newUser(t, srv.host, transport, 'chpw');
       const newPassword = uniquePassword();
-      // What the web app does: {acc user:<own uid> scheme:"basic" secret:base64("login:newpass")}.
-      const ctrl = await a.tn.updateAccountBasic(a.uid(), a.login, newPassword);
+      // {acc user:<own uid> scheme:"basic" secret:base64("login:newpass")}, proving the current password with
+      // Tinode's one-off credential: the SDK sends params.scheme/secret as tmpscheme/tmpsecret.
+      const current = { scheme: 'basic', secret: Buffer.from(`${a.login}:${a.password}`).toString('base64') };
+      const ctrl = await a.tn.updateAccountBasic(a.uid(), a.login, newPassword, current);
       assert.ok(ctrl.code >= 200 && ctrl.code < 300, `password change: ${j(ctrl)}`);
       const b = await connectClient(t, srv.host, { transport, name: 'chpw-new' });
       const ok = await b.loginBasic(a.login, newPassword);
@@ -97,6 +99,19 @@ for (const transport of TRANSPORTS) {
       const c = await connectClient(t, srv.host, { transport, name: 'chpw-old' });
       await assert.rejects(c.loginBasic(a.login, a.password), e => e.code === 401);
     });
+
+    test(`${transport}: a password change without the current password is refused with 403`,
+      { timeout: TEST_TIMEOUT_MS }, async t => {
+        const a = await newUser(t, srv.host, transport, 'chpw-stolen');
+        // What a stolen session would send (and what the web app sends): no proof of the current password.
+        await assert.rejects(a.tn.updateAccountBasic(a.uid(), a.login, uniquePassword()), err => {
+          assert.equal(err.code, 403, `expected 403, got ${err.code}: ${err.message}`);
+          return true;
+        });
+        const b = await connectClient(t, srv.host, { transport, name: 'chpw-stolen-check' });
+        const ok = await b.loginBasic(a.login, a.password);
+        assert.equal(ok.code, 200, `the owner still logs in: ${j(ok)}`);
+      });
 
     test(`${transport}: a bad token is rejected with 401`, { timeout: TEST_TIMEOUT_MS }, async t => {
       const b = await connectClient(t, srv.host, { transport, name: 'bad-token' });

@@ -1,7 +1,7 @@
 'use strict';
 // The business plugins (friends, group governance) and system notifications as real tinode-sdk clients see
 // them: commands over the /v1/im/ HTTP API with the socket's token, their effects as {info} events in the
-// seed's form on every device on either node, and the publish path enforcing a mute and a block on every node.
+// business form on every device on either node, and the publish path enforcing a mute and a block on every node.
 // Runs when PALAVER_URLS names two nodes loading target/plugins/deploy (scripts/test-all.sh starts them).
 
 const { describe, test } = require('node:test');

@@ -119,7 +119,8 @@ for (const transport of TRANSPORTS) {
         const other = await secondDevice(t, n2, transport, alice, 'alice-other@node2');
         const oldToken = alice.token;
         const mO = other.mark();
-        const ctrl = await alice.tn.updateAccountBasic(alice.uid(), alice.login, `new-${alice.password}`);
+        const current = { scheme: 'basic', secret: Buffer.from(`${alice.login}:${alice.password}`).toString('base64') };
+        const ctrl = await alice.tn.updateAccountBasic(alice.uid(), alice.login, `new-${alice.password}`, current);
         assert.equal(ctrl.code, 200, j(ctrl));
         const evicted = await other.waitFor(p => p.ctrl && p.ctrl.code === 205, { since: mO, what: 'ctrl 205' });
         assert.equal(evicted.ctrl.params.reason, 'password changed', j(evicted));

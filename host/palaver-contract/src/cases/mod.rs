@@ -1,9 +1,12 @@
 //! The contract cases, one public async function each. [`crate::storage_contract_tests!`] lists the storage
 //! cases, [`crate::relation_contract_tests!`] the relation store's, [`crate::notification_contract_tests!`] the
 //! notification store's, [`crate::group_contract_tests!`] the group store's and
-//! [`crate::tenant_contract_tests!`] the tenant registry's; an adapter may also call
-//! single cases from its own tests.
+//! [`crate::tenant_contract_tests!`] the tenant registry's, [`crate::queue_contract_tests!`] the task queue's,
+//! [`crate::outbox_contract_tests!`] the outbox's and [`crate::audit_contract_tests!`] the audit log's; an adapter
+//! may also call single cases from its own tests.
 
+mod audit;
+mod commands;
 mod deletions;
 mod group_announcements;
 mod group_requests;
@@ -11,6 +14,8 @@ mod group_state;
 mod groups;
 mod messages;
 mod notifications;
+mod outbox;
+mod queue;
 mod registry;
 mod relations;
 mod requests;
@@ -19,6 +24,8 @@ mod tenancy;
 mod topics;
 mod users;
 
+pub use audit::*;
+pub use commands::*;
 pub use deletions::*;
 pub use group_announcements::*;
 pub use group_requests::*;
@@ -26,6 +33,8 @@ pub use group_state::*;
 pub use groups::*;
 pub use messages::*;
 pub use notifications::*;
+pub use outbox::*;
+pub use queue::*;
 pub use registry::*;
 pub use relations::*;
 pub use requests::*;

@@ -34,6 +34,45 @@ pub async fn sub_upsert_get_list<S: Storage>(fx: Fixture<S>) {
     assert!(s.list_topic_subs(t, "grpContract3").await.unwrap().is_empty());
 }
 
+/// `private` changes alone, and never on a deleted subscription: a write that raced a removal does not revive it.
+pub async fn sub_private_changes_only_an_active_subscription<S: Storage>(fx: Fixture<S>) {
+    let (s, t) = (&fx.store, fx.tenant);
+    let topic = "grpContract1";
+    s.upsert_sub(t, &sub(topic, 1)).await.unwrap();
+    s.set_sub_private(t, topic, UserId(1), Some(&json!({ "note": "mine" })), T0 + 5).await.unwrap();
+    let got = s.get_sub(t, topic, UserId(1)).await.unwrap().unwrap();
+    assert_eq!((got.private, got.updated), (Some(json!({ "note": "mine" })), T0 + 5));
+    s.set_sub_private(t, topic, UserId(1), None, T0 + 6).await.unwrap();
+    assert_eq!(s.get_sub(t, topic, UserId(1)).await.unwrap().unwrap().private, None);
+    s.remove_sub(t, topic, UserId(1), T0 + 7).await.unwrap();
+    assert_not_found(s.set_sub_private(t, topic, UserId(1), Some(&json!(1)), T0 + 8).await, "after a removal");
+    assert_eq!(s.get_sub(t, topic, UserId(1)).await.unwrap(), None, "still removed");
+    assert!(s.was_removed(t, topic, UserId(1)).await.unwrap(), "the mark survives");
+}
+
+/// A member removed by someone else stays marked (the ban a plain join honours) until an upsert re-adds them;
+/// leaving on one's own leaves no mark.
+pub async fn sub_removed_by_others_is_marked<S: Storage>(fx: Fixture<S>) {
+    let (s, t) = (&fx.store, fx.tenant);
+    let topic = "grpContract1";
+    s.upsert_sub(t, &sub(topic, 1)).await.unwrap();
+    s.upsert_sub(t, &sub(topic, 2)).await.unwrap();
+    assert!(!s.was_removed(t, topic, UserId(1)).await.unwrap(), "an active member");
+    assert!(!s.was_removed(t, topic, UserId(9)).await.unwrap(), "never a member");
+
+    s.delete_sub(t, topic, UserId(1), T0 + 10).await.unwrap();
+    assert!(!s.was_removed(t, topic, UserId(1)).await.unwrap(), "left on their own");
+
+    s.remove_sub(t, topic, UserId(2), T0 + 10).await.unwrap();
+    assert_eq!(s.get_sub(t, topic, UserId(2)).await.unwrap(), None, "removed members are gone");
+    assert!(s.was_removed(t, topic, UserId(2)).await.unwrap());
+    assert!(!s.was_removed(t, "grpContract2", UserId(2)).await.unwrap(), "only in that topic");
+    assert_not_found(s.remove_sub(t, topic, UserId(2), T0 + 11).await, "second removal");
+
+    s.upsert_sub(t, &Subscription { created: T0 + 20, updated: T0 + 20, ..sub(topic, 2) }).await.unwrap();
+    assert!(!s.was_removed(t, topic, UserId(2)).await.unwrap(), "an invitation lifts the mark");
+}
+
 /// A deleted subscription is invisible and refuses changes until an upsert brings it back.
 pub async fn sub_soft_delete_and_resurrect<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);

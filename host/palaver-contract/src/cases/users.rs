@@ -70,6 +70,18 @@ pub async fn find_auth_ignores_case<S: Storage>(fx: Fixture<S>) {
     assert_eq!(s.find_auth(t, "bob").await.unwrap(), None);
 }
 
+/// Logins are keyed in their normal form (NFKC, lower case): a fullwidth or decomposed spelling of a taken
+/// login is the same login, both to sign up and to log in.
+pub async fn find_auth_folds_look_alikes<S: Storage>(fx: Fixture<S>) {
+    let (s, t) = (&fx.store, fx.tenant);
+    s.create_user(t, &user(10), Some(&auth(10, "\u{FF21}lice", "$argon2id$h1"))).await.unwrap();
+    assert_eq!(s.find_auth(t, "alice").await.unwrap().map(|a| a.user), Some(UserId(10)));
+    assert_eq!(s.find_auth(t, "\u{FF41}LICE").await.unwrap().map(|a| a.user), Some(UserId(10)));
+    assert_conflict(s.create_user(t, &user(11), Some(&auth(11, "ALICE", "h2"))).await, "same login, other width");
+    s.create_user(t, &user(12), Some(&auth(12, "jos\u{e9}", "h3"))).await.unwrap();
+    assert_eq!(s.find_auth(t, "Jose\u{301}").await.unwrap().map(|a| a.user), Some(UserId(12)));
+}
+
 /// Changing the secret replaces the hash and bumps the auth version each time.
 pub async fn set_secret_bumps_auth_version<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);

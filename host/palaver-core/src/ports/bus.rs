@@ -1,4 +1,4 @@
-//! The realtime bus between nodes (seed 002 §4): envelopes addressed to a user, a device, a topic or one
+//! The realtime bus between nodes: envelopes addressed to a user, a device, a topic or one
 //! session. At-most-once: storage is the truth and clients recover missed events by seq.
 
 use crate::{TenantId, UnixMillis, UserId};
@@ -20,7 +20,7 @@ pub enum BusTarget {
 }
 
 impl BusTarget {
-    /// The seed's `target_type`.
+    /// The envelope's `target_type`.
     pub fn kind(&self) -> &'static str {
         match self {
             BusTarget::User(_) | BusTarget::Users(_) => "user",
@@ -32,7 +32,7 @@ impl BusTarget {
 }
 
 /// What an envelope carries, which decides the channel it travels on and how the consumer reads the payload
-/// (the seed's `kind`).
+/// (the envelope's `kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventKind {
     /// A stored message (`{data}`), or a change to one (recall, edit, delete).
@@ -48,7 +48,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// The seed's spelling, also the channel suffix `im:{tenant}:rt:{kind}`.
+    /// The envelope's spelling, also the channel suffix `im:{tenant}:rt:{kind}`.
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::Message => "message",
@@ -117,14 +117,4 @@ pub trait RealtimeBus: Send + Sync {
     /// True when other nodes may exist, so that publishing is worth its cost. The embedded bus says false and
     /// the service then skips encoding envelopes at all.
     fn is_shared(&self) -> bool;
-}
-
-/// Who carries topic events (messages and topic changes) between nodes: the seam for a native Topic-master
-/// cluster (seed 003). Standalone mode has none and the realtime bus carries everything. A cluster mode would
-/// implement this to send a topic's events through the topic's master node, which orders them; user events,
-/// presence and session control stay on the realtime bus. An event is carried by exactly one of the two, never
-/// both, so that no session receives it twice (seed 003 §8).
-pub trait TopicCarrier: Send + Sync {
-    /// Carries a topic event (kind `Message` or `TopicEvent`) to the nodes that need it.
-    fn carry(&self, envelope: Envelope) -> Result<(), BusError>;
 }

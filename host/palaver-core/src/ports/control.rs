@@ -1,4 +1,4 @@
-//! Session-control versions (seed 002 §6.5): a counter per user and per device that an eviction bumps. A
+//! Session-control versions: a counter per user and per device that an eviction bumps. A
 //! session remembers the versions it logged in under; seeing a higher one (from the bus, or when it checks on
 //! a heartbeat because a bus message was lost) closes it, and a control older than the session never does.
 

@@ -4,8 +4,7 @@ use crate::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreResult, TenantId, UserId,
 };
 
-/// Message history. Group topics and P2P topics are stored separately (`im_group_messages`, `im_messages`);
-/// the adapter picks the table from the topic name.
+/// Message history per topic.
 #[async_trait::async_trait]
 pub trait MessageStore: Send + Sync {
     /// Stores a message and raises the topic's `seq` and `touched` in the same write.

@@ -3,16 +3,22 @@
 //!
 //! Adapters implement these; `palaver-contract` holds the test suite each storage adapter must pass.
 
+mod audit;
 mod bus;
+mod commands;
 mod control;
 mod groups;
+mod health;
 mod hooks;
 mod idempotency;
+mod login_failures;
 mod messages;
 mod nodes;
 mod notifications;
 mod presence;
+mod queue;
 mod relations;
+mod reports;
 mod rules;
 mod seq;
 mod subscriptions;
@@ -20,22 +26,28 @@ mod tenants;
 mod topics;
 mod users;
 
-pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus, TopicCarrier};
+pub use audit::{AuditEvent, AuditStore};
+pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus};
+pub use commands::{Claim, CommandEnd, CommandRecord, CommandStatus, CommandStore};
 pub use control::{ControlScope, ControlVersions, SessionControlStore};
 pub use groups::{
     ADMIN_LIMIT, Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision,
     JoinOutcome, JoinPolicy, JoinRequest, Mute, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit,
 };
+pub use health::HealthCheck;
 pub use hooks::{NoHooks, PublishContext, PublishHook, PublishVerdict};
 pub use idempotency::IdempotencyStore;
+pub use login_failures::{Backoff, LoginFailureStore};
 pub use messages::MessageStore;
 pub use nodes::{NodeError, NodeInfo, NodeRegistry};
 pub use notifications::{NewNotification, Notification, NotificationStore};
 pub use presence::{PresenceStore, SessionBeat};
+pub use queue::{Delivery, OutboxEntry, OutboxStore, QueueConsumer, QueueRecord, QueueTopic, TaskQueue};
 pub use relations::{
     Block, CreateOutcome, Decision, Friend, FriendRequest, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, Relation,
     RelationStore, RequestStatus,
 };
+pub use reports::{NewReport, REPORT_CLOSED, Report, ReportStore, ReportTarget, Resolution};
 pub use rules::{BusinessRules, NoRules, RuleVerdict};
 pub use seq::SeqAllocator;
 pub use subscriptions::SubscriptionStore;
@@ -57,28 +69,41 @@ pub struct Ports {
     pub presence: Arc<dyn PresenceStore>,
     pub bus: Arc<dyn RealtimeBus>,
     pub control: Arc<dyn SessionControlStore>,
-    /// Carries topic events instead of the bus in a native-cluster mode; `None` in standalone mode.
-    pub topic_carrier: Option<Arc<dyn TopicCarrier>>,
     pub hooks: Arc<dyn PublishHook>,
     pub business: BusinessPorts,
+    /// Records owed to the task queue (audit, summaries, results), relayed to it by a background task.
+    pub outbox: Arc<dyn OutboxStore>,
+    /// Failed-login counters shared by the nodes (Redis in scale-out mode); `None`: each node counts in process.
+    pub login_failures: Option<Arc<dyn LoginFailureStore>>,
 }
 
-/// What the business commands (friends, group governance, notifications) stand on: the tables they write and
+/// What the business commands (friends, group governance, notifications) stand on: the stores they write and
 /// the rules that decide them.
 #[derive(Clone)]
 pub struct BusinessPorts {
     pub relations: Arc<dyn RelationStore>,
     pub groups: Arc<dyn GroupStore>,
     pub notifications: Arc<dyn NotificationStore>,
+    /// Admin commands, one row per command id (exactly one effect each).
+    pub commands: Arc<dyn CommandStore>,
+    /// Users' abuse reports.
+    pub reports: Arc<dyn ReportStore>,
     pub rules: Arc<dyn BusinessRules>,
 }
 
 impl BusinessPorts {
-    /// All three stores from one adapter instance, with the given rules.
+    /// Every store from one adapter instance, with the given rules.
     pub fn of<S>(store: Arc<S>, rules: Arc<dyn BusinessRules>) -> BusinessPorts
     where
-        S: RelationStore + GroupStore + NotificationStore + 'static,
+        S: RelationStore + GroupStore + NotificationStore + CommandStore + ReportStore + 'static,
     {
-        BusinessPorts { relations: store.clone(), groups: store.clone(), notifications: store, rules }
+        BusinessPorts {
+            relations: store.clone(),
+            groups: store.clone(),
+            notifications: store.clone(),
+            commands: store.clone(),
+            reports: store,
+            rules,
+        }
     }
 }

@@ -18,7 +18,7 @@ pub trait PresenceStore: Send + Sync {
     /// The user's presence. Adapters that cannot answer return `Presence::Unknown` rather than an error.
     async fn get_presence(&self, tenant: TenantId, user: UserId) -> Presence;
 
-    /// Lists `user` as an online member of `topics` on this node (seed 000 §5.4:
+    /// Lists `user` as an online member of `topics` on this node (the keys
     /// `topic:{topic}:online_members` and the per-node set), so that topic events reach this node.
     async fn join_topics(&self, tenant: TenantId, user: UserId, topics: &[String]) -> StoreResult<()>;
 

@@ -186,7 +186,7 @@ pub trait RelationStore: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<FriendRequest>>;
 
-    /// The user's friends ordered by friend id as a signed 64-bit integer (the SQL column order), at most `limit`,
+    /// The user's friends ordered by friend id reinterpreted as a signed 64-bit integer, at most `limit`,
     /// starting strictly above `cursor`.
     async fn list_friends(
         &self,

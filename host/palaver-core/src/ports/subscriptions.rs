@@ -39,6 +39,26 @@ pub trait SubscriptionStore: Send + Sync {
         read: Option<Seq>,
     ) -> StoreResult<(Seq, Seq)>;
 
+    /// Replaces the subscription's `private` value (`None` clears it). `NotFound` if there is no active
+    /// subscription, so a write racing a removal never brings the subscription back.
+    async fn set_sub_private(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        user: UserId,
+        private: Option<&serde_json::Value>,
+        when: UnixMillis,
+    ) -> StoreResult<()>;
+
     /// Soft-deletes the subscription. `NotFound` if there is no active subscription.
     async fn delete_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()>;
+
+    /// Soft-deletes the subscription of a member someone else removed, keeping `given = N` on the row as the
+    /// mark that the user may not rejoin with the topic's default access ([`SubscriptionStore::was_removed`]);
+    /// an upsert (an invitation) lifts it. `NotFound` if there is no active subscription.
+    async fn remove_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()>;
+
+    /// True if the user's subscription to `topic` is deleted and was removed by someone else (or had nothing
+    /// given when it ended): a ban that a plain join must honour.
+    async fn was_removed(&self, tenant: TenantId, topic: &str, user: UserId) -> StoreResult<bool>;
 }

@@ -1,4 +1,4 @@
-//! API keys resolved through the tenant registry, with the in-process TTL cache the seed prescribes for tenant
+//! API keys resolved through the tenant registry, with the in-process TTL cache prescribed for tenant
 //! configuration: an answer is reused for a minute, refreshed after that, and a failed refresh keeps the old
 //! answer (and logs it) rather than locking a tenant's clients out while the control database is away.
 
@@ -43,6 +43,9 @@ impl RegistryKeys {
 #[async_trait::async_trait]
 impl TenantResolver for RegistryKeys {
     async fn resolve(&self, api_key: &str) -> Option<TenantId> {
+        // Whitespace around a key is trimmed here as `key_is_valid` (and so the salted resolver) trims it, so one
+        // key is accepted or refused alike in every mode; the registry stores keys without it.
+        let api_key = api_key.trim();
         // A key that does not check out never reaches the registry, so guessing costs no database work.
         if !key_is_valid(api_key, &self.salt) {
             return None;
@@ -86,6 +89,23 @@ mod tests {
         assert_eq!(keys.resolve(&make_key(1, b"other salt")).await, None, "registered salt only");
         registry.set_tenant_state(acme.id, TenantState::Disabled).await.unwrap();
         assert_eq!(keys.resolve(&key).await, None, "a disabled tenant's keys are refused");
+    }
+
+    /// A pasted key with a trailing newline worked against SQLite (the salted resolver trims) but not against
+    /// MariaDB (the registry looked the untrimmed key up): both trim now.
+    #[tokio::test]
+    async fn surrounding_whitespace_is_trimmed_by_every_resolver() {
+        let salt = b"registry salt".to_vec();
+        let registry = Arc::new(MemoryTenants::new());
+        let acme = registry.create_tenant("acme", "Acme").await.unwrap();
+        let key = make_key(1, &salt);
+        registry.add_api_key(acme.id, &key).await.unwrap();
+        let padded = format!("  {key}\n");
+        let keys = RegistryKeys::new(salt.clone(), registry, Duration::ZERO);
+        assert_eq!(keys.resolve(&padded).await, Some(acme.id), "the registry resolver");
+        let salted = crate::apikey::SaltedKeys::new(salt, TenantId(1));
+        assert_eq!(salted.resolve(&padded).await, Some(TenantId(1)), "the salted resolver");
+        assert_eq!(keys.resolve(&format!("{key}x")).await, None, "inner changes still fail");
     }
 
     #[tokio::test]

@@ -3,19 +3,20 @@
 //! Every endpoint runs one business command (friends, group governance, notifications) that a plugin handles;
 //! the gateway only authenticates the caller (the tenant's API key and a login token, exactly as the socket
 //! does), turns path, query and body into the command's JSON arguments, and maps the outcome to HTTP. Errors
-//! are always `{code, message, reason}` with a stable upper-case `reason`.
+//! are always the one error body of both HTTP APIs, `{code, reason, message}`, with a reason of the table.
 
 mod openapi;
 pub(crate) mod routes;
 
 use crate::Shared;
-use crate::http::{Body, json, tenant_of};
+use crate::http::{Body, error, json, service_error, tenant_of};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use palaver_api::{CommandName, Reason};
 use palaver_core::{TenantId, UserId};
-use serde_json::{Map, Value, json as j};
+use serde_json::{Map, Value};
 
 /// The largest request body the API reads.
 const MAX_BODY: usize = 64 * 1024;
@@ -25,7 +26,7 @@ const MAX_BODY: usize = 64 * 1024;
 pub struct ImCall {
     pub tenant: TenantId,
     pub actor: UserId,
-    pub command: &'static str,
+    pub command: CommandName,
     /// Path parameters, query parameters and the body's fields, as one JSON object.
     pub args: Value,
 }
@@ -34,10 +35,9 @@ pub struct ImCall {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ImOutcome {
     Ok(Value),
-    /// Refused with an HTTP status (the Tinode ctrl code, 400–599), a stable reason and a message.
+    /// Refused with a stable reason (which fixes the HTTP status) and a message.
     Refused {
-        status: u16,
-        reason: String,
+        reason: Reason,
         message: String,
     },
     /// Nothing on this node handles the command.
@@ -50,15 +50,10 @@ pub trait ImCommands: Send + Sync {
     async fn run(&self, call: ImCall) -> ImOutcome;
 }
 
-/// An error response in the API's one shape.
-pub(crate) fn error(status: StatusCode, reason: &str, message: impl Into<String>) -> Response<Body> {
-    let body = j!({ "code": status.as_u16(), "message": message.into(), "reason": reason });
-    json(status, Bytes::from(body.to_string()))
-}
-
-/// Serves the OpenAPI document.
+/// Serves the OpenAPI document, built once: it depends only on the route table and the body types.
 pub(crate) fn openapi() -> Response<Body> {
-    json(StatusCode::OK, Bytes::from(openapi::document().to_string()))
+    static DOC: std::sync::OnceLock<Bytes> = std::sync::OnceLock::new();
+    json(StatusCode::OK, DOC.get_or_init(|| Bytes::from(openapi::document().to_string())).clone())
 }
 
 /// Handles one request under `/v1/im/`.
@@ -66,13 +61,13 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
     let path = req.uri().path().trim_start_matches("/v1/im").to_owned();
     let Some((route, params)) = routes::find(req.method().as_str(), &path) else {
         return if routes::path_exists(&path) {
-            error(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "this path takes another method")
+            error(Reason::MethodNotAllowed, "this path takes another method")
         } else {
-            error(StatusCode::NOT_FOUND, "NO_ROUTE", format!("no endpoint {path}; see /v1/openapi.json"))
+            error(Reason::NoRoute, format!("no endpoint {path}; see /v1/openapi.json"))
         };
     };
     let Some(tenant) = tenant_of(shared, &req).await else {
-        return error(StatusCode::FORBIDDEN, "API_KEY_REQUIRED", "a valid API key is required (X-Tinode-APIKey)");
+        return error(Reason::ApiKeyRequired, "a valid API key is required (X-Tinode-APIKey)");
     };
     let token = req
         .headers()
@@ -82,15 +77,21 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
         .map(str::trim)
         .map(str::to_owned);
     let Some(token) = token.filter(|t| !t.is_empty()) else {
-        return error(StatusCode::UNAUTHORIZED, "TOKEN_REQUIRED", "send the login token as `Authorization: Token …`");
+        return error(Reason::TokenRequired, "send the login token as `Authorization: Token …`");
     };
     let actor = match shared.service.authenticate_token(tenant, &token).await {
         Ok(user) => user,
-        Err(palaver_service::ServiceError::Unavailable { .. }) => {
-            return error(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "try again shortly");
-        }
-        Err(_) => return error(StatusCode::UNAUTHORIZED, "TOKEN_INVALID", "the token is invalid, expired or revoked"),
+        Err(e @ palaver_service::ServiceError::Unavailable { .. }) => return service_error(&e),
+        Err(_) => return error(Reason::TokenInvalid, "the token is invalid, expired or revoked"),
     };
+    // Per user (whom the token names), so that one user's many tokens share one budget.
+    if let Err(palaver_service::ServiceError::RateLimited { retry_after_ms, .. }) =
+        shared.service.check_api_rate(tenant, actor)
+    {
+        let mut resp = error(Reason::RateLimited, format!("too many requests; retry in {retry_after_ms} ms"));
+        resp.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from(retry_after_ms.div_ceil(1000).max(1)));
+        return resp;
+    }
     let mut args = Map::new();
     for pair in req.uri().query().unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
         let (k, _) = pair.split_once('=').unwrap_or((pair, ""));
@@ -101,38 +102,32 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
             args.insert(k.to_owned(), v.parse::<i64>().map(Value::from).unwrap_or(Value::String(v)));
         }
     }
-    if route.body {
-        match read_body(req).await {
-            Ok(body) => args.extend(body),
+    if let Some(request) = route.request {
+        let body = match read_body(req).await {
+            Ok(body) => body,
             Err(resp) => return resp,
+        };
+        // The body must read as the endpoint's type (the one its OpenAPI schema comes from): known fields of
+        // the right JSON types. What is required and in range the command checks, with its own reasons.
+        if let Err(why) = (request.check)(&body) {
+            return error(Reason::BadArgument, format!("the body does not fit {} {}: {why}", route.method, route.path));
         }
+        args.extend(body);
     }
     // Path parameters name what the call is about; a body cannot override them.
     for (k, v) in params {
         args.insert(k.to_owned(), Value::String(v));
     }
-    let Some(commands) = shared.commands.as_ref() else {
-        return error(
-            StatusCode::NOT_FOUND,
-            "COMMAND_NOT_AVAILABLE",
-            format!("no plugin on this node runs {}", route.command),
-        );
-    };
+    let Some(commands) = shared.commands.as_ref() else { return not_available(route.command) };
     match commands.run(ImCall { tenant, actor, command: route.command, args: Value::Object(args) }).await {
         ImOutcome::Ok(v) => json(StatusCode::OK, Bytes::from(v.to_string())),
-        ImOutcome::Refused { status, reason, message } => {
-            let status = StatusCode::from_u16(status)
-                .ok()
-                .filter(|s| s.is_client_error() || s.is_server_error())
-                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            error(status, &reason, message)
-        }
-        ImOutcome::NotAvailable => error(
-            StatusCode::NOT_FOUND,
-            "COMMAND_NOT_AVAILABLE",
-            format!("no plugin on this node runs {}", route.command),
-        ),
+        ImOutcome::Refused { reason, message } => error(reason, message),
+        ImOutcome::NotAvailable => not_available(route.command),
     }
+}
+
+fn not_available(command: CommandName) -> Response<Body> {
+    error(Reason::CommandNotAvailable, format!("no plugin on this node runs {command}"))
 }
 
 /// The body as a JSON object; an empty body is an empty object.
@@ -140,11 +135,7 @@ async fn read_body(req: Request<Incoming>) -> Result<Map<String, Value>, Respons
     let bytes = match http_body_util::Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
-            return Err(error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "BODY_TOO_LARGE",
-                format!("bodies are at most {MAX_BODY} bytes"),
-            ));
+            return Err(error(Reason::BodyTooLarge, format!("bodies are at most {MAX_BODY} bytes")));
         }
     };
     if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -152,6 +143,6 @@ async fn read_body(req: Request<Incoming>) -> Result<Map<String, Value>, Respons
     }
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(m)) => Ok(m),
-        _ => Err(error(StatusCode::BAD_REQUEST, "BAD_JSON", "the body must be a JSON object")),
+        _ => Err(error(Reason::BadJson, "the body must be a JSON object")),
     }
 }

@@ -1,23 +1,40 @@
 //! The OpenAPI 3.1 document of the `/v1/im/` API, built from the route table so that it lists exactly the
-//! endpoints the router serves.
+//! endpoints the router serves. Request and response schemas are derived (schemars) from the types the gateway
+//! parses bodies into and the service serializes answers from (`palaver_api::bodies`), and the error schema
+//! from the one error body (`palaver_api::ErrorBody`), so the document cannot drift from the code.
 
 use super::routes::{ROUTES, Route};
+use palaver_api::ErrorBody;
+use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
+
+/// Where the schemas live in the document; every `$ref` points there.
+const COMPONENTS: &str = "/components/schemas";
 
 /// The whole document.
 pub(crate) fn document() -> Value {
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.definitions_path = COMPONENTS.into();
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let error = generator.subschema_for::<ErrorBody>().to_value();
     let mut paths = Map::new();
     for route in ROUTES {
         let entry = paths.entry(format!("/v1/im{}", route.path)).or_insert_with(|| json!({}));
-        entry[route.method.to_lowercase()] = operation(route);
+        entry[route.method.to_lowercase()] = operation(route, &mut generator, &error);
     }
+    let schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
     json!({
         "openapi": "3.1.0",
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "info": {
             "title": "Palaver IM API",
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Business endpoints (friends, group governance, system notifications). Each runs a \
-                command a plugin handles; changes are also pushed to the clients' sockets as `{info}` events."
+                command a plugin handles; changes are also pushed to the clients' sockets as `{info}` events. \
+                Every refusal is an `ErrorBody` whose `reason` is one of the reasons table (docs/reasons.md)."
         },
         "servers": [{ "url": "/" }],
         "security": [{ "apiKey": [], "token": [] }],
@@ -27,23 +44,13 @@ pub(crate) fn document() -> Value {
                 "token": { "type": "apiKey", "in": "header", "name": "Authorization",
                            "description": "`Token <login token>`, as returned by `{login}`" }
             },
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["code", "message", "reason"],
-                    "properties": {
-                        "code": { "type": "integer", "description": "the HTTP status, a Tinode ctrl code" },
-                        "message": { "type": "string" },
-                        "reason": { "type": "string", "description": "stable, e.g. GROUP_MUTED, TOKEN_INVALID" }
-                    }
-                }
-            }
+            "schemas": schemas
         },
         "paths": paths,
     })
 }
 
-fn operation(route: &Route) -> Value {
+fn operation(route: &Route, generator: &mut schemars::SchemaGenerator, error: &Value) -> Value {
     let mut params: Vec<Value> = route
         .path
         .split('/')
@@ -55,22 +62,62 @@ fn operation(route: &Route) -> Value {
             if *name == "limit" { json!({ "type": "integer", "minimum": 1 }) } else { json!({ "type": "string" }) };
         json!({ "name": name, "in": "query", "required": false, "schema": schema })
     }));
-    let error = json!({ "description": "refused", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } });
+    let refused = json!({ "description": "refused", "content": { "application/json": { "schema": error } } });
+    let ok = (route.response)(generator).to_value();
     let mut op = json!({
-        "operationId": route.command,
+        "operationId": route.command.name(),
         "tags": [route.tag],
         "summary": route.summary,
         "parameters": params,
         "responses": {
-            "200": { "description": "the command's result", "content": { "application/json": { "schema": { "type": "object" } } } },
-            "400": error, "401": error, "403": error, "404": error, "409": error, "503": error
+            "200": { "description": "the command's result", "content": { "application/json": { "schema": ok } } },
+            "400": refused, "401": refused, "403": refused, "404": refused, "409": refused, "413": refused,
+            "429": refused, "500": refused, "503": refused
         }
     });
-    if route.body {
+    if let Some(request) = route.request {
         op["requestBody"] = json!({
             "required": false,
-            "content": { "application/json": { "schema": { "type": "object" } } }
+            "content": { "application/json": { "schema": (request.schema)(generator).to_value() } }
         });
     }
     op
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema a `$ref` names, from the document's components.
+    fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+        match schema["$ref"].as_str() {
+            Some(r) => doc.pointer(r.trim_start_matches('#')).unwrap_or_else(|| panic!("dangling {r}")),
+            None => schema,
+        }
+    }
+
+    #[test]
+    fn every_route_has_typed_bodies_and_the_error_schema() {
+        let doc = document();
+        for route in ROUTES {
+            let op = &doc["paths"][format!("/v1/im{}", route.path)][route.method.to_lowercase()];
+            let ok = resolve(&doc, &op["responses"]["200"]["content"]["application/json"]["schema"]);
+            assert!(ok["properties"].as_object().is_some_and(|p| !p.is_empty()), "{}: untyped 200 {ok}", route.path);
+            let err = resolve(&doc, &op["responses"]["404"]["content"]["application/json"]["schema"]);
+            assert_eq!(err["required"], json!(["code", "reason", "message"]), "{}", route.path);
+            assert_eq!(op.get("requestBody").is_some(), route.request.is_some());
+            if route.request.is_some() {
+                let body = resolve(&doc, &op["requestBody"]["content"]["application/json"]["schema"]);
+                assert!(body["properties"].as_object().is_some_and(|p| !p.is_empty()), "{}: {body}", route.path);
+                assert_eq!(body["additionalProperties"], false, "{}: unknown fields are refused", route.path);
+            }
+        }
+        // Every `$ref` anywhere in the document resolves.
+        let text = doc.to_string();
+        for r in text.split("\"$ref\":\"").skip(1).map(|t| &t[..t.find('"').unwrap()]) {
+            assert!(doc.pointer(r.trim_start_matches('#')).is_some(), "dangling {r}");
+        }
+        let reasons = &doc["components"]["schemas"]["Reason"]["enum"];
+        assert_eq!(reasons.as_array().map(Vec::len), Some(palaver_api::Reason::ALL.len()));
+    }
 }

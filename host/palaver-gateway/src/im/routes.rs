@@ -2,6 +2,42 @@
 //! router and the OpenAPI document are both read from this table, and a test drives every entry through the
 //! router, so the two cannot drift apart.
 
+use palaver_api::CommandName;
+use palaver_api::CommandName as C;
+use palaver_api::bodies as b;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// The JSON Schema of a body type, registered in the document's components.
+pub(crate) type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+/// What an endpoint reads from its JSON body: the type's schema, and a check that a body parses as that type.
+#[derive(Clone, Copy)]
+pub(crate) struct RequestBody {
+    pub(crate) schema: SchemaFn,
+    pub(crate) check: fn(&Map<String, Value>) -> Result<(), String>,
+}
+
+impl std::fmt::Debug for RequestBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RequestBody")
+    }
+}
+
+fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    g.subschema_for::<T>()
+}
+
+fn check<T: DeserializeOwned>(body: &Map<String, Value>) -> Result<(), String> {
+    T::deserialize(&Value::Object(body.clone())).map(drop).map_err(|e| e.to_string())
+}
+
+/// The body of type `T` (`palaver_api::bodies`).
+const fn body<T: JsonSchema + DeserializeOwned>() -> RequestBody {
+    RequestBody { schema: schema::<T>, check: check::<T> }
+}
+
 /// One endpoint.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Route {
@@ -9,26 +45,30 @@ pub(crate) struct Route {
     /// Path below `/v1/im`, with `{name}` segments for parameters.
     pub(crate) path: &'static str,
     /// The business command a plugin handles (`on-command`).
-    pub(crate) command: &'static str,
+    pub(crate) command: CommandName,
     /// The OpenAPI tag.
     pub(crate) tag: &'static str,
     pub(crate) summary: &'static str,
-    /// Whether the endpoint takes a JSON body.
-    pub(crate) body: bool,
+    /// The JSON body it takes, if any.
+    pub(crate) request: Option<RequestBody>,
+    /// What it answers with 200 (`palaver_api::bodies`, which the service serializes).
+    pub(crate) response: SchemaFn,
     /// Query parameters it reads.
     pub(crate) query: &'static [&'static str],
 }
 
+#[expect(clippy::too_many_arguments, reason = "one positional row per endpoint keeps the table one line per route")]
 const fn r(
     method: &'static str,
     path: &'static str,
-    command: &'static str,
+    command: CommandName,
     tag: &'static str,
     summary: &'static str,
-    body: bool,
+    request: Option<RequestBody>,
+    response: SchemaFn,
     query: &'static [&'static str],
 ) -> Route {
-    Route { method, path, command, tag, summary, body, query }
+    Route { method, path, command, tag, summary, request, response, query }
 }
 
 const PAGE: &[&str] = &["cursor", "limit"];
@@ -39,279 +79,348 @@ pub(crate) const ROUTES: &[Route] = &[
     r(
         "POST",
         "/friends/requests",
-        "friend.request.create",
+        C::FriendRequestCreate,
         "friends",
         "Send a friend request (`to`, `message`).",
-        true,
+        Some(body::<b::FriendRequestBody>()),
+        schema::<b::FriendRequestCreated>,
         &[],
     ),
     r(
         "GET",
         "/friends/requests",
-        "friend.request.list",
+        C::FriendRequestList,
         "friends",
         "List incoming or outgoing requests (`box`).",
-        false,
+        None,
+        schema::<b::FriendRequestPage>,
         &["box", "status", "cursor", "limit"],
     ),
     r(
         "POST",
         "/friends/requests/{id}/accept",
-        "friend.request.accept",
+        C::FriendRequestAccept,
         "friends",
         "Accept a request addressed to you.",
-        false,
+        None,
+        schema::<b::FriendRequestDecided>,
         &[],
     ),
     r(
         "POST",
         "/friends/requests/{id}/reject",
-        "friend.request.reject",
+        C::FriendRequestReject,
         "friends",
         "Reject a request addressed to you.",
-        false,
+        None,
+        schema::<b::FriendRequestDecided>,
         &[],
     ),
     r(
         "POST",
         "/friends/requests/{id}/cancel",
-        "friend.request.cancel",
+        C::FriendRequestCancel,
         "friends",
         "Withdraw a request you sent.",
-        false,
+        None,
+        schema::<b::FriendRequestDecided>,
         &[],
     ),
-    r("GET", "/friends", "friend.list", "friends", "List your friends.", false, PAGE),
-    r("DELETE", "/friends/{user}", "friend.delete", "friends", "End a friendship (both sides).", false, &[]),
+    r("GET", "/friends", C::FriendList, "friends", "List your friends.", None, schema::<b::FriendPage>, PAGE),
+    r(
+        "DELETE",
+        "/friends/{user}",
+        C::FriendDelete,
+        "friends",
+        "End a friendship (both sides).",
+        None,
+        schema::<b::FriendDeleted>,
+        &[],
+    ),
     r(
         "PUT",
         "/friends/{user}/remark",
-        "friend.remark",
+        C::FriendRemark,
         "friends",
         "Set or clear the name you gave a friend (`remark`).",
-        true,
+        Some(body::<b::RemarkBody>()),
+        schema::<b::RemarkSet>,
         &[],
     ),
-    r("POST", "/blocks", "block.create", "friends", "Block a user (`user`, `reason`).", true, &[]),
-    r("GET", "/blocks", "block.list", "friends", "List the users you blocked.", false, PAGE),
-    r("DELETE", "/blocks/{user}", "block.delete", "friends", "Unblock a user.", false, &[]),
+    r(
+        "POST",
+        "/blocks",
+        C::BlockCreate,
+        "friends",
+        "Block a user (`user`, `reason`).",
+        Some(body::<b::BlockBody>()),
+        schema::<b::Blocked>,
+        &[],
+    ),
+    r("GET", "/blocks", C::BlockList, "friends", "List the users you blocked.", None, schema::<b::BlockPage>, PAGE),
+    r("DELETE", "/blocks/{user}", C::BlockDelete, "friends", "Unblock a user.", None, schema::<b::Unblocked>, &[]),
     // Group governance.
     r(
         "GET",
         "/groups/{topic}/members",
-        "group.member.list",
+        C::GroupMemberList,
         "groups",
         "Page through a group's members with a stable cursor.",
-        false,
+        None,
+        schema::<b::MemberPage>,
         PAGE,
     ),
     r(
         "DELETE",
         "/groups/{topic}/members/{user}",
-        "group.member.remove",
+        C::GroupMemberRemove,
         "groups",
         "Remove (kick) a member.",
-        false,
+        None,
+        schema::<b::MemberRemoved>,
         &[],
     ),
     r(
         "PUT",
         "/groups/{topic}/members/{user}/role",
-        "group.role.set",
+        C::GroupRoleSet,
         "groups",
         "Make a member an admin or a plain member (`role`).",
-        true,
+        Some(body::<b::RoleBody>()),
+        schema::<b::RoleSet>,
         &[],
     ),
     r(
         "POST",
         "/groups/{topic}/owner",
-        "group.owner.transfer",
+        C::GroupOwnerTransfer,
         "groups",
         "Hand the group to another member (`user`).",
-        true,
+        Some(body::<b::OwnerBody>()),
+        schema::<b::OwnerTransferred>,
         &[],
     ),
     r(
         "PUT",
         "/groups/{topic}/mutes/{user}",
-        "group.mute.set",
+        C::GroupMuteSet,
         "groups",
         "Mute a member (`duration_ms`, `reason`).",
-        true,
+        Some(body::<b::MuteBody>()),
+        schema::<b::MuteSet>,
         &[],
     ),
-    r("DELETE", "/groups/{topic}/mutes/{user}", "group.mute.clear", "groups", "Lift a member's mute.", false, &[]),
+    r(
+        "DELETE",
+        "/groups/{topic}/mutes/{user}",
+        C::GroupMuteClear,
+        "groups",
+        "Lift a member's mute.",
+        None,
+        schema::<b::MuteSet>,
+        &[],
+    ),
     r(
         "PUT",
         "/groups/{topic}/mute-all",
-        "group.mute.all",
+        C::GroupMuteAll,
         "groups",
         "Mute or unmute everyone but admins (`muted`).",
-        true,
+        Some(body::<b::MuteAllBody>()),
+        schema::<b::MuteAllSet>,
         &[],
     ),
     r(
         "POST",
         "/groups/{topic}/invites",
-        "group.invite",
+        C::GroupInvite,
         "groups",
         "Invite users (`users`); the group's approval policy applies.",
-        true,
+        Some(body::<b::InviteBody>()),
+        schema::<b::Invited>,
         &[],
     ),
     r(
         "POST",
         "/groups/{topic}/join-requests",
-        "group.join.request",
+        C::GroupJoinRequest,
         "groups",
         "Ask to join a group (`message`).",
-        true,
+        Some(body::<b::JoinBody>()),
+        schema::<b::Joined>,
         &[],
     ),
     r(
         "GET",
         "/groups/{topic}/join-requests",
-        "group.join.list",
+        C::GroupJoinList,
         "groups",
         "List pending join requests (admins).",
-        false,
+        None,
+        schema::<b::JoinRequestPage>,
         PAGE,
     ),
     r(
         "POST",
         "/groups/{topic}/join-requests/{id}/approve",
-        "group.join.approve",
+        C::GroupJoinApprove,
         "groups",
         "Approve a join request.",
-        false,
+        None,
+        schema::<b::JoinDecided>,
         &[],
     ),
     r(
         "POST",
         "/groups/{topic}/join-requests/{id}/reject",
-        "group.join.reject",
+        C::GroupJoinReject,
         "groups",
         "Reject a join request.",
-        false,
+        None,
+        schema::<b::JoinDecided>,
         &[],
     ),
     r(
         "POST",
         "/groups/{topic}/join-requests/{id}/cancel",
-        "group.join.cancel",
+        C::GroupJoinCancel,
         "groups",
         "Withdraw your own join request.",
-        false,
+        None,
+        schema::<b::JoinDecided>,
         &[],
     ),
     r(
         "GET",
         "/groups/{topic}/settings",
-        "group.settings.get",
+        C::GroupSettingsGet,
         "groups",
         "The group's join policy and invite rule.",
-        false,
+        None,
+        schema::<b::GroupSettings>,
         &[],
     ),
     r(
         "PUT",
         "/groups/{topic}/settings",
-        "group.settings.set",
+        C::GroupSettingsSet,
         "groups",
         "Change the join policy (`join_policy`: open, approval, closed) or whether members invite (`members_invite`).",
-        true,
+        Some(body::<b::SettingsBody>()),
+        schema::<b::GroupSettings>,
         &[],
     ),
     r(
         "GET",
         "/groups/{topic}/announcements",
-        "group.announcement.list",
+        C::GroupAnnouncementList,
         "groups",
         "List announcements, with your read state.",
-        false,
+        None,
+        schema::<b::AnnouncementList>,
         PAGE,
     ),
     r(
         "POST",
         "/groups/{topic}/announcements",
-        "group.announcement.create",
+        C::GroupAnnouncementCreate,
         "groups",
         "Publish an announcement (`title`, `content`, `pinned`).",
-        true,
+        Some(body::<b::AnnouncementBody>()),
+        schema::<b::Announcement>,
         &[],
     ),
     r(
         "PUT",
         "/groups/{topic}/announcements/{id}",
-        "group.announcement.update",
+        C::GroupAnnouncementUpdate,
         "groups",
         "Edit an announcement.",
-        true,
+        Some(body::<b::AnnouncementBody>()),
+        schema::<b::Announcement>,
         &[],
     ),
     r(
         "POST",
         "/groups/{topic}/announcements/{id}/read",
-        "group.announcement.read",
+        C::GroupAnnouncementRead,
         "groups",
         "Mark an announcement read.",
-        false,
+        None,
+        schema::<b::AnnouncementRead>,
         &[],
     ),
     r(
         "DELETE",
         "/groups/{topic}/announcements/{id}",
-        "group.announcement.delete",
+        C::GroupAnnouncementDelete,
         "groups",
         "Remove an announcement.",
-        false,
+        None,
+        schema::<b::AnnouncementDeleted>,
         &[],
     ),
     r(
         "PATCH",
         "/groups/{topic}/profile",
-        "group.profile.update",
+        C::GroupProfileUpdate,
         "groups",
         "Change the group's name, avatar or intro.",
-        true,
+        Some(body::<b::ProfileBody>()),
+        schema::<b::ProfileUpdated>,
+        &[],
+    ),
+    // Abuse reports.
+    r(
+        "POST",
+        "/reports",
+        C::ReportCreate,
+        "reports",
+        "Report a user, a message or a group (`target_type`: user, message, group; `target`: usr…, {topic}:{seq} \
+         or grp…; `reason`, `note`).",
+        Some(body::<b::ReportBody>()),
+        schema::<b::ReportCreated>,
         &[],
     ),
     // System notifications.
     r(
         "GET",
         "/notifications",
-        "notification.list",
+        C::NotificationList,
         "notifications",
         "List your system notifications, newest first.",
-        false,
+        None,
+        schema::<b::NotificationPage>,
         &["unread", "cursor", "limit"],
     ),
     r(
         "POST",
         "/notifications/{id}/read",
-        "notification.read",
+        C::NotificationRead,
         "notifications",
         "Mark one notification read.",
-        false,
+        None,
+        schema::<b::NotificationMarked>,
         &[],
     ),
     r(
         "POST",
         "/notifications/read-all",
-        "notification.read_all",
+        C::NotificationReadAll,
         "notifications",
         "Mark every notification read.",
-        false,
+        None,
+        schema::<b::AllMarked>,
         &[],
     ),
     r(
         "GET",
         "/notifications/unread-count",
-        "notification.unread",
+        C::NotificationUnread,
         "notifications",
         "How many notifications are unread.",
-        false,
+        None,
+        schema::<b::UnreadCount>,
         &[],
     ),
 ];
@@ -361,13 +470,13 @@ mod tests {
     #[test]
     fn literals_beat_parameters_and_parameters_are_captured() {
         let (r, p) = find("POST", "/notifications/read-all").unwrap();
-        assert_eq!(r.command, "notification.read_all");
+        assert_eq!(r.command, C::NotificationReadAll);
         assert!(p.is_empty());
         let (r, p) = find("POST", "/notifications/42/read").unwrap();
-        assert_eq!(r.command, "notification.read");
+        assert_eq!(r.command, C::NotificationRead);
         assert_eq!(p, [("id", "42".to_owned())]);
         let (r, p) = find("PUT", "/groups/grpX/members/usrY/role").unwrap();
-        assert_eq!(r.command, "group.role.set");
+        assert_eq!(r.command, C::GroupRoleSet);
         assert_eq!(p, [("topic", "grpX".to_owned()), ("user", "usrY".to_owned())]);
         assert!(find("GET", "/nothing").is_none());
         assert!(find("PATCH", "/friends").is_none());

@@ -43,7 +43,11 @@ pub(crate) fn config() -> RuntimeConfig {
     let cache = xtask::repo_root().join("target/plugin-test-cache");
     RuntimeConfig {
         pooling: Some(PoolingConfig { max_instances: 32, ..PoolingConfig::default() }),
-        breaker: BreakerConfig { failure_threshold: 1000, cool_down: Duration::from_secs(60) },
+        breaker: BreakerConfig {
+            failure_threshold: 1000,
+            cool_down: Duration::from_secs(60),
+            ..BreakerConfig::default()
+        },
         ..RuntimeConfig::default().with_node("test-node").with_cache_dir(cache)
     }
 }

@@ -1,27 +1,33 @@
 //! Calls that fail: traps, an infinite loop stopped by the deadline or by fuel, a memory bomb, oversized output
-//! and a host-call loop, each stopped at its limit with the instance discarded and the fault counted; side effects
-//! of a failed call discarded; fail-open and fail-closed policies; the circuit breaker; commit conflicts.
+//! and a host-call loop, each stopped at its limit with the instance discarded, the fault counted and the message
+//! refused (fail-closed, the default); side effects of a failed call discarded; fail-open and fail-closed
+//! policies; the circuit breaker; commit conflicts.
 
 use crate::common::{ACTOR, config, env, env_with};
 use palaver_core::TenantId;
 use palaver_core::ports::PublishVerdict;
 use palaver_plugin_runtime::{
-    BreakerConfig, CommandContext, CommandOutcome, FailurePolicy, FaultKind, Hook, KvError, KvOp, KvScope, PluginKv,
-    PluginState,
+    BreakerConfig, CommandContext, CommandOutcome, FailurePolicy, FaultKind, Hook, KvError, KvOp, KvQuota, KvScope,
+    KvUsage, PluginKv, PluginState,
 };
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The fail-closed answer of a filter that faulted or was skipped.
+fn unavailable(v: &PublishVerdict) -> bool {
+    matches!(v, PublishVerdict::Reject { code: 503, reason } if reason.contains("unavailable"))
+}
 
 fn faults(e: &crate::common::Env, name: &str, kind: FaultKind) -> u64 {
     e.info(name).before_publish.faults_by_kind.get(&kind).copied().unwrap_or(0)
 }
 
 #[tokio::test]
-async fn a_trap_discards_the_instance_and_its_effects_and_fails_open() {
+async fn a_trap_discards_the_instance_and_its_effects_and_fails_closed() {
     let e = env();
     e.load("trap-1.0.0");
-    assert_eq!(e.publish("boom").await, PublishVerdict::Allow, "before-publish fails open by default");
+    assert!(unavailable(&e.publish("boom").await), "before-publish fails closed by default");
     assert_eq!(faults(&e, "trap", FaultKind::Trap), 1);
     assert!(e.keys("trap").is_empty(), "the trapped call's key-value write was discarded");
     assert!(e.effects.events().is_empty() && e.effects.notifications().is_empty(), "and its event and notification");
@@ -75,8 +81,9 @@ async fn an_infinite_loop_is_stopped_by_the_deadline() {
     let e = env();
     e.load("spin-1.0.0");
     let started = Instant::now();
-    assert_eq!(e.publish("spin").await, PublishVerdict::Allow);
+    let verdict = e.publish("spin").await;
     let took = started.elapsed();
+    assert!(unavailable(&verdict));
     assert_eq!(faults(&e, "spin", FaultKind::Deadline), 1);
     assert!(took < Duration::from_secs(2), "a 30 ms deadline took {took:?}");
     assert!(took >= Duration::from_millis(25), "stopped before its deadline: {took:?}");
@@ -90,7 +97,7 @@ async fn an_infinite_loop_is_stopped_by_fuel_when_the_budget_is_smaller() {
         m.limits.deadline_ms = Some(10_000);
     })
     .unwrap();
-    assert_eq!(e.publish("spin").await, PublishVerdict::Allow);
+    assert!(unavailable(&e.publish("spin").await));
     assert_eq!(faults(&e, "spin", FaultKind::Fuel), 1);
 }
 
@@ -99,18 +106,19 @@ async fn a_memory_bomb_is_stopped_by_the_cap_and_the_host_carries_on() {
     let e = env();
     e.load("memory-bomb-1.0.0");
     e.load("moderation-0.1.0");
-    // Moderation runs first (priority 10) and allows; the bomb (priority 100) is stopped and fails open.
-    assert_eq!(e.publish("boom").await, PublishVerdict::Allow);
-    assert_eq!(e.publish("again").await, PublishVerdict::Allow);
+    // Moderation runs first (priority 10) and allows; the bomb (priority 100) is stopped and fails closed.
+    assert!(unavailable(&e.publish("boom").await));
+    assert!(unavailable(&e.publish("again").await));
     assert_eq!(faults(&e, "memory-bomb", FaultKind::Memory), 2);
-    assert!(matches!(e.publish("forbidden").await, PublishVerdict::Reject { .. }), "other plugins are unharmed");
+    let v = e.publish("forbidden").await;
+    assert!(matches!(v, PublishVerdict::Reject { code: 422, .. }), "other plugins are unharmed: {v:?}");
 }
 
 #[tokio::test]
 async fn oversized_output_is_refused() {
     let e = env();
     e.load("oversized-1.0.0");
-    assert_eq!(e.publish("small").await, PublishVerdict::Allow, "the megabyte rewrite is not applied");
+    assert!(unavailable(&e.publish("small").await), "the megabyte rewrite is not applied");
     assert_eq!(faults(&e, "oversized", FaultKind::OutputSize), 1);
     // With a cap above the output the same component's rewrite goes through.
     let e = env();
@@ -123,7 +131,7 @@ async fn a_host_call_loop_is_stopped_by_the_cap() {
     let e = env();
     e.load("host-loop-1.0.0");
     let started = Instant::now();
-    assert_eq!(e.publish("loop").await, PublishVerdict::Allow);
+    assert!(unavailable(&e.publish("loop").await));
     assert_eq!(faults(&e, "host-loop", FaultKind::HostCalls), 1);
     assert!(started.elapsed() < Duration::from_secs(1), "stopped by the cap, not the 2 s deadline");
 }
@@ -131,7 +139,11 @@ async fn a_host_call_loop_is_stopped_by_the_cap() {
 #[tokio::test]
 async fn the_breaker_opens_after_repeated_faults_and_closes_after_a_good_trial() {
     let cfg = palaver_plugin_runtime::RuntimeConfig {
-        breaker: BreakerConfig { failure_threshold: 3, cool_down: Duration::from_millis(200) },
+        breaker: BreakerConfig {
+            failure_threshold: 3,
+            cool_down: Duration::from_millis(200),
+            ..BreakerConfig::default()
+        },
         ..config()
     };
     let e = env_with(cfg, |s| s);
@@ -142,7 +154,7 @@ async fn the_breaker_opens_after_repeated_faults_and_closes_after_a_good_trial()
     let info = e.info("trap");
     assert_eq!((info.state, info.breaker, info.faults), (PluginState::BreakerOpen, "open", 3));
     // While open the plugin is skipped: its policy answers and nothing it would write is written.
-    assert_eq!(e.publish("fine").await, PublishVerdict::Allow);
+    assert!(unavailable(&e.publish("fine").await));
     assert_eq!(e.info("trap").before_publish.skipped, 1);
     assert!(e.keys("trap").is_empty());
     // After the cool-down one trial runs; a failing trial opens the breaker again.
@@ -167,7 +179,11 @@ impl PluginKv for Conflicting {
         Ok(None)
     }
 
-    async fn commit(&self, _: KvScope<'_>, ops: &[KvOp]) -> Result<(), KvError> {
+    async fn usage(&self, _: KvScope<'_>) -> Result<KvUsage, KvError> {
+        Ok(KvUsage::default())
+    }
+
+    async fn commit(&self, _: KvScope<'_>, ops: &[KvOp], _: &KvQuota) -> Result<(), KvError> {
         if ops.is_empty() { Ok(()) } else { Err(KvError::Conflict("greetings".to_owned())) }
     }
 }

@@ -9,6 +9,7 @@
 
 mod calls;
 mod common;
+mod hardening;
 mod limits;
 mod loading;
 mod reload;

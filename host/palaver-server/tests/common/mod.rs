@@ -140,3 +140,14 @@ pub async fn http_with(
     let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
     (status, body)
 }
+
+/// Deletes every Redis key under a test's prefix `tag` (on `redis`, host:port) and says how many there were.
+pub async fn drop_redis_keys(redis: &str, tag: &str) -> usize {
+    let client = redis::Client::open(format!("redis://{redis}")).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{tag}:*")).query_async(&mut conn).await.unwrap();
+    if !keys.is_empty() {
+        let _: () = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await.unwrap();
+    }
+    keys.len()
+}

@@ -6,9 +6,12 @@
 //! hear of a request and its outcome; a block is told only to the blocker's devices, so that nobody learns who
 //! blocked them, and drops the P2P publish gate of the two users on every node.
 
-use super::{BizError, BizResult, Cx, page, ts};
+use super::{BizError, BizResult, Cx, body, next_cursor, time};
+use palaver_api::bodies as b;
+use palaver_api::facts::{FriendRequestFacts, NoFacts, RemarkFacts, RequestFacts, RequestListFacts, UserFacts};
+use palaver_api::{CommandName as C, Facts, Reason};
 use palaver_core::ports::{
-    Block, CreateOutcome, Decision, Friend, FriendRequest, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, RequestStatus,
+    CreateOutcome, Decision, FriendRequest, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, RequestStatus,
 };
 use palaver_core::{StoreError, UnixMillis, UserId, p2p_name};
 use serde_json::{Value, json};
@@ -17,17 +20,17 @@ const DAY_MS: UnixMillis = 24 * 3600 * 1000;
 
 pub(super) async fn run(cx: &Cx<'_>) -> BizResult<Value> {
     match cx.command {
-        "friend.request.create" => create(cx).await,
-        "friend.request.list" => list_requests(cx).await,
-        "friend.request.accept" => decide(cx, Decision::Accept).await,
-        "friend.request.reject" => decide(cx, Decision::Reject).await,
-        "friend.request.cancel" => decide(cx, Decision::Cancel).await,
-        "friend.list" => list_friends(cx).await,
-        "friend.delete" => delete(cx).await,
-        "friend.remark" => remark(cx).await,
-        "block.create" => block(cx).await,
-        "block.list" => list_blocks(cx).await,
-        "block.delete" => unblock(cx).await,
+        C::FriendRequestCreate => create(cx).await,
+        C::FriendRequestList => list_requests(cx).await,
+        C::FriendRequestAccept => decide(cx, Decision::Accept).await,
+        C::FriendRequestReject => decide(cx, Decision::Reject).await,
+        C::FriendRequestCancel => decide(cx, Decision::Cancel).await,
+        C::FriendList => list_friends(cx).await,
+        C::FriendDelete => delete(cx).await,
+        C::FriendRemark => remark(cx).await,
+        C::BlockCreate => block(cx).await,
+        C::BlockList => list_blocks(cx).await,
+        C::BlockDelete => unblock(cx).await,
         other => Err(super::unknown(other)),
     }
 }
@@ -36,7 +39,7 @@ pub(super) async fn run(cx: &Cx<'_>) -> BizResult<Value> {
 async fn other(cx: &Cx<'_>, key: &str) -> BizResult<UserId> {
     let user = cx.need_user(key)?;
     if user == cx.actor {
-        return Err(BizError::new(400, "SELF", "that is you"));
+        return Err(BizError::new(Reason::SelfTarget, "that is you"));
     }
     cx.user_exists(user).await?;
     Ok(user)
@@ -49,31 +52,33 @@ async fn create(cx: &Cx<'_>) -> BizResult<Value> {
     let relation = rel.relation(cx.tenant, cx.actor, to).await?;
     // "Daily" is the last 24 hours, which a user cannot reset by waiting for midnight in some time zone.
     let sent_today = rel.count_requests_since(cx.tenant, cx.actor, cx.now - DAY_MS).await?;
-    let facts = json!({
-        "to": to.to_string(),
-        "friends": relation.friends,
-        "i_blocked": relation.i_blocked,
-        "blocked_me": relation.blocked_me,
-        "pending_out": relation.pending_out.as_ref().map(|r| r.id),
-        "pending_in": relation.pending_in.as_ref().map(|r| r.id),
-        "sent_today": sent_today,
-        "message_chars": message.map_or(0, |m| m.chars().count()),
-    });
-    cx.ask(facts).await?;
+    let facts = FriendRequestFacts {
+        to: to.to_string(),
+        friends: relation.friends,
+        i_blocked: relation.i_blocked,
+        blocked_me: relation.blocked_me,
+        pending_out: relation.pending_out.as_ref().map(|r| r.id),
+        pending_in: relation.pending_in.as_ref().map(|r| r.id),
+        sent_today,
+        message_chars: message.map_or(0, |m| m.chars().count() as u64),
+    };
+    cx.ask(Facts::FriendRequestCreate(facts)).await?;
     match rel.create_request(cx.tenant, cx.actor, to, message, cx.now).await? {
         CreateOutcome::Created(req) => {
-            let body = request_json(&req);
-            let payload = json!({ "request_id": req.id, "request": body });
+            let request = request_body(&req);
+            let payload = json!({ "request_id": req.id, "request": body(&request) });
             cx.to_user(to, "friend.request.created", &payload);
             cx.to_user(cx.actor, "friend.request.created", &payload);
             let content = json!({ "request_id": req.id, "from": cx.actor.to_string(), "message": req.message });
             cx.notify(to, "friend_request", content, None).await;
-            Ok(json!({ "request": body, "created": true }))
+            Ok(body(&b::FriendRequestCreated { request, created: true }))
         }
         // A repeat is answered with the request already pending, and tells nobody again.
-        CreateOutcome::AlreadyPending(req) => Ok(json!({ "request": request_json(&req), "created": false })),
-        CreateOutcome::Blocked => Err(BizError::new(403, "BLOCKED", "you cannot send this user a friend request")),
-        CreateOutcome::AlreadyFriends => Err(BizError::new(409, "ALREADY_FRIENDS", "you are friends already")),
+        CreateOutcome::AlreadyPending(req) => {
+            Ok(body(&b::FriendRequestCreated { request: request_body(&req), created: false }))
+        }
+        CreateOutcome::Blocked => Err(BizError::new(Reason::Blocked, "you cannot send this user a friend request")),
+        CreateOutcome::AlreadyFriends => Err(BizError::new(Reason::AlreadyFriends, "you are friends already")),
     }
 }
 
@@ -81,35 +86,42 @@ async fn list_requests(cx: &Cx<'_>) -> BizResult<Value> {
     let incoming = match cx.str_arg("box").unwrap_or("incoming") {
         "incoming" => true,
         "outgoing" => false,
-        _ => return Err(BizError::new(400, "BAD_BOX", "`box` is incoming or outgoing")),
+        _ => return Err(BizError::new(Reason::BadBox, "`box` is incoming or outgoing")),
     };
     let status = match cx.str_arg("status") {
         None | Some("all") => None,
         Some(s) => Some(
             RequestStatus::parse(s)
-                .ok_or_else(|| BizError::new(400, "BAD_STATUS", format!("unknown request status {s}")))?,
+                .ok_or_else(|| BizError::new(Reason::BadStatus, format!("unknown request status {s}")))?,
         ),
     };
     let (cursor, limit) = (cx.id_cursor()?, cx.limit()?);
-    cx.ask(json!({ "box": if incoming { "incoming" } else { "outgoing" } })).await?;
+    let mailbox = if incoming { "incoming" } else { "outgoing" }.to_owned();
+    cx.ask(Facts::FriendRequestList(RequestListFacts { mailbox })).await?;
     let rel = &cx.svc.ports.business.relations;
     let reqs = rel.list_requests(cx.tenant, cx.actor, incoming, status, cursor, limit).await?;
-    let last = reqs.last().map(|r| r.id);
-    Ok(page("requests", reqs.iter().map(request_json).collect(), limit, last))
+    let next = next_cursor(reqs.len(), limit, reqs.last().map(|r| r.id));
+    Ok(body(&b::FriendRequestPage { requests: reqs.iter().map(request_body).collect(), next_cursor: next }))
 }
 
 async fn decide(cx: &Cx<'_>, decision: Decision) -> BizResult<Value> {
     let id = cx.need_id("id")?;
-    cx.ask(json!({ "request_id": id })).await?;
+    let facts = RequestFacts { request_id: id };
+    cx.ask(match decision {
+        Decision::Accept => Facts::FriendRequestAccept(facts),
+        Decision::Reject => Facts::FriendRequestReject(facts),
+        Decision::Cancel => Facts::FriendRequestCancel(facts),
+    })
+    .await?;
     let rel = &cx.svc.ports.business.relations;
     let req = match rel.decide_request(cx.tenant, id, cx.actor, decision, cx.now).await {
         Ok(r) => r,
-        Err(StoreError::NotFound) => return Err(BizError::new(404, "REQUEST_NOT_FOUND", format!("no request {id}"))),
+        Err(StoreError::NotFound) => return Err(BizError::new(Reason::RequestNotFound, format!("no request {id}"))),
         Err(StoreError::Conflict(why)) if why == REQUEST_NOT_YOURS => {
-            return Err(BizError::new(403, "REQUEST_NOT_YOURS", "only the other side of the request can do that"));
+            return Err(BizError::new(Reason::RequestNotYours, "only the other side of the request can do that"));
         }
         Err(StoreError::Conflict(why)) if why == REQUEST_NOT_PENDING => {
-            return Err(BizError::new(409, "REQUEST_NOT_PENDING", "the request was decided already"));
+            return Err(BizError::new(Reason::RequestNotPending, "the request was decided already"));
         }
         Err(e) => return Err(e.into()),
     };
@@ -118,8 +130,8 @@ async fn decide(cx: &Cx<'_>, decision: Decision) -> BizResult<Value> {
         Decision::Reject => "friend.request.rejected",
         Decision::Cancel => "friend.request.cancelled",
     };
-    let body = request_json(&req);
-    let payload = json!({ "request_id": req.id, "request": body });
+    let request = request_body(&req);
+    let payload = json!({ "request_id": req.id, "request": body(&request) });
     cx.to_user(req.from, event, &payload);
     cx.to_user(req.to, event, &payload);
     if decision == Decision::Accept {
@@ -128,92 +140,95 @@ async fn decide(cx: &Cx<'_>, decision: Decision) -> BizResult<Value> {
         // Friendship can change what the P2P topic allows (a tenant requiring friendship to chat).
         cx.invalidate(&p2p_name(req.from, req.to)).await;
     }
-    Ok(json!({ "request": body }))
+    Ok(body(&b::FriendRequestDecided { request }))
 }
 
 async fn list_friends(cx: &Cx<'_>) -> BizResult<Value> {
     let (cursor, limit) = (cx.user_cursor()?, cx.limit()?);
-    cx.ask(Value::Null).await?;
+    cx.ask(Facts::FriendList(NoFacts {})).await?;
     let friends = cx.svc.ports.business.relations.list_friends(cx.tenant, cx.actor, cursor, limit).await?;
-    let last = friends.last().map(|f| f.friend.to_string());
-    Ok(page("friends", friends.iter().map(friend_json).collect(), limit, last))
+    let next = next_cursor(friends.len(), limit, friends.last().map(|f| f.friend.to_string()));
+    let friends = friends.iter().map(|f| b::Friend {
+        user: f.friend.to_string(),
+        remark: f.remark.clone(),
+        since: time(f.created),
+    });
+    Ok(body(&b::FriendPage { friends: friends.collect(), next_cursor: next }))
 }
 
 async fn delete(cx: &Cx<'_>) -> BizResult<Value> {
     let friend = cx.need_user("user")?;
-    cx.ask(json!({ "user": friend.to_string() })).await?;
+    cx.ask(Facts::FriendDelete(UserFacts { user: friend.to_string() })).await?;
     if !cx.svc.ports.business.relations.remove_friend(cx.tenant, cx.actor, friend).await? {
-        return Err(BizError::new(404, "NOT_FRIENDS", "that user is not your friend"));
+        return Err(BizError::new(Reason::NotFriends, "that user is not your friend"));
     }
     let payload = json!({ "user_id": cx.actor.to_string(), "friend_id": friend.to_string() });
     cx.to_user(cx.actor, "friend.deleted", &payload);
     cx.to_user(friend, "friend.deleted", &payload);
     cx.invalidate(&p2p_name(cx.actor, friend)).await;
-    Ok(json!({ "deleted": true }))
+    Ok(body(&b::FriendDeleted { deleted: true }))
 }
 
 async fn remark(cx: &Cx<'_>) -> BizResult<Value> {
     let friend = cx.need_user("user")?;
     let remark = cx.str_arg("remark");
-    cx.ask(json!({ "user": friend.to_string(), "remark_chars": remark.map_or(0, |r| r.chars().count()) })).await?;
+    let remark_chars = remark.map_or(0, |r| r.chars().count() as u64);
+    cx.ask(Facts::FriendRemark(RemarkFacts { user: friend.to_string(), remark_chars })).await?;
     match cx.svc.ports.business.relations.set_remark(cx.tenant, cx.actor, friend, remark, cx.now).await {
         Ok(()) => {}
-        Err(StoreError::NotFound) => return Err(BizError::new(404, "NOT_FRIENDS", "that user is not your friend")),
+        Err(StoreError::NotFound) => return Err(BizError::new(Reason::NotFriends, "that user is not your friend")),
         Err(e) => return Err(e.into()),
     }
     // A remark is private: only the actor's own devices hear of it.
     cx.to_user(cx.actor, "friend.remark.updated", &json!({ "friend_id": friend.to_string(), "remark": remark }));
-    Ok(json!({ "friend_id": friend.to_string(), "remark": remark }))
+    Ok(body(&b::RemarkSet { friend_id: friend.to_string(), remark: remark.map(str::to_owned) }))
 }
 
 async fn block(cx: &Cx<'_>) -> BizResult<Value> {
     let user = other(cx, "user").await?;
     let reason = cx.str_arg("reason");
-    cx.ask(json!({ "user": user.to_string() })).await?;
+    cx.ask(Facts::BlockCreate(UserFacts { user: user.to_string() })).await?;
     let created = cx.svc.ports.business.relations.block(cx.tenant, cx.actor, user, reason, cx.now).await?;
     if created {
         cx.to_user(cx.actor, "friend.blocked", &json!({ "user_id": user.to_string() }));
         cx.invalidate(&p2p_name(cx.actor, user)).await;
     }
-    Ok(json!({ "blocked": user.to_string(), "created": created }))
+    Ok(body(&b::Blocked { blocked: user.to_string(), created }))
 }
 
 async fn list_blocks(cx: &Cx<'_>) -> BizResult<Value> {
     let (cursor, limit) = (cx.user_cursor()?, cx.limit()?);
-    cx.ask(Value::Null).await?;
+    cx.ask(Facts::BlockList(NoFacts {})).await?;
     let blocks = cx.svc.ports.business.relations.list_blocks(cx.tenant, cx.actor, cursor, limit).await?;
-    let last = blocks.last().map(|b| b.blocked.to_string());
-    Ok(page("blocks", blocks.iter().map(block_json).collect(), limit, last))
+    let next = next_cursor(blocks.len(), limit, blocks.last().map(|b| b.blocked.to_string()));
+    let blocks = blocks.iter().map(|k| b::Block {
+        user: k.blocked.to_string(),
+        reason: k.reason.clone(),
+        since: time(k.created),
+    });
+    Ok(body(&b::BlockPage { blocks: blocks.collect(), next_cursor: next }))
 }
 
 async fn unblock(cx: &Cx<'_>) -> BizResult<Value> {
     let user = cx.need_user("user")?;
-    cx.ask(json!({ "user": user.to_string() })).await?;
+    cx.ask(Facts::BlockDelete(UserFacts { user: user.to_string() })).await?;
     if !cx.svc.ports.business.relations.unblock(cx.tenant, cx.actor, user).await? {
-        return Err(BizError::new(404, "NOT_BLOCKED", "you do not block that user"));
+        return Err(BizError::new(Reason::NotBlocked, "you do not block that user"));
     }
     cx.to_user(cx.actor, "friend.unblocked", &json!({ "user_id": user.to_string() }));
     cx.invalidate(&p2p_name(cx.actor, user)).await;
-    Ok(json!({ "unblocked": user.to_string() }))
+    Ok(body(&b::Unblocked { unblocked: user.to_string() }))
 }
 
-fn request_json(r: &FriendRequest) -> Value {
-    json!({
-        "id": r.id,
-        "from": r.from.to_string(),
-        "to": r.to.to_string(),
-        "message": r.message,
-        "status": r.status.as_str(),
-        "created": ts(r.created),
-        "updated": ts(r.updated),
-        "handled": r.handled.map(ts),
-    })
-}
-
-fn friend_json(f: &Friend) -> Value {
-    json!({ "user": f.friend.to_string(), "remark": f.remark, "since": ts(f.created) })
-}
-
-fn block_json(b: &Block) -> Value {
-    json!({ "user": b.blocked.to_string(), "reason": b.reason, "since": ts(b.created) })
+fn request_body(r: &FriendRequest) -> b::FriendRequest {
+    b::FriendRequest {
+        id: r.id,
+        from: r.from.to_string(),
+        to: r.to.to_string(),
+        message: r.message.clone(),
+        status: r.status.as_str().to_owned(),
+        created: time(r.created),
+        updated: time(r.updated),
+        handled: r.handled.map(time),
+    }
 }

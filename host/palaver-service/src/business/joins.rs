@@ -4,8 +4,11 @@
 //! decision taken once.
 
 use super::groups::{Group, load};
-use super::{BizError, BizResult, Cx, ts};
-use crate::realtime::Event;
+use super::{BizError, BizResult, Cx, body, next_cursor, time};
+use crate::delivery::dispatch::Event;
+use palaver_api::bodies as b;
+use palaver_api::facts::{GroupRequestFacts, InviteFacts};
+use palaver_api::{Facts, Reason};
 use palaver_core::ports::{GroupRole, JoinDecision, JoinPolicy, JoinRequest, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS};
 use palaver_core::{StoreError, Subscription, UserId};
 use palaver_proto::{AccessDelta, MsgPres};
@@ -20,8 +23,17 @@ async fn add_member(cx: &Cx<'_>, g: &Group, user: UserId) -> BizResult<bool> {
     if subs.get_sub(cx.tenant, g.name(), user).await?.is_some() {
         return Ok(false);
     }
+    // A member an admin removed comes back only through an admin: not by joining an open group on their own,
+    // nor through a plain member's invite.
+    let by_admin = g.role_of(cx.actor) >= GroupRole::Admin && cx.actor != user;
+    if !by_admin && subs.was_removed(cx.tenant, g.name(), user).await? {
+        return Err(BizError::new(Reason::MemberRemoved, "the user was removed from this group by an admin"));
+    }
     if subs.list_topic_subs(cx.tenant, g.name()).await?.len() >= cx.svc.cfg.max_subscriber_count {
-        return Err(BizError::new(409, "GROUP_FULL", "the group has as many members as it may"));
+        return Err(BizError::new(Reason::GroupFull, "the group has as many members as it may"));
+    }
+    if let Some(max) = cx.svc.subscriptions(cx.tenant).at_group_limit(user).await? {
+        return Err(BizError::new(Reason::TooManyGroups, format!("the user already belongs to {max} groups")));
     }
     let mode = g.topic.defacs.auth;
     let sub = Subscription {
@@ -39,6 +51,7 @@ async fn add_member(cx: &Cx<'_>, g: &Group, user: UserId) -> BizResult<bool> {
     };
     subs.upsert_sub(cx.tenant, &sub).await?;
     cx.invalidate(g.name()).await;
+    cx.svc.summarize_members(cx.tenant, g.name()).await;
     // Tinode clients learn of a new subscription from `{pres what:"acs"}` on `me`.
     let acs = MsgPres {
         topic: "me".into(),
@@ -62,14 +75,14 @@ pub(super) async fn invite(cx: &Cx<'_>) -> BizResult<Value> {
             .iter()
             .map(|v| v.as_str().and_then(|s| UserId::parse(s).ok()))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| BizError::new(400, "BAD_USER_ID", "`users` must be user ids"))?,
-        _ => return Err(BizError::new(400, "BAD_USERS", format!("`users` lists 1–{MAX_INVITE} user ids"))),
+            .ok_or_else(|| BizError::new(Reason::BadUserId, "`users` must be user ids"))?,
+        _ => return Err(BizError::new(Reason::BadUsers, format!("`users` lists 1–{MAX_INVITE} user ids"))),
     };
     for u in &users {
         cx.user_exists(*u).await?;
     }
     let list: Vec<String> = users.iter().map(|u| u.to_string()).collect();
-    let params = cx.ask(g.facts(cx, json!({ "users": list }))).await?;
+    let params = cx.ask(Facts::GroupInvite(InviteFacts { group: g.facts(cx), users: list })).await?;
     // The rules say whether the invite takes effect now or waits for an admin.
     let direct = match params.get("mode").and_then(Value::as_str) {
         Some("direct") => true,
@@ -98,7 +111,7 @@ pub(super) async fn invite(cx: &Cx<'_>) -> BizResult<Value> {
             pending.push(req.id);
         }
     }
-    Ok(json!({ "added": added, "pending": pending, "already_members": members }))
+    Ok(body(&b::Invited { added, pending, already_members: members }))
 }
 
 /// Stores a pending join request and tells the group's owner and admins.
@@ -116,7 +129,7 @@ async fn request_join(
         palaver_core::ports::JoinOutcome::AlreadyPending(r) => (r, false),
     };
     if created {
-        let payload = json!({ "topic": g.name(), "request": join_json(&req) });
+        let payload = json!({ "topic": g.name(), "request": body(&join_body(&req)) });
         for admin in g.roles.iter().filter(|r| r.role >= GroupRole::Admin) {
             cx.to_user(admin.user, "group.join.requested", &payload);
             cx.notify(admin.user, "join_request", payload.clone(), Some(g.name())).await;
@@ -128,9 +141,9 @@ async fn request_join(
 pub(super) async fn join(cx: &Cx<'_>) -> BizResult<Value> {
     let g = load(cx, false).await?;
     if g.mine.is_some() {
-        return Err(BizError::new(409, "ALREADY_MEMBER", "you are a member already"));
+        return Err(BizError::new(Reason::AlreadyMember, "you are a member already"));
     }
-    let params = cx.ask(g.facts(cx, json!({}))).await?;
+    let params = cx.ask(Facts::GroupJoinRequest(g.only(cx))).await?;
     let mode = params.get("mode").and_then(Value::as_str).unwrap_or(match g.settings.join_policy {
         JoinPolicy::Open => "join",
         JoinPolicy::Approval => "request",
@@ -139,40 +152,46 @@ pub(super) async fn join(cx: &Cx<'_>) -> BizResult<Value> {
     match mode {
         "join" => {
             add_member(cx, &g, cx.actor).await?;
-            Ok(json!({ "joined": true }))
+            Ok(body(&b::Joined { joined: true, request: None }))
         }
         "request" => {
             let req = request_join(cx, &g, cx.actor, None, cx.str_arg("message")).await?;
-            Ok(json!({ "joined": false, "request": join_json(&req) }))
+            Ok(body(&b::Joined { joined: false, request: Some(join_body(&req)) }))
         }
-        _ => Err(BizError::new(403, "GROUP_CLOSED", "this group takes no join requests")),
+        _ => Err(BizError::new(Reason::GroupClosed, "this group takes no join requests")),
     }
 }
 
 pub(super) async fn list_joins(cx: &Cx<'_>) -> BizResult<Value> {
     let g = load(cx, true).await?;
     let (cursor, limit) = (cx.id_cursor()?, cx.limit()?);
-    cx.ask(g.facts(cx, json!({}))).await?;
+    cx.ask(Facts::GroupJoinList(g.only(cx))).await?;
     let status = Some(palaver_core::ports::RequestStatus::Pending);
     let reqs = cx.svc.ports.business.groups.list_join_requests(cx.tenant, g.name(), status, cursor, limit).await?;
-    let last = reqs.last().map(|r| r.id);
-    Ok(super::page("requests", reqs.iter().map(join_json).collect(), limit, last))
+    let next = next_cursor(reqs.len(), limit, reqs.last().map(|r| r.id));
+    Ok(body(&b::JoinRequestPage { requests: reqs.iter().map(join_body).collect(), next_cursor: next }))
 }
 
 pub(super) async fn decide_join(cx: &Cx<'_>, decision: JoinDecision) -> BizResult<Value> {
     // The requester cancelling is not a member yet.
     let g = load(cx, decision != JoinDecision::Cancel).await?;
     let id = cx.need_id("id")?;
-    cx.ask(g.facts(cx, json!({ "request_id": id }))).await?;
+    let facts = GroupRequestFacts { group: g.facts(cx), request_id: id };
+    cx.ask(match decision {
+        JoinDecision::Approve => Facts::GroupJoinApprove(facts),
+        JoinDecision::Reject => Facts::GroupJoinReject(facts),
+        JoinDecision::Cancel => Facts::GroupJoinCancel(facts),
+    })
+    .await?;
     let groups = &cx.svc.ports.business.groups;
     let req = match groups.decide_join_request(cx.tenant, g.name(), id, cx.actor, decision, cx.now).await {
         Ok(r) => r,
-        Err(StoreError::NotFound) => return Err(BizError::new(404, "REQUEST_NOT_FOUND", format!("no request {id}"))),
+        Err(StoreError::NotFound) => return Err(BizError::new(Reason::RequestNotFound, format!("no request {id}"))),
         Err(StoreError::Conflict(why)) if why == REQUEST_NOT_PENDING => {
-            return Err(BizError::new(409, "REQUEST_NOT_PENDING", "the request was decided already"));
+            return Err(BizError::new(Reason::RequestNotPending, "the request was decided already"));
         }
         Err(StoreError::Conflict(why)) if why == REQUEST_NOT_YOURS => {
-            return Err(BizError::new(403, "REQUEST_NOT_YOURS", "only the requester can cancel it"));
+            return Err(BizError::new(Reason::RequestNotYours, "only the requester can cancel it"));
         }
         Err(e) => return Err(e.into()),
     };
@@ -184,24 +203,24 @@ pub(super) async fn decide_join(cx: &Cx<'_>, decision: JoinDecision) -> BizResul
     if decision == JoinDecision::Approve {
         add_member(cx, &g, req.user).await?;
     }
-    let payload = json!({ "topic": g.name(), "request": join_json(&req) });
+    let payload = json!({ "topic": g.name(), "request": body(&join_body(&req)) });
     cx.to_user(req.user, event, &payload);
     if decision != JoinDecision::Cancel {
         cx.notify(req.user, "join_result", payload.clone(), Some(g.name())).await;
     }
-    Ok(json!({ "request": join_json(&req) }))
+    Ok(body(&b::JoinDecided { request: join_body(&req) }))
 }
 
-pub(super) fn join_json(r: &JoinRequest) -> Value {
-    json!({
-        "id": r.id,
-        "topic": r.topic,
-        "user": r.user.to_string(),
-        "inviter": r.inviter.map(|u| u.to_string()),
-        "message": r.message,
-        "status": r.status.as_str(),
-        "handled_by": r.handled_by.map(|u| u.to_string()),
-        "created": ts(r.created),
-        "handled": r.handled.map(ts),
-    })
+fn join_body(r: &JoinRequest) -> b::JoinRequest {
+    b::JoinRequest {
+        id: r.id,
+        topic: r.topic.clone(),
+        user: r.user.to_string(),
+        inviter: r.inviter.map(|u| u.to_string()),
+        message: r.message.clone(),
+        status: r.status.as_str().to_owned(),
+        handled_by: r.handled_by.map(|u| u.to_string()),
+        created: time(r.created),
+        handled: r.handled.map(time),
+    }
 }

@@ -6,7 +6,10 @@
 //! cursor is the last user id of the previous page: members joining or leaving meanwhile shift nothing.
 
 use super::groups::{Group, load};
-use super::{BizError, BizResult, Cx, page, ts};
+use super::{BizError, BizResult, Cx, body, next_cursor, time};
+use palaver_api::bodies as b;
+use palaver_api::facts::{AnnouncementFacts, DraftEditFacts, DraftFacts};
+use palaver_api::{CommandName as C, Facts, Reason};
 use palaver_core::ports::{Announcement, AnnouncementDraft, AnnouncementView};
 use palaver_core::{AccessMode, StoreError, UnixMillis, UserId};
 use serde_json::{Value, json};
@@ -26,7 +29,7 @@ pub(crate) struct RosterEntry {
 pub(super) async fn list(cx: &Cx<'_>) -> BizResult<Value> {
     let g = load(cx, true).await?;
     let (cursor, limit) = (cx.user_cursor()?, cx.limit()?);
-    cx.ask(g.facts(cx, json!({}))).await?;
+    cx.ask(Facts::GroupMemberList(g.only(cx))).await?;
     let roster = roster(cx, &g).await?;
     let start = match cursor {
         Some(c) => roster.partition_point(|e| e.user <= c),
@@ -34,91 +37,94 @@ pub(super) async fn list(cx: &Cx<'_>) -> BizResult<Value> {
     };
     let gate = cx.svc.gate(cx.tenant, g.name()).await?;
     let rows = &roster[start..roster.len().min(start + limit)];
-    let items: Vec<Value> = rows
+    let members = rows
         .iter()
         .map(|e| {
             let mute = gate.mute_of(e.user, cx.now);
-            json!({
-                "user": e.user.to_string(),
+            b::Member {
+                user: e.user.to_string(),
                 // Roles are read fresh for every command, so a page never shows a role older than the answer.
-                "role": g.role_of(e.user).as_str(),
-                "joined": ts(e.joined),
-                "mode": e.mode.to_string(),
-                "muted": mute.is_some(),
-                "muted_until": mute.and_then(|m| m.until).map(ts),
-            })
+                role: g.role_of(e.user).as_str().to_owned(),
+                joined: time(e.joined),
+                mode: e.mode.to_string(),
+                muted: mute.is_some(),
+                muted_until: mute.and_then(|m| m.until).map(time),
+            }
         })
         .collect();
-    let last = rows.last().map(|e| e.user.to_string());
-    let mut v = page("members", items, limit, last);
-    v["total"] = json!(roster.len());
-    Ok(v)
+    let next = next_cursor(rows.len(), limit, rows.last().map(|e| e.user.to_string()));
+    Ok(body(&b::MemberPage { members, next_cursor: next, total: roster.len() as u64 }))
 }
 
 /// The group's members sorted by user id, from the cache or the store.
 async fn roster(cx: &Cx<'_>, g: &Group) -> BizResult<Arc<Vec<RosterEntry>>> {
-    let lock = cx.svc.topics.get(cx.tenant, g.name());
-    let mut state = lock.lock().await;
-    let fresh = !cx.svc.ports.bus.is_shared() || cx.now - state.roster_at < crate::delivery::SHARED_MEMBERS_MAX_AGE_MS;
-    if let Some(r) = state.roster.as_ref().filter(|_| fresh) {
-        return Ok(r.clone());
-    }
+    let topic = cx.svc.topics.get(cx.tenant, g.name());
+    let shared = cx.svc.ports.bus.is_shared();
+    let fresh = |at: i64| !shared || cx.now - at < crate::delivery::fanout::SHARED_MEMBERS_MAX_AGE_MS;
+    let generation = match topic.cached(|c| &mut c.roster, fresh) {
+        Ok(roster) => return Ok(roster),
+        Err(generation) => generation,
+    };
     let subs = cx.svc.ports.subs.list_topic_subs(cx.tenant, g.name()).await?;
     let mut entries: Vec<RosterEntry> =
         subs.iter().map(|s| RosterEntry { user: s.user, joined: s.created, mode: s.mode() }).collect();
     entries.sort_by_key(|e| e.user);
     let r = Arc::new(entries);
-    state.roster = Some(r.clone());
-    state.roster_at = cx.now;
+    topic.store(|c| &mut c.roster, generation, r.clone(), cx.now);
     Ok(r)
 }
 
 pub(super) async fn announcements(cx: &Cx<'_>) -> BizResult<Value> {
     let g = load(cx, true).await?;
     let store = &cx.svc.ports.business.groups;
-    let not_found = |id: i64| BizError::new(404, "ANNOUNCEMENT_NOT_FOUND", format!("no announcement {id}"));
+    let not_found = |id: i64| BizError::new(Reason::AnnouncementNotFound, format!("no announcement {id}"));
     match cx.command {
-        "group.announcement.list" => {
+        C::GroupAnnouncementList => {
             let limit = cx.limit()?;
-            cx.ask(g.facts(cx, json!({}))).await?;
+            cx.ask(Facts::GroupAnnouncementList(g.only(cx))).await?;
             let list = store.list_announcements(cx.tenant, g.name(), cx.actor, limit).await?;
-            Ok(json!({ "announcements": list.iter().map(view_json).collect::<Vec<_>>() }))
+            Ok(body(&b::AnnouncementList { announcements: list.iter().map(view_body).collect() }))
         }
-        "group.announcement.create" => {
+        C::GroupAnnouncementCreate => {
             let draft = draft(cx)?;
-            cx.ask(g.facts(cx, draft_facts(&draft))).await?;
+            let (content_chars, content_bytes) = draft_size(&draft);
+            let facts = DraftFacts { group: g.facts(cx), content_chars, content_bytes, pinned: draft.pinned };
+            cx.ask(Facts::GroupAnnouncementCreate(facts)).await?;
             let a = store.add_announcement(cx.tenant, g.name(), cx.actor, &draft, cx.now).await?;
-            let body = announcement_json(&a);
-            cx.to_topic(g.name(), "group.announcement.created", &json!({ "topic": g.name(), "announcement": body }));
-            Ok(body)
+            let a = body(&announcement_body(&a));
+            cx.to_topic(g.name(), "group.announcement.created", &json!({ "topic": g.name(), "announcement": a }));
+            Ok(a)
         }
-        "group.announcement.update" => {
+        C::GroupAnnouncementUpdate => {
             let id = cx.need_id("id")?;
             let draft = draft(cx)?;
-            let mut facts = draft_facts(&draft);
-            facts["announcement_id"] = json!(id);
-            cx.ask(g.facts(cx, facts)).await?;
+            let (content_chars, content_bytes) = draft_size(&draft);
+            let group = g.facts(cx);
+            let facts =
+                DraftEditFacts { group, announcement_id: id, content_chars, content_bytes, pinned: draft.pinned };
+            cx.ask(Facts::GroupAnnouncementUpdate(facts)).await?;
             let a = match store.update_announcement(cx.tenant, g.name(), id, &draft, cx.now).await {
                 Ok(a) => a,
                 Err(StoreError::NotFound) => return Err(not_found(id)),
                 Err(e) => return Err(e.into()),
             };
-            let body = announcement_json(&a);
-            cx.to_topic(g.name(), "group.announcement.updated", &json!({ "topic": g.name(), "announcement": body }));
-            Ok(body)
+            let a = body(&announcement_body(&a));
+            cx.to_topic(g.name(), "group.announcement.updated", &json!({ "topic": g.name(), "announcement": a }));
+            Ok(a)
         }
-        "group.announcement.delete" => {
+        C::GroupAnnouncementDelete => {
             let id = cx.need_id("id")?;
-            cx.ask(g.facts(cx, json!({ "announcement_id": id }))).await?;
+            cx.ask(Facts::GroupAnnouncementDelete(AnnouncementFacts { group: g.facts(cx), announcement_id: id }))
+                .await?;
             if !store.delete_announcement(cx.tenant, g.name(), id, cx.now).await? {
                 return Err(not_found(id));
             }
             cx.to_topic(g.name(), "group.announcement.deleted", &json!({ "topic": g.name(), "id": id }));
-            Ok(json!({ "deleted": id }))
+            Ok(body(&b::AnnouncementDeleted { deleted: id }))
         }
-        "group.announcement.read" => {
+        C::GroupAnnouncementRead => {
             let id = cx.need_id("id")?;
-            cx.ask(g.facts(cx, json!({ "announcement_id": id }))).await?;
+            cx.ask(Facts::GroupAnnouncementRead(AnnouncementFacts { group: g.facts(cx), announcement_id: id })).await?;
             let first = match store.mark_announcement_read(cx.tenant, g.name(), id, cx.actor, cx.now).await {
                 Ok(f) => f,
                 Err(StoreError::NotFound) => return Err(not_found(id)),
@@ -128,7 +134,7 @@ pub(super) async fn announcements(cx: &Cx<'_>) -> BizResult<Value> {
             if first {
                 cx.to_user(cx.actor, "group.announcement.read", &json!({ "topic": g.name(), "id": id }));
             }
-            Ok(json!({ "id": id, "first_read": first }))
+            Ok(body(&b::AnnouncementRead { id, first_read: first }))
         }
         other => Err(super::unknown(other)),
     }
@@ -138,48 +144,45 @@ fn draft(cx: &Cx<'_>) -> BizResult<AnnouncementDraft> {
     let content = match cx.args.get("content") {
         Some(Value::String(s)) if !s.trim().is_empty() => Value::String(s.clone()),
         Some(v @ Value::Object(_)) => v.clone(),
-        _ => return Err(BizError::new(400, "ARGUMENT_REQUIRED", "`content` is text or a Drafty object")),
+        _ => return Err(BizError::new(Reason::ArgumentRequired, "`content` is text or a Drafty object")),
     };
     if content.to_string().len() > MAX_ANNOUNCEMENT {
         return Err(BizError::new(
-            413,
-            "ANNOUNCEMENT_TOO_LARGE",
+            Reason::AnnouncementTooLarge,
             format!("an announcement is at most {MAX_ANNOUNCEMENT} bytes"),
         ));
     }
     let title = cx.str_arg("title").map(str::to_owned);
     if title.as_ref().is_some_and(|t| t.chars().count() > 255) {
-        return Err(BizError::new(413, "TITLE_TOO_LONG", "a title is at most 255 characters"));
+        return Err(BizError::new(Reason::TitleTooLong, "a title is at most 255 characters"));
     }
     let pinned = cx.bool_arg("pinned")?.unwrap_or(false);
     Ok(AnnouncementDraft { title, content, pinned })
 }
 
-fn draft_facts(d: &AnnouncementDraft) -> Value {
+/// The content's length in characters (of its text) and in bytes of JSON, for the rules.
+fn draft_size(d: &AnnouncementDraft) -> (u64, u64) {
     let chars = match &d.content {
         Value::String(s) => s.chars().count(),
         v => v.get("txt").and_then(Value::as_str).map_or(0, |t| t.chars().count()),
     };
-    json!({ "content_chars": chars, "content_bytes": d.content.to_string().len(), "pinned": d.pinned })
+    (chars as u64, d.content.to_string().len() as u64)
 }
 
-fn announcement_json(a: &Announcement) -> Value {
-    json!({
-        "id": a.id,
-        "topic": a.topic,
-        "author": a.author.to_string(),
-        "title": a.title,
-        "content": a.content,
-        "pinned": a.pinned,
-        "version": a.version,
-        "created": ts(a.created),
-        "updated": ts(a.updated),
-    })
+fn announcement_body(a: &Announcement) -> b::Announcement {
+    b::Announcement {
+        id: a.id,
+        topic: a.topic.clone(),
+        author: a.author.to_string(),
+        title: a.title.clone(),
+        content: a.content.clone(),
+        pinned: a.pinned,
+        version: i64::from(a.version),
+        created: time(a.created),
+        updated: time(a.updated),
+    }
 }
 
-fn view_json(v: &AnnouncementView) -> Value {
-    let mut j = announcement_json(&v.announcement);
-    j["read"] = v.read.map(ts).into();
-    j["reads"] = json!(v.reads);
-    j
+fn view_body(v: &AnnouncementView) -> b::AnnouncementView {
+    b::AnnouncementView { announcement: announcement_body(&v.announcement), read: v.read.map(time), reads: v.reads }
 }

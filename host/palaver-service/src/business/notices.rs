@@ -4,9 +4,11 @@
 //! every read mark reach all of the user's devices on every node (`system_notification.created`,
 //! `system_notification.read` with the new unread count), which is what clears a badge on the other devices.
 
-use super::{BizError, BizResult, Cx, page, ts};
+use super::{BizError, BizResult, Cx, body, next_cursor, time};
 use crate::Inner;
-use crate::realtime::BusinessTarget;
+use crate::delivery::dispatch::BusinessTarget;
+use palaver_api::bodies as b;
+use palaver_api::{CommandName as C, Reason};
 use palaver_core::ports::{NewNotification, Notification};
 use palaver_core::{StoreError, TenantId, UserId};
 use serde_json::{Value, json};
@@ -17,23 +19,24 @@ const MAX_CONTENT: usize = 16 * 1024;
 pub(super) async fn run(cx: &Cx<'_>) -> BizResult<Value> {
     let store = &cx.svc.ports.business.notifications;
     match cx.command {
-        "notification.list" => {
+        C::NotificationList => {
             let unread_only = cx.bool_arg("unread")?.unwrap_or(false);
             let (cursor, limit) = (cx.id_cursor()?, cx.limit()?);
             let list = store.list(cx.tenant, cx.actor, unread_only, cursor, limit, cx.now).await?;
             let unread = store.unread_count(cx.tenant, cx.actor, cx.now).await?;
-            let last = list.last().map(|n| n.id);
-            let mut v = page("notifications", list.iter().map(notice_json).collect(), limit, last);
-            v["unread"] = json!(unread);
-            Ok(v)
+            let next = next_cursor(list.len(), limit, list.last().map(|n| n.id));
+            let notifications = list.iter().map(notice_body).collect();
+            Ok(body(&b::NotificationPage { notifications, next_cursor: next, unread }))
         }
-        "notification.unread" => Ok(json!({ "unread": store.unread_count(cx.tenant, cx.actor, cx.now).await? })),
-        "notification.read" => {
+        C::NotificationUnread => {
+            Ok(body(&b::UnreadCount { unread: store.unread_count(cx.tenant, cx.actor, cx.now).await? }))
+        }
+        C::NotificationRead => {
             let id = cx.need_id("id")?;
             let changed = match store.mark_read(cx.tenant, cx.actor, id, cx.now).await {
                 Ok(c) => c,
                 Err(StoreError::NotFound) => {
-                    return Err(BizError::new(404, "NOTIFICATION_NOT_FOUND", format!("no notification {id}")));
+                    return Err(BizError::new(Reason::NotificationNotFound, format!("no notification {id}")));
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -41,14 +44,14 @@ pub(super) async fn run(cx: &Cx<'_>) -> BizResult<Value> {
             if changed {
                 cx.to_user(cx.actor, "system_notification.read", &json!({ "id": id, "unread": unread }));
             }
-            Ok(json!({ "id": id, "changed": changed, "unread": unread }))
+            Ok(body(&b::NotificationMarked { id, changed, unread }))
         }
-        "notification.read_all" => {
+        C::NotificationReadAll => {
             let marked = store.mark_all_read(cx.tenant, cx.actor, cx.now).await?;
             if marked > 0 {
                 cx.to_user(cx.actor, "system_notification.read", &json!({ "all": true, "unread": 0 }));
             }
-            Ok(json!({ "marked": marked, "unread": 0 }))
+            Ok(body(&b::AllMarked { marked, unread: 0 }))
         }
         other => Err(super::unknown(other)),
     }
@@ -65,31 +68,30 @@ pub(super) async fn store(
     from: Option<UserId>,
 ) -> BizResult<i64> {
     if kind.is_empty() || kind.len() > 32 {
-        return Err(BizError::new(400, "BAD_KIND", "a notification kind is 1–32 bytes"));
+        return Err(BizError::new(Reason::BadKind, "a notification kind is 1–32 bytes"));
     }
     if content.to_string().len() > MAX_CONTENT {
         return Err(BizError::new(
-            413,
-            "CONTENT_TOO_LARGE",
+            Reason::ContentTooLarge,
             format!("notification content is at most {MAX_CONTENT} bytes"),
         ));
     }
     let new = NewNotification { user, kind: kind.to_owned(), content, source_topic, source_seq: None, expires: None };
     let n = svc.ports.business.notifications.add(tenant, &new, crate::now_millis()).await?;
-    let payload = json!({ "notification": notice_json(&n) });
+    let payload = json!({ "notification": body(&notice_body(&n)) });
     svc.emit_business(tenant, BusinessTarget::User(user), "system_notification.created", &payload, from);
     Ok(n.id)
 }
 
-fn notice_json(n: &Notification) -> Value {
-    json!({
-        "id": n.id,
-        "kind": n.kind,
-        "content": n.content,
-        "topic": n.source_topic,
-        "seq": n.source_seq,
-        "read": n.read.map(ts),
-        "created": ts(n.created),
-        "expires": n.expires.map(ts),
-    })
+fn notice_body(n: &Notification) -> b::Notification {
+    b::Notification {
+        id: n.id,
+        kind: n.kind.clone(),
+        content: n.content.clone(),
+        topic: n.source_topic.clone(),
+        seq: n.source_seq,
+        read: n.read.map(time),
+        created: time(n.created),
+        expires: n.expires.map(time),
+    }
 }

@@ -3,15 +3,16 @@
 use crate::auth::{self, TokenClaims};
 use crate::error::{ServiceError, ServiceResult};
 use crate::session::{Hello, Session, Transport};
+use crate::throttle::LoginKey;
 use crate::{now_millis, render};
 use palaver_core::ports::ControlScope;
-use palaver_core::{AuthRecord, DefaultAccess, PresenceMeta, RecordState, StoreError, User, UserId, UserUpdate};
+use palaver_core::{DefaultAccess, PresenceMeta, RecordState, User, UserId, UserUpdate};
 use palaver_proto::{Code, MsgAcc, MsgHi, MsgLogin, PROTOCOL_VERSION, Timestamp};
 use serde_json::{Value, json};
 
 const MIN_LOGIN: usize = 2;
 const MAX_LOGIN: usize = 32;
-const MIN_PASSWORD: usize = 3;
+pub(crate) const MIN_PASSWORD: usize = 3;
 
 /// Parses `major.minor[.patch]` into a comparable pair.
 fn version_pair(v: &str) -> Option<(u32, u32)> {
@@ -29,6 +30,10 @@ impl Session {
             }
             self.reply(id, None, Code::Ok, None).await;
             return Ok(());
+        }
+        let max_ua = self.svc.cfg.max_user_agent;
+        if m.ua.as_ref().is_some_and(|ua| ua.len() > max_ua) {
+            return Err(ServiceError::TooLarge(format!("hi.ua is at most {max_ua} bytes")));
         }
         let ver = m.ver.clone().unwrap_or_default();
         let min = version_pair(palaver_proto::MIN_CLIENT_VERSION).unwrap_or((0, 20));
@@ -73,17 +78,11 @@ impl Session {
         let tags = self.validate_tags(m.tags.as_deref().unwrap_or_default())?;
         let desc = m.desc.unwrap_or_default();
         let defacs = self.parse_defacs(desc.defacs.as_ref(), DefaultAccess::USER)?;
-        let tenant = self.tenant();
-        if self.svc.ports.users.find_auth(tenant, &login).await?.is_some() {
-            return Err(ServiceError::DuplicateCredential);
-        }
-        let cost = self.svc.cfg.hash_cost;
-        let hash = tokio::task::spawn_blocking(move || auth::hash_password(&password, cost))
-            .await
-            .map_err(|e| ServiceError::Internal(e.to_string()))?
-            .map_err(ServiceError::Internal)?;
+        let accounts = self.svc.accounts(self.tenant());
+        accounts.ensure_login_free(&login, None).await?;
+        self.check_desc_size(&desc)?;
         let now = now_millis();
-        let mut user = User {
+        let user = User {
             id: UserId(0),
             created: now,
             updated: now,
@@ -96,27 +95,7 @@ impl Session {
             last_seen: None,
             user_agent: self.hello.as_ref().and_then(|h| h.ua.clone()),
         };
-        // Random ids avoid a central counter; a collision is astronomically rare but still handled.
-        let mut stored = false;
-        for _ in 0..4 {
-            user.id = UserId(rand::random::<u64>().max(1));
-            let record = AuthRecord { user: user.id, login: login.clone(), secret_hash: hash.clone() };
-            match self.svc.ports.users.create_user(tenant, &user, Some(&record)).await {
-                Ok(()) => {
-                    stored = true;
-                    break;
-                }
-                Err(StoreError::Conflict(_)) => {
-                    if self.svc.ports.users.find_auth(tenant, &login).await?.is_some() {
-                        return Err(ServiceError::DuplicateCredential);
-                    }
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        if !stored {
-            return Err(ServiceError::Internal("could not allocate a user id".into()));
-        }
+        let user = accounts.create(user, &login, password).await?;
         let desc = json!({
             "created": Timestamp(user.created),
             "updated": Timestamp(user.updated),
@@ -124,7 +103,7 @@ impl Session {
             "public": user.public,
         });
         if m.login && self.user.is_none() {
-            let mut params = self.complete_login(&user).await;
+            let mut params = self.complete_login(&user).await?;
             params["desc"] = desc;
             self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
         } else {
@@ -141,7 +120,7 @@ impl Session {
         {
             return Err(ServiceError::PermissionDenied);
         }
-        let tenant = self.tenant();
+        let accounts = self.svc.accounts(self.tenant());
         let mut changed = false;
         let mut params = None;
         if let Some(secret) = m.secret.as_deref() {
@@ -150,34 +129,34 @@ impl Session {
             }
             let (login, password) = auth::parse_basic_secret(secret)
                 .ok_or_else(|| ServiceError::Malformed("acc.secret must be base64 of login:password".into()))?;
-            let existing = self.svc.ports.users.find_auth(tenant, &login).await?;
-            if existing.as_ref().is_some_and(|a| a.user != me) {
-                return Err(ServiceError::DuplicateCredential);
-            }
+            accounts.ensure_login_free(&login, Some(me)).await?;
             validate_login(&login, &password)?;
-            let cost = self.svc.cfg.hash_cost;
-            let hash = tokio::task::spawn_blocking(move || auth::hash_password(&password, cost))
-                .await
-                .map_err(|e| ServiceError::Internal(e.to_string()))?
-                .map_err(ServiceError::Internal)?;
-            let version = self.svc.ports.users.set_secret(tenant, me, &hash).await?;
-            // The new password revokes every older token and closes the user's other sessions on every node;
-            // this session gets a fresh token and stays.
-            let (token, expires) = self.mint_token(me, version);
-            if let Err(e) =
-                self.svc.control(tenant, me, ControlScope::User, "password changed", Some(self.handle.sid)).await
-            {
-                // The tokens are revoked regardless; sessions still open are closed by their next check.
-                tracing::warn!(error = %e, "could not close the user's other sessions");
+            if self.svc.cfg.password_change_requires_current {
+                self.check_current_password(me, &m).await?;
             }
+            // Every older token is revoked and the user's other sessions close; this one gets a fresh token.
+            let version = accounts.set_password(me, password, self.handle.sid).await?;
+            let (token, expires) = self.mint_token(me, version);
             params = Some(json!({ "user": me.to_string(), "token": token, "expires": Timestamp(expires) }));
             changed = true;
+            let ip = self.client_ip();
+            let detail = json!({ "login": login, "auth_version": version });
+            self.svc
+                .audit_action(
+                    self.tenant(),
+                    "user.password.change",
+                    ("user", Some(me.0 as i64)),
+                    ("user", me.to_string()),
+                    |e| e.with_detail(detail).with_client_ip(ip),
+                )
+                .await;
         }
         let tags = match m.tags.as_deref() {
             Some(t) => Some(self.validate_tags(t)?),
             None => None,
         };
         let desc = m.desc.unwrap_or_default();
+        self.check_desc_size(&desc)?;
         let defacs = match desc.defacs.as_ref() {
             Some(d) => Some(self.parse_defacs(Some(d), DefaultAccess::USER)?),
             None => None,
@@ -190,7 +169,7 @@ impl Session {
                 tags,
                 defacs,
             };
-            self.svc.ports.users.update_user(tenant, me, &update).await?;
+            accounts.update_profile(me, &update).await?;
             changed = true;
         }
         let code = if changed { Code::Ok } else { Code::NotModified };
@@ -202,39 +181,102 @@ impl Session {
         if self.user.is_some() {
             return Err(ServiceError::AlreadyAuthenticated);
         }
-        let tenant = self.tenant();
+        let scheme = m.scheme.clone().unwrap_or_else(|| "basic".to_owned());
+        let login = (scheme == "basic")
+            .then(|| m.secret.as_deref().and_then(auth::parse_basic_secret).map(|(l, _)| l))
+            .flatten();
+        let result = self.login(m).await;
+        // Who logged in, or which login failed and why: the audit trail of every attempt but malformed ones.
+        let (action, actor, target, reason) = match &result {
+            Ok(()) => {
+                let me = self.user.map(|u| u.0 as i64);
+                ("login.success", me, ("user", self.user.map(|u| u.to_string()).unwrap_or_default()), None)
+            }
+            Err(
+                e @ (ServiceError::AuthFailed | ServiceError::LoginThrottled { .. } | ServiceError::PermissionDenied),
+            ) => ("login.failure", None, ("login", login.clone().unwrap_or_default()), Some(e.text())),
+            Err(_) => return result,
+        };
+        let ip = self.client_ip();
+        let detail = json!({ "scheme": scheme, "login": login, "reason": reason });
+        self.svc
+            .audit_action(self.tenant(), action, ("user", actor), (target.0, target.1), |e| {
+                e.with_detail(detail).with_client_ip(ip)
+            })
+            .await;
+        result
+    }
+
+    /// The client's address without its port, for the audit trail.
+    pub(crate) fn client_ip(&self) -> Option<String> {
+        let remote = self.remote.as_deref()?;
+        let ip = remote.parse::<std::net::SocketAddr>().map(|a| a.ip()).or_else(|_| remote.parse());
+        Some(ip.map_or_else(|_| remote.to_owned(), |ip| ip.to_string()))
+    }
+
+    async fn login(&mut self, m: MsgLogin) -> ServiceResult<()> {
+        let accounts = self.svc.accounts(self.tenant());
         let secret = m.secret.as_deref().ok_or_else(|| ServiceError::Malformed("login.secret is required".into()))?;
         let user = match m.scheme.as_deref().unwrap_or("basic") {
             "basic" => {
                 let (login, password) = auth::parse_basic_secret(secret).ok_or(ServiceError::AuthFailed)?;
-                let record = self.svc.ports.users.find_auth(tenant, &login).await?.ok_or(ServiceError::AuthFailed)?;
-                let phc = record.secret_hash.clone();
-                let ok = tokio::task::spawn_blocking(move || auth::verify_password(&password, &phc))
-                    .await
-                    .map_err(|e| ServiceError::Internal(e.to_string()))?;
-                if !ok {
-                    return Err(ServiceError::AuthFailed);
-                }
-                self.svc.ports.users.get_user(tenant, record.user).await?.ok_or(ServiceError::AuthFailed)?
+                let user = self.verify_basic(&login, password, None).await?;
+                accounts.user(user).await?.ok_or(ServiceError::AuthFailed)?
             }
-            "token" => {
-                let claims = self.svc.signer.verify(secret, now_millis()).map_err(|_| ServiceError::AuthFailed)?;
-                if claims.tenant != tenant {
-                    return Err(ServiceError::AuthFailed);
-                }
-                let user = self.svc.ports.users.get_user(tenant, claims.user).await?.ok_or(ServiceError::AuthFailed)?;
-                if user.auth_version != claims.auth_version {
-                    return Err(ServiceError::AuthFailed);
-                }
-                user
-            }
+            "token" => accounts.user_of_token(secret).await?,
             _ => return Err(ServiceError::UnknownScheme),
         };
         if user.state != RecordState::Active {
             return Err(ServiceError::PermissionDenied);
         }
-        let params = self.complete_login(&user).await;
+        let params = self.complete_login(&user).await?;
         self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
+        Ok(())
+    }
+
+    /// The throttle keys of a basic login from this session: the login, and the client's address if known.
+    fn login_keys(&self, login: &str) -> Vec<LoginKey> {
+        let mut keys = vec![LoginKey::Login(self.tenant(), login.to_owned())];
+        keys.extend(self.remote.as_deref().and_then(|r| LoginKey::addr(self.tenant(), r)));
+        keys
+    }
+
+    /// Checks a basic credential from this session under the failed-login throttle (see
+    /// [`Accounts::verify_basic`](crate::usecases::accounts::Accounts::verify_basic)).
+    async fn verify_basic(&self, login: &str, password: String, owner: Option<UserId>) -> ServiceResult<UserId> {
+        let keys = self.login_keys(login);
+        let remote = self.remote.as_deref();
+        self.svc.accounts(self.tenant()).verify_basic(&keys, login, password, owner, remote).await
+    }
+
+    /// A password change must prove the current password, so that a stolen session cannot lock the owner out:
+    /// Tinode's one-off credential `tmpscheme:"basic"`, `tmpsecret: base64("login:current")`.
+    async fn check_current_password(&self, me: UserId, m: &MsgAcc) -> ServiceResult<()> {
+        let (Some(scheme), Some(tmp)) = (m.tmpscheme.as_deref(), m.tmpsecret.as_deref()) else {
+            return Err(ServiceError::Denied(
+                "a password change needs the current password: send tmpscheme \"basic\" and tmpsecret, \
+                 base64 of login:current-password"
+                    .into(),
+            ));
+        };
+        if scheme != "basic" {
+            return Err(ServiceError::UnknownScheme);
+        }
+        let (login, current) = auth::parse_basic_secret(tmp)
+            .ok_or_else(|| ServiceError::Malformed("acc.tmpsecret must be base64 of login:password".into()))?;
+        self.verify_basic(&login, current, Some(me)).await.map(|_| ())
+    }
+
+    /// `public` and `private` are opaque JSON the server keeps and sends to others: bounded in bytes.
+    pub(crate) fn check_desc_size(&self, desc: &palaver_proto::SetDesc) -> ServiceResult<()> {
+        let max = self.svc.cfg.max_desc_bytes;
+        for (name, v) in [("public", &desc.public), ("private", &desc.private), ("trusted", &desc.trusted)] {
+            if let Some(v) = v
+                && serde_json::to_string(v).map_or(usize::MAX, |s| s.len()) > max
+            {
+                return Err(ServiceError::TooLarge(format!("desc.{name} is at most {max} bytes of JSON")));
+            }
+        }
         Ok(())
     }
 
@@ -244,8 +286,13 @@ impl Session {
         (self.svc.signer.mint(&claims), expires)
     }
 
-    /// Binds the session to the user and returns the login ctrl params.
-    async fn complete_login(&mut self, user: &User) -> Value {
+    /// Binds the session to the user and returns the login ctrl params. Refused beyond
+    /// `max_sessions_per_user` sessions of the user on this node.
+    async fn complete_login(&mut self, user: &User) -> ServiceResult<Value> {
+        let max = self.svc.cfg.max_sessions_per_user;
+        if max > 0 && self.svc.hub.user_session_count(self.tenant(), user.id) >= max {
+            return Err(ServiceError::Policy(format!("too many sessions: a user may have {max} on this node")));
+        }
         self.user = Some(user.id);
         self.svc.hub.bind_user(&self.handle, user.id);
         self.start_control(user.id).await;
@@ -256,13 +303,10 @@ impl Session {
             user_agent: self.hello.as_ref().and_then(|h| h.ua.clone()),
             now: now_millis(),
         };
-        let sid = self.sid();
-        if let Err(e) = self.svc.ports.presence.mark_online(self.tenant(), user.id, &sid, &meta).await {
-            tracing::debug!(error = %e, "presence online failed");
-        }
+        self.svc.presence(self.tenant()).mark_online(user.id, &self.internal_sid(), &meta).await;
         let (token, expires) = self.mint_token(user.id, user.auth_version);
         tracing::debug!(user = %user.id, remote = ?self.remote, "logged in");
-        json!({ "user": user.id.to_string(), "authlvl": "auth", "token": token, "expires": Timestamp(expires) })
+        Ok(json!({ "user": user.id.to_string(), "authlvl": "auth", "token": token, "expires": Timestamp(expires) }))
     }
 }
 
@@ -275,11 +319,7 @@ impl Session {
         let platform = self.hello.as_ref().and_then(|h| h.platf.clone()).filter(|p| !p.is_empty());
         let platform_slot = platform.map(|p| format!("platform:{p}"));
         let slots: Vec<String> = dev.into_iter().chain(platform_slot.clone()).collect();
-        self.handle.control.lock().set_slots(slots.clone());
-        match self.svc.ports.control.versions(tenant, user, &slots).await {
-            Ok(v) => self.handle.control.lock().set_versions(v),
-            Err(e) => tracing::debug!(error = %e, "control versions unavailable at login"),
-        }
+        self.svc.start_control(&self.handle, user, slots).await;
         if let Some(slot) = platform_slot.filter(|_| self.svc.cfg.evict_same_platform) {
             let scope = ControlScope::Device(slot);
             if let Err(e) = self.svc.control(tenant, user, scope, "signed in elsewhere", Some(self.handle.sid)).await {

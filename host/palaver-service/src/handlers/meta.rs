@@ -4,13 +4,11 @@
 use crate::error::{ServiceError, ServiceResult};
 use crate::handlers::account::clear_marker;
 use crate::handlers::subscribe::parse_query;
+use crate::names::{Resolved, resolve, wire_name};
 use crate::now_millis;
 use crate::render::{self, ts};
 use crate::session::Session;
-use crate::topics::{Resolved, resolve, wire_name};
-use palaver_core::{
-    AccessMode, DefaultAccess, MessageQuery, Presence, Subscription, Topic, TopicKind, TopicUpdate, UserId, UserUpdate,
-};
+use palaver_core::{AccessMode, DefaultAccess, Subscription, Topic, TopicKind, TopicUpdate, UserId, UserUpdate};
 use palaver_proto::{
     Code, DefaultAcs, DelValues, GetQuery, LastSeen, MsgData, MsgGet, MsgMeta, MsgSet, SeqRange, ServerMsg, Timestamp,
     TopicDesc, TopicSub,
@@ -92,12 +90,8 @@ impl Session {
         let tenant = self.tenant();
         let (topic, sub) = match kind {
             TopicKind::Group | TopicKind::P2p => {
-                let topic =
-                    self.svc.ports.topics.get_topic(tenant, stored).await?.ok_or(ServiceError::TopicNotFound)?;
-                let sub = self.svc.ports.subs.get_sub(tenant, stored, me).await?;
-                if sub.is_none() && kind == TopicKind::P2p {
-                    return Err(ServiceError::TopicNotFound);
-                }
+                let topics = self.svc.stored_topics(tenant);
+                let (topic, sub) = topics.visible_to(stored, me, kind, &what, &known).await?;
                 (Some(topic), sub)
             }
             _ => (None, None),
@@ -135,7 +129,7 @@ impl Session {
         let mut desc = TopicDesc::default();
         match (kind, topic) {
             (TopicKind::Me, _) => {
-                let user = self.svc.ports.users.get_user(tenant, me).await?.ok_or(ServiceError::UserNotFound)?;
+                let user = self.svc.accounts(tenant).user(me).await?.ok_or(ServiceError::UserNotFound)?;
                 if ims.is_some_and(|t| user.updated <= t) {
                     return Ok(());
                 }
@@ -167,7 +161,7 @@ impl Session {
                     desc.private = s.private.clone();
                     if let Some(peer) = palaver_core::p2p_peer(&topic.name, me).filter(|_| kind == TopicKind::P2p) {
                         // A P2P topic is described by the peer: their profile, defaults and presence.
-                        if let Some(u) = self.svc.ports.users.get_user(tenant, peer).await? {
+                        if let Some(u) = self.svc.accounts(tenant).user(peer).await? {
                             desc.public = u.public;
                             desc.trusted = u.trusted;
                             desc.defacs = Some(render::defacs(&u.defacs));
@@ -186,11 +180,7 @@ impl Session {
     }
 
     async fn online(&self, user: UserId) -> Option<bool> {
-        match self.svc.ports.presence.get_presence(self.tenant(), user).await {
-            Presence::Online { .. } => Some(true),
-            Presence::Offline { .. } => Some(false),
-            Presence::Unknown => None,
-        }
+        self.svc.presence(self.tenant()).is_online(user).await
     }
 
     async fn get_subs(
@@ -211,11 +201,11 @@ impl Session {
             TopicKind::Me => {
                 // `sub.topic` narrows the list to one contact or group, as the SDK asks after `{pres acs}`.
                 let only = q.sub.as_ref().and_then(|s| s.topic.as_deref());
-                for s in self.svc.ports.subs.list_user_subs(tenant, me).await? {
+                for s in self.svc.subscriptions(tenant).of_user(me).await? {
                     if ims.is_some_and(|t| s.updated <= t) || only.is_some_and(|o| wire_name(&s.topic, me) != o) {
                         continue;
                     }
-                    let Some(t) = self.svc.ports.topics.get_topic(tenant, &s.topic).await? else { continue };
+                    let Some(t) = self.svc.stored_topics(tenant).find(&s.topic).await? else { continue };
                     let mut item = TopicSub {
                         topic: Some(wire_name(&s.topic, me)),
                         updated: ts(s.updated),
@@ -230,7 +220,7 @@ impl Session {
                         ..TopicSub::default()
                     };
                     if let Some(peer) = palaver_core::p2p_peer(&s.topic, me) {
-                        if let Some(u) = self.svc.ports.users.get_user(tenant, peer).await? {
+                        if let Some(u) = self.svc.accounts(tenant).user(peer).await? {
                             item.public = u.public;
                             item.seen = u.last_seen.map(|w| LastSeen { when: Timestamp(w), ua: u.user_agent });
                         }
@@ -242,7 +232,8 @@ impl Session {
             TopicKind::Fnd => {
                 if !self.fnd_query.is_empty() {
                     let n = limit.min(self.svc.cfg.max_page);
-                    for u in self.svc.ports.users.find_users_by_tags(tenant, &self.fnd_query, n + 1).await? {
+                    let topics = self.svc.stored_topics(tenant);
+                    for u in topics.find_users_by_tags(&self.fnd_query, n + 1).await? {
                         if u.id != me {
                             out.push(TopicSub {
                                 user: Some(u.id.to_string()),
@@ -253,7 +244,7 @@ impl Session {
                             });
                         }
                     }
-                    for t in self.svc.ports.topics.find_topics_by_tags(tenant, &self.fnd_query, n).await? {
+                    for t in topics.find_by_tags(&self.fnd_query, n).await? {
                         out.push(TopicSub {
                             topic: Some(t.name.clone()),
                             updated: ts(t.updated),
@@ -269,11 +260,11 @@ impl Session {
                     return Err(ServiceError::TopicNotFound);
                 }
                 let only = q.sub.as_ref().and_then(|s| s.user.as_deref());
-                for s in self.svc.ports.subs.list_topic_subs(tenant, stored).await? {
+                for s in self.svc.subscriptions(tenant).of_topic(stored).await? {
                     if ims.is_some_and(|t| s.updated <= t) || only.is_some_and(|o| s.user.to_string() != o) {
                         continue;
                     }
-                    let user = self.svc.ports.users.get_user(tenant, s.user).await?;
+                    let user = self.svc.accounts(tenant).user(s.user).await?;
                     out.push(TopicSub {
                         user: Some(s.user.to_string()),
                         updated: ts(s.updated),
@@ -323,18 +314,13 @@ impl Session {
             Some(ranges) if ranges.len() > 64 => {
                 return Err(ServiceError::Malformed("get.data.ranges holds more than 64 ranges".into()));
             }
-            Some(ranges) => ranges.iter().map(|r| (Some(r.low.max(1)), Some(r.hi.unwrap_or(r.low + 1)))).collect(),
+            Some(ranges) => {
+                ranges.iter().map(|r| (Some(r.low.max(1)), Some(r.hi.unwrap_or(r.low.saturating_add(1))))).collect()
+            }
             None => vec![(opts.since.filter(|s| *s > 0), opts.before.filter(|b| *b > 0))],
         };
-        let mut msgs = Vec::new();
-        for (since, before) in windows {
-            let query = MessageQuery { since, before, limit };
-            msgs.extend(self.svc.ports.messages.list_messages(self.tenant(), stored, me, &query).await?);
-        }
-        // Overlapping ranges must not repeat a message; the page is newest first and at most `limit` long.
-        msgs.sort_by_key(|m| std::cmp::Reverse(m.seq));
-        msgs.dedup_by_key(|m| m.seq);
-        msgs.truncate(limit);
+        // Overlapping ranges never repeat a message; the page is newest first and at most `limit` long.
+        let msgs = self.svc.messages(self.tenant()).page(stored, me, windows, limit).await?;
         let count = msgs.len();
         for m in msgs {
             let data = MsgData {
@@ -366,7 +352,7 @@ impl Session {
         if sub.is_none() {
             return Err(ServiceError::PermissionDenied);
         }
-        let dels = self.svc.ports.messages.list_deletions(self.tenant(), stored, me).await?;
+        let dels = self.svc.messages(self.tenant()).deletions(stored, me).await?;
         if dels.ranges.is_empty() {
             self.reply(id, Some(wire), Code::NoContent, Some(json!({ "what": "del" }))).await;
             return Ok(());
@@ -377,7 +363,7 @@ impl Session {
             delseq: dels
                 .ranges
                 .iter()
-                .map(|r| SeqRange { low: r.low, hi: (r.hi > r.low + 1).then_some(r.hi) })
+                .map(|r| SeqRange { low: r.low, hi: (r.hi > r.low.saturating_add(1)).then_some(r.hi) })
                 .collect(),
         });
         self.send_meta(meta).await;
@@ -393,9 +379,7 @@ impl Session {
     ) -> ServiceResult<()> {
         let me = self.me()?;
         let tags = match (kind, topic) {
-            (TopicKind::Me, _) => {
-                self.svc.ports.users.get_user(self.tenant(), me).await?.map(|u| u.tags).unwrap_or_default()
-            }
+            (TopicKind::Me, _) => self.svc.accounts(self.tenant()).user(me).await?.map(|u| u.tags).unwrap_or_default(),
             (TopicKind::Group, Some(t)) => t.tags.clone(),
             _ => Vec::new(),
         };
@@ -415,6 +399,9 @@ impl Session {
         let id = m.id.as_deref();
         let q = m.query;
         let resolved = resolve(&m.topic, me).ok_or(ServiceError::TopicNotFound)?;
+        if let Some(d) = q.desc.as_ref() {
+            self.check_desc_size(d)?;
+        }
         let mut changed = false;
         match resolved {
             Resolved::Me => {
@@ -431,9 +418,9 @@ impl Session {
                         defacs,
                     };
                     let profile_changed = update.public.is_some();
-                    self.svc.ports.users.update_user(tenant, me, &update).await?;
+                    self.svc.accounts(tenant).update_profile(me, &update).await?;
                     if profile_changed {
-                        self.announce_profile(me).await;
+                        self.svc.presence(tenant).announce_profile(me, self.user).await;
                     }
                     changed = true;
                 }
@@ -455,8 +442,9 @@ impl Session {
 
     async fn set_topic(&self, me: UserId, stored: &str, wire: &str, q: palaver_proto::SetQuery) -> ServiceResult<bool> {
         let tenant = self.tenant();
-        let topic = self.svc.ports.topics.get_topic(tenant, stored).await?.ok_or(ServiceError::TopicNotFound)?;
-        let mut sub = self.svc.ports.subs.get_sub(tenant, stored, me).await?.ok_or(ServiceError::PermissionDenied)?;
+        let subs = self.svc.subscriptions(tenant);
+        let topic = self.svc.stored_topics(tenant).get(stored).await?;
+        let mut sub = subs.get(stored, me).await?.ok_or(ServiceError::PermissionDenied)?;
         let is_owner = topic.owner == Some(me) || sub.mode().has(AccessMode::OWNER);
         let mut changed = false;
         let desc = q.desc.unwrap_or_default();
@@ -475,14 +463,15 @@ impl Session {
                 defacs,
                 owner: None,
             };
-            self.svc.ports.topics.update_topic(tenant, stored, &update).await?;
-            self.announce_topic_update(stored).await;
+            self.svc.stored_topics(tenant).update(me, stored, &update, self.handle.sid).await?;
             changed = true;
         }
         if let Some(private) = desc.private {
+            // One column, on an active subscription only: a whole-row write from the read above could bring
+            // back a subscription removed in the meantime.
             sub.private = Some(clear_marker(private)).filter(|v| !v.is_null());
             sub.updated = now_millis();
-            self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
+            subs.set_private(me, stored, sub.private.as_ref(), sub.updated).await?;
             changed = true;
         }
         if let Some(s) = q.sub {
@@ -491,101 +480,8 @@ impl Session {
                 Some(u) => UserId::parse(u).map_err(|_| ServiceError::Malformed("set.sub.user".into()))?,
             };
             let mode = s.mode.unwrap_or_default();
-            changed |= self.change_mode(&topic, &sub, target, &mode, wire).await?;
+            changed |= subs.change_mode(&topic, &sub, target, &mode, wire).await?;
         }
         Ok(changed)
-    }
-
-    /// Invites a user who is not a member (needs S): their subscription is given `mode` and wants what their
-    /// own defaults allow of it, and they are told on `me`.
-    async fn invite(&self, topic: &Topic, mine: &Subscription, target: UserId, mode: &str) -> ServiceResult<bool> {
-        let tenant = self.tenant();
-        if !mine.mode().has(AccessMode::SHARE) {
-            return Err(ServiceError::PermissionDenied);
-        }
-        let user = self.svc.ports.users.get_user(tenant, target).await?.ok_or(ServiceError::UserNotFound)?;
-        let given = AccessMode::parse_with_base(mode, topic.defacs.auth)
-            .map_err(|e| ServiceError::Malformed(e.to_string()))?
-            .unwrap_or(topic.defacs.auth);
-        if given.has(AccessMode::OWNER) || (given.has(AccessMode::APPROVE) && !mine.mode().has(AccessMode::APPROVE)) {
-            // An inviter cannot hand out more authority than they hold.
-            return Err(ServiceError::PermissionDenied);
-        }
-        let count = self.svc.ports.subs.list_topic_subs(tenant, &topic.name).await?.len();
-        if count >= self.svc.cfg.max_subscriber_count {
-            return Err(ServiceError::Policy("the group has reached its subscriber limit".into()));
-        }
-        let now = now_millis();
-        let sub = Subscription {
-            topic: topic.name.clone(),
-            user: target,
-            created: now,
-            updated: now,
-            deleted: None,
-            want: user.defacs.auth.and(given),
-            given,
-            read: 0,
-            recv: 0,
-            del_id: 0,
-            private: None,
-        };
-        self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
-        self.members_changed(&topic.name).await;
-        let joined = crate::realtime::Event::Joined { topic: topic.name.clone(), user: target };
-        self.svc.dispatch(tenant, joined, None, self.user).await;
-        self.notify_acs(target, &topic.name, sub.want, sub.given).await;
-        Ok(true)
-    }
-
-    /// Changes a subscription's mode: one's own `want`, or (with A) another member's `given`.
-    async fn change_mode(
-        &self,
-        topic: &Topic,
-        mine: &Subscription,
-        target: UserId,
-        mode: &str,
-        wire: &str,
-    ) -> ServiceResult<bool> {
-        let tenant = self.tenant();
-        let me = mine.user;
-        let mut sub = if target == me {
-            mine.clone()
-        } else {
-            if topic.kind != TopicKind::Group {
-                return Err(ServiceError::PermissionDenied);
-            }
-            match self.svc.ports.subs.get_sub(tenant, &topic.name, target).await? {
-                Some(s) if mine.mode().has(AccessMode::APPROVE) => s,
-                Some(_) => return Err(ServiceError::PermissionDenied),
-                None => return self.invite(topic, mine, target, mode).await,
-            }
-        };
-        let base = if target == me { sub.want } else { sub.given };
-        let new = AccessMode::parse_with_base(mode, base).map_err(|e| ServiceError::Malformed(e.to_string()))?;
-        let Some(mut new) = new else { return Ok(false) };
-        let owner = topic.owner == Some(target);
-        if target != me && (owner || (new.has(AccessMode::OWNER) && !mine.mode().has(AccessMode::OWNER))) {
-            // Only the owner hands out owner rights, and nobody changes the owner's grant.
-            return Err(ServiceError::PermissionDenied);
-        }
-        if target == me && !owner {
-            // A member may not grant itself owner rights by wanting them.
-            new = AccessMode(new.0 & !AccessMode::OWNER.0);
-        }
-        if target == me {
-            sub.want = new
-        } else {
-            sub.given = new
-        }
-        if sub.want == base && target == me || sub.given == base && target != me {
-            return Ok(false);
-        }
-        let now = now_millis();
-        self.svc.ports.subs.update_sub_mode(tenant, &topic.name, target, sub.want, sub.given, now).await?;
-        let event = crate::realtime::Event::Access { topic: topic.name.clone(), user: target, mode: sub.mode() };
-        self.svc.dispatch(tenant, event, None, Some(me)).await;
-        self.notify_acs(target, &wire_name(&topic.name, target), sub.want, sub.given).await;
-        let _ = wire;
-        Ok(true)
     }
 }

@@ -1,8 +1,7 @@
 //! The handlers of each client message kind, as `impl Session` blocks split by area.
 
-mod account;
+pub(crate) mod account;
 mod delete;
 mod meta;
-mod notify;
 mod publish;
 mod subscribe;

@@ -6,16 +6,13 @@
 //! out. Nothing reaches another session before the store has acknowledged the message.
 
 use crate::error::{ServiceError, ServiceResult};
+use crate::names::{Resolved, resolve};
 use crate::session::Session;
-use crate::topics::{Resolved, resolve};
 use crate::{now_millis, render};
-use palaver_core::ports::{PublishContext, PublishVerdict};
-use palaver_core::{AccessMode, AppendOutcome, AuditStatus, Claim, Message, Seq, StoreError, TopicKind, UserId};
+use palaver_core::ports::PublishContext;
+use palaver_core::{AccessMode, AuditStatus, Message, Seq, TopicKind, UserId};
 use palaver_proto::{Code, MsgNote, MsgPub};
 use serde_json::json;
-
-/// How many times a publish re-baselines and retries after finding its seq already stored.
-const SEQ_RETRIES: usize = 3;
 
 impl Session {
     /// The stored name of an attached topic, with this session's effective mode there.
@@ -54,7 +51,7 @@ impl Session {
             h.remove("sender");
         }
         let head = head.filter(|h| !h.is_empty());
-        let mut msg = Message {
+        let msg = Message {
             topic: stored.clone(),
             seq: 0,
             created: now_millis(),
@@ -71,124 +68,34 @@ impl Session {
             topic: stored.clone(),
             kind: if stored.starts_with("p2p") { TopicKind::P2p } else { TopicKind::Group },
             from: me,
-            session: self.sid(),
+            session: self.internal_sid(),
             node: self.svc.cfg.node_id.clone(),
         };
-        match self.svc.ports.hooks.before_publish(&ctx, &msg.content, msg.head.as_ref()).await {
-            PublishVerdict::Allow => {}
-            PublishVerdict::Reject { code, reason } => {
-                return Err(ServiceError::Rejected { code: Code::from_number(code), reason });
-            }
-            PublishVerdict::Rewrite { content, head } => {
-                msg.content = content;
-                msg.head = head.filter(|h| !h.is_empty());
-            }
-            PublishVerdict::Hold { flags } => {
-                msg.audit = AuditStatus::Pending;
-                msg.risk_flags = flags;
-            }
-        }
-        let held = msg.audit != AuditStatus::Pass;
         let tenant = self.tenant();
         let skip = m.noecho.then_some(self.handle.sid);
-        let ack = |seq: Seq| {
+        let ack = |seq: Seq, held: bool| {
             let params = if held { json!({ "seq": seq, "audit": "pending" }) } else { json!({ "seq": seq }) };
-            render::ctrl_frame(m.id.as_deref(), Some(&m.topic), Code::Accepted, now_millis(), Some(params))
+            render::ctrl_frame(m.id.as_deref(), Some(&m.topic), Code::Accepted, None, now_millis(), Some(params))
         };
-        // Under the topic's write lock: the ack, then the delivery to attached readers. Both only queue, so
-        // the lock is held for microseconds, and every session sees the topic's messages in seq order.
+        // Revoked while the hooks ran: nothing is stored under credentials that no longer hold.
+        let revoked = || self.is_closed();
+        // The ack is queued under the topic's write lock, before the delivery to attached readers.
         let mut acked = false;
-        let (seq, fresh) = self
-            .store_message(msg.clone(), |seq| {
-                if m.id.is_some() {
-                    acked = self.handle.push(ack(seq));
-                }
-                if !held {
-                    // Published under the lock too, so that other nodes see the topic's messages in seq order.
-                    let stored = Message { seq, ..msg.clone() };
-                    self.svc.deliver_attached(tenant, &stored, skip);
-                    let event = crate::realtime::Event::Data { msg: (&stored).into() };
-                    self.svc.publish_event(tenant, &event, skip, Some(me));
-                }
-            })
-            .await?;
+        let on_stored = |seq: Seq, held: bool| {
+            if m.id.is_some() {
+                acked = self.handle.push(ack(seq, held));
+            }
+        };
+        let published = self.svc.messages(tenant).publish(&ctx, msg, skip, revoked, on_stored).await?;
+        let (seq, fresh, held, msg) = (published.seq, published.fresh, published.held, published.msg);
         if m.id.is_some() && !acked {
             // A retry answered from storage, or our own queue was full: reply the waiting way.
-            self.send(ack(seq)).await;
+            self.send(ack(seq, held)).await;
         }
         if fresh && !held {
-            self.svc.notify_unattached(tenant, &Message { seq, ..msg }).await;
+            self.svc.notify_unattached(tenant, &msg).await;
         }
         Ok(())
-    }
-
-    /// Stores a message under the next seq, honouring its idempotency key. Returns the seq and whether the
-    /// message is new (false: a retry of one already stored).
-    /// `on_stored` runs under the topic's write lock once the message is stored under a new seq.
-    async fn store_message(&self, mut msg: Message, on_stored: impl FnOnce(Seq)) -> ServiceResult<(Seq, bool)> {
-        let tenant = self.tenant();
-        let ports = &self.svc.ports;
-        let mid = msg.client_mid.clone();
-        if let Some(mid) = mid.as_deref() {
-            match ports.idempotency.claim(tenant, &msg.topic, msg.from, mid).await? {
-                Claim::Acquired => {}
-                Claim::Done { seq } => {
-                    self.svc.metrics.message_retry();
-                    return Ok((seq, false));
-                }
-                Claim::Pending => {
-                    return Err(ServiceError::Unavailable {
-                        reason: "a message with this client_mid is being stored".into(),
-                        retry_after_ms: 500,
-                    });
-                }
-            }
-        }
-        let lock = self.svc.topics.get(tenant, &msg.topic);
-        let mut state = lock.lock().await;
-        let result = async {
-            let mut floor = match state.floor {
-                Some(f) => f,
-                None => ports.messages.max_seq(tenant, &msg.topic).await?,
-            };
-            for _ in 0..SEQ_RETRIES {
-                msg.seq = ports.seq.next_seq(tenant, &msg.topic, floor).await?;
-                match ports.messages.append(tenant, &msg).await {
-                    Ok(AppendOutcome::Stored) => return Ok((msg.seq, true)),
-                    Ok(AppendOutcome::Duplicate { seq }) => return Ok((seq, false)),
-                    Err(StoreError::Conflict(_)) => {
-                        // The seq source fell behind what is stored (a lost counter): move it above the
-                        // stored maximum and try again. A seq is never reused and no message overwritten.
-                        floor = ports.messages.max_seq(tenant, &msg.topic).await?;
-                        ports.seq.rebaseline(tenant, &msg.topic, floor).await?;
-                        tracing::warn!(topic = %msg.topic, floor, "seq re-baselined after a conflict");
-                    }
-                    Err(e) => return Err(ServiceError::from(e)),
-                }
-            }
-            Err(ServiceError::Unavailable { reason: "could not allocate a free seq".into(), retry_after_ms: 200 })
-        }
-        .await;
-        match &result {
-            Ok((seq, true)) => {
-                state.floor = Some(*seq);
-                self.svc.metrics.message_stored();
-                on_stored(*seq);
-            }
-            Ok(_) => self.svc.metrics.message_retry(),
-            Err(_) => state.floor = None,
-        }
-        drop(state);
-        if let Some(mid) = mid.as_deref() {
-            let outcome = match &result {
-                Ok((seq, _)) => ports.idempotency.complete(tenant, &msg.topic, msg.from, mid, *seq).await,
-                Err(_) => ports.idempotency.fail(tenant, &msg.topic, msg.from, mid).await,
-            };
-            if let Err(e) = outcome {
-                tracing::warn!(error = %e, "idempotency key update failed");
-            }
-        }
-        result
     }
 
     pub(crate) async fn on_note(&mut self, m: MsgNote) -> ServiceResult<()> {
@@ -213,28 +120,21 @@ impl Session {
                     .seq
                     .filter(|s| *s > 0)
                     .ok_or_else(|| ServiceError::Malformed("note.seq must be positive".into()))?;
-                let sub = self.svc.ports.subs.get_sub(tenant, &stored, me).await?.ok_or(ServiceError::NotFound)?;
-                if !sub.mode().has(AccessMode::READ) {
-                    return Err(ServiceError::PermissionDenied);
-                }
-                let topic =
-                    self.svc.ports.topics.get_topic(tenant, &stored).await?.ok_or(ServiceError::TopicNotFound)?;
-                if seq > topic.seq {
-                    return Err(ServiceError::Malformed("note.seq is beyond the last message".into()));
-                }
-                let (read, recv) = if m.what == "read" { (Some(seq), None) } else { (None, Some(seq)) };
-                let (new_recv, new_read) =
-                    self.svc.ports.subs.update_sub_cursors(tenant, &stored, me, recv, read).await?;
-                let unchanged = if m.what == "read" { new_read == sub.read } else { new_recv == sub.recv };
-                if unchanged {
+                if !self.svc.subscriptions(tenant).mark(me, &stored, m.what == "read", seq).await? {
                     return Ok(());
                 }
                 (Some(seq), m.what.clone())
             }
             _ => return Err(ServiceError::NotImplemented),
         };
-        let event =
-            crate::realtime::Event::Info { topic: stored, from: me, what, seq, event: m.event, payload: m.payload };
+        let event = crate::delivery::dispatch::Event::Info {
+            topic: stored,
+            from: me,
+            what,
+            seq,
+            event: m.event,
+            payload: m.payload,
+        };
         self.svc.dispatch(tenant, event, Some(self.handle.sid), Some(me)).await;
         Ok(())
     }

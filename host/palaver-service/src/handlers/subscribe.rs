@@ -1,15 +1,14 @@
 //! `{sub}` and `{leave}`: attaching to `me`, `fnd`, groups (created from `new…`/`nch…` or joined) and P2P
 //! topics (opened by the peer's `usr…`), and detaching with or without unsubscribing.
 
+use crate::delivery::hub::Attached;
 use crate::error::{ServiceError, ServiceResult};
 use crate::handlers::account::clear_marker;
-use crate::hub::Attached;
+use crate::names::{Resolved, resolve};
+use crate::render;
 use crate::session::Session;
-use crate::topics::{Resolved, resolve};
-use crate::{now_millis, render};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use palaver_core::{AccessMode, DefaultAccess, RecordState, StoreError, Subscription, Topic, TopicKind, UserId};
+use crate::usecases::topics::NewGroup;
+use palaver_core::{AccessMode, DefaultAccess, Subscription, TopicKind, UserId};
 use palaver_proto::{Code, MsgLeave, MsgSub, SetQuery};
 use serde_json::json;
 
@@ -23,6 +22,9 @@ impl Session {
             ServiceError::TopicNotFound
         })?;
         let set = m.set.unwrap_or_default();
+        if let Some(d) = set.desc.as_ref() {
+            self.check_desc_size(d)?;
+        }
         let (stored, wire, kind, params) = match resolved {
             Resolved::Me => {
                 if self.already_attached("me", id, &m.topic).await {
@@ -56,7 +58,8 @@ impl Session {
                 if self.already_attached(&name, id, &m.topic).await {
                     return Ok(());
                 }
-                let sub = self.join_group(me, &name, &set).await?;
+                let mode = set.sub.as_ref().and_then(|s| s.mode.as_deref());
+                let sub = self.svc.subscriptions(self.tenant()).join_group(me, &name, mode).await?;
                 self.attach(&name, me, sub.mode());
                 (name.clone(), name, TopicKind::Group, Some(json!({ "acs": render::acs(sub.want, sub.given) })))
             }
@@ -64,7 +67,7 @@ impl Session {
                 if self.already_attached(&stored, id, &m.topic).await {
                     return Ok(());
                 }
-                let sub = self.open_p2p(me, peer, &stored).await?;
+                let sub = self.svc.stored_topics(self.tenant()).open_p2p(me, peer, &stored).await?;
                 let wire = peer.to_string();
                 self.attach(&stored, me, sub.mode());
                 (stored, wire, TopicKind::P2p, Some(json!({ "acs": render::acs(sub.want, sub.given) })))
@@ -106,154 +109,20 @@ impl Session {
         n
     }
 
+    /// Parses a new group's description, tags and default access, after checking `me` may belong to one more
+    /// group.
     async fn create_group(&self, me: UserId, set: &SetQuery) -> ServiceResult<(String, Subscription)> {
+        self.svc.subscriptions(self.tenant()).check_group_count(me).await?;
         let desc = set.desc.clone().unwrap_or_default();
         let defacs = self.parse_defacs(desc.defacs.as_ref(), DefaultAccess::GROUP)?;
         let tags = self.validate_tags(set.tags.as_deref().unwrap_or_default())?;
-        let now = now_millis();
-        let tenant = self.tenant();
-        for _ in 0..4 {
-            let name = format!("grp{}", URL_SAFE_NO_PAD.encode(rand::random::<u64>().to_le_bytes()));
-            let topic = Topic {
-                name: name.clone(),
-                kind: TopicKind::Group,
-                created: now,
-                updated: now,
-                touched: now,
-                state: RecordState::Active,
-                owner: Some(me),
-                defacs,
-                public: desc.public.clone().map(clear_marker).filter(|v| !v.is_null()),
-                trusted: None,
-                tags: tags.clone(),
-                seq: 0,
-                del_id: 0,
-            };
-            match self.svc.ports.topics.create_topic(tenant, &topic).await {
-                Ok(()) => {}
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            }
-            let sub = Subscription {
-                topic: name.clone(),
-                user: me,
-                created: now,
-                updated: now,
-                deleted: None,
-                want: AccessMode::OWNER_FULL,
-                given: AccessMode::OWNER_FULL,
-                read: 0,
-                recv: 0,
-                del_id: 0,
-                private: desc.private.clone().map(clear_marker).filter(|v| !v.is_null()),
-            };
-            self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
-            return Ok((name, sub));
-        }
-        Err(ServiceError::Internal("could not allocate a group name".into()))
-    }
-
-    async fn join_group(&self, me: UserId, name: &str, set: &SetQuery) -> ServiceResult<Subscription> {
-        let tenant = self.tenant();
-        let topic = self.svc.ports.topics.get_topic(tenant, name).await?.ok_or(ServiceError::TopicNotFound)?;
-        if topic.state != RecordState::Active {
-            return Err(ServiceError::TopicNotFound);
-        }
-        let wanted = match set.sub.as_ref().and_then(|s| s.mode.as_deref()) {
-            Some(m) => AccessMode::parse(m).map_err(|e| ServiceError::Malformed(e.to_string()))?,
-            None => None,
+        let new = NewGroup {
+            defacs,
+            tags,
+            public: desc.public.clone().map(clear_marker).filter(|v| !v.is_null()),
+            private: desc.private.clone().map(clear_marker).filter(|v| !v.is_null()),
         };
-        if let Some(mut sub) = self.svc.ports.subs.get_sub(tenant, name, me).await? {
-            if let Some(want) = wanted.filter(|w| *w != sub.want) {
-                let now = now_millis();
-                self.svc.ports.subs.update_sub_mode(tenant, name, me, want, sub.given, now).await?;
-                sub.want = want;
-            }
-            if !sub.mode().has(AccessMode::JOIN) {
-                return Err(ServiceError::PermissionDenied);
-            }
-            return Ok(sub);
-        }
-        let given = topic.defacs.auth;
-        if !given.has(AccessMode::JOIN) {
-            return Err(ServiceError::PermissionDenied);
-        }
-        let count = self.svc.ports.subs.list_topic_subs(tenant, name).await?.len();
-        if count >= self.svc.cfg.max_subscriber_count {
-            return Err(ServiceError::Policy("the group has reached its subscriber limit".into()));
-        }
-        let now = now_millis();
-        let sub = Subscription {
-            topic: name.to_owned(),
-            user: me,
-            created: now,
-            updated: now,
-            deleted: None,
-            want: wanted.unwrap_or(given),
-            given,
-            read: 0,
-            recv: 0,
-            del_id: 0,
-            private: None,
-        };
-        self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
-        self.members_changed(name).await;
-        Ok(sub)
-    }
-
-    async fn open_p2p(&self, me: UserId, peer: UserId, stored: &str) -> ServiceResult<Subscription> {
-        let tenant = self.tenant();
-        let peer_user = self.svc.ports.users.get_user(tenant, peer).await?.ok_or(ServiceError::UserNotFound)?;
-        if peer_user.state != RecordState::Active {
-            return Err(ServiceError::UserNotFound);
-        }
-        let now = now_millis();
-        if self.svc.ports.topics.get_topic(tenant, stored).await?.is_none() {
-            let topic = Topic {
-                name: stored.to_owned(),
-                kind: TopicKind::P2p,
-                created: now,
-                updated: now,
-                touched: now,
-                state: RecordState::Active,
-                owner: None,
-                defacs: DefaultAccess { auth: AccessMode::P2P, anon: AccessMode::NONE },
-                public: None,
-                trusted: None,
-                tags: Vec::new(),
-                seq: 0,
-                del_id: 0,
-            };
-            match self.svc.ports.topics.create_topic(tenant, &topic).await {
-                Ok(()) | Err(StoreError::Conflict(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let mine = self.svc.ports.subs.get_sub(tenant, stored, me).await?;
-        let theirs = self.svc.ports.subs.get_sub(tenant, stored, peer).await?;
-        if theirs.is_none() {
-            // The peer's side is granted what the peer's own defaults allow, limited to P2P bits.
-            let given = AccessMode::P2P;
-            let want = peer_user.defacs.auth.and(AccessMode::P2P);
-            let sub = new_sub(stored, peer, want, given, now);
-            self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
-            let joined = crate::realtime::Event::Joined { topic: stored.to_owned(), user: peer };
-            self.svc.dispatch(tenant, joined, None, Some(me)).await;
-            self.notify_acs(peer, &me.to_string(), want, given).await;
-        }
-        let mine = match mine {
-            Some(sub) => sub,
-            None => {
-                let sub = new_sub(stored, me, AccessMode::P2P, AccessMode::P2P, now);
-                self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
-                sub
-            }
-        };
-        self.members_changed(stored).await;
-        if !mine.mode().has(AccessMode::JOIN) {
-            return Err(ServiceError::PermissionDenied);
-        }
-        Ok(mine)
+        self.svc.stored_topics(self.tenant()).create_group(me, new).await
     }
 
     pub(crate) async fn on_leave(&mut self, m: MsgLeave) -> ServiceResult<()> {
@@ -281,50 +150,13 @@ impl Session {
         }
         self.svc.hub.detach(self.tenant(), &stored, self.handle.sid);
         if m.unsub {
-            self.unsubscribe(me, &stored, &m.topic).await?;
+            self.svc.subscriptions(self.tenant()).unsubscribe(me, &stored, &m.topic, self.handle.sid).await?;
         } else if !was_attached {
             self.reply(id, Some(&m.topic), Code::NotJoined, None).await;
             return Ok(());
         }
         self.reply(id, Some(&m.topic), Code::Ok, None).await;
         Ok(())
-    }
-
-    /// Removes the user's subscription; every session of the user is detached and told the topic is gone.
-    async fn unsubscribe(&mut self, me: UserId, stored: &str, wire: &str) -> ServiceResult<()> {
-        let tenant = self.tenant();
-        if let Some(topic) = self.svc.ports.topics.get_topic(tenant, stored).await?
-            && topic.owner == Some(me)
-        {
-            // The owner deletes the group instead of walking away from it.
-            return Err(ServiceError::PermissionDenied);
-        }
-        match self.svc.ports.subs.delete_sub(tenant, stored, me, now_millis()).await {
-            Ok(()) => {}
-            Err(StoreError::NotFound) => return Err(ServiceError::NotFound),
-            Err(e) => return Err(e.into()),
-        }
-        self.evict(me, stored, Some(self.handle.sid)).await;
-        self.svc.leave_online(tenant, me, stored).await;
-        self.members_changed(stored).await;
-        self.notify_gone(me, wire, Some(self.handle.sid)).await;
-        Ok(())
-    }
-}
-
-fn new_sub(topic: &str, user: UserId, want: AccessMode, given: AccessMode, now: i64) -> Subscription {
-    Subscription {
-        topic: topic.to_owned(),
-        user,
-        created: now,
-        updated: now,
-        deleted: None,
-        want,
-        given,
-        read: 0,
-        recv: 0,
-        del_id: 0,
-        private: None,
     }
 }
 

@@ -7,11 +7,12 @@ use base64::Engine;
 use palaver_core::TenantId;
 use palaver_core::ports::{BusinessPorts, NoHooks, Ports, PublishHook};
 use palaver_service::auth::{HashCost, TokenSigner};
-use palaver_service::{Outbound, Service, ServiceConfig, Session, Transport};
-use palaver_store_memory::{MemoryBus, MemoryControl, MemoryIdempotency, MemoryPresence, MemorySeq, MemoryStore};
+use palaver_service::{Outbound, Service, ServiceConfig, Session, SessionRx, Transport};
+use palaver_store_memory::{
+    MemoryBus, MemoryControl, MemoryIdempotency, MemoryOutbox, MemoryPresence, MemorySeq, MemoryStore,
+};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// A service over fresh in-memory adapters with cheap password hashing.
 pub fn service() -> Service {
@@ -22,7 +23,12 @@ pub fn service_with(cfg: ServiceConfig) -> Service {
     service_with_hooks(cfg, Arc::new(NoHooks))
 }
 
-pub fn service_with_hooks(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -> Service {
+pub fn service_with_hooks(cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -> Service {
+    service_on(cfg, hooks, MemoryOutbox::new())
+}
+
+/// A service writing its outbox records to `outbox`, which a test can read.
+pub fn service_on(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>, outbox: MemoryOutbox) -> Service {
     cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
     let store = Arc::new(MemoryStore::new());
     let ports = Ports {
@@ -35,9 +41,10 @@ pub fn service_with_hooks(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -
         presence: Arc::new(MemoryPresence::new()),
         bus: Arc::new(MemoryBus::new()),
         control: Arc::new(MemoryControl::default()),
-        topic_carrier: None,
         hooks,
         business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
+        outbox: Arc::new(outbox),
+        login_failures: None,
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
 }
@@ -50,7 +57,38 @@ pub fn cluster(n: usize, tweak: impl Fn(&mut ServiceConfig)) -> Vec<Service> {
 
 /// [`cluster`], with the shared control counters, to play a control whose bus message was lost.
 pub fn cluster_parts(n: usize, tweak: impl Fn(&mut ServiceConfig)) -> (Vec<Service>, Arc<MemoryControl>) {
+    cluster_of(n, None, tweak)
+}
+
+/// `n` nodes as [`cluster`] builds them, sharing `failures` as their failed-login counters.
+pub fn cluster_with_login_failures(
+    n: usize,
+    failures: Arc<dyn palaver_core::ports::LoginFailureStore>,
+    tweak: impl Fn(&mut ServiceConfig),
+) -> Vec<Service> {
+    cluster_of(n, Some(failures), tweak).0
+}
+
+/// [`cluster`], with the store they share (its outbox holds what the command ledger wrote).
+pub fn cluster_with_store(n: usize) -> (Vec<Service>, Arc<MemoryStore>) {
     let store = Arc::new(MemoryStore::new());
+    (cluster_on(store.clone(), n, None, |_| {}).0, store)
+}
+
+fn cluster_of(
+    n: usize,
+    login_failures: Option<Arc<dyn palaver_core::ports::LoginFailureStore>>,
+    tweak: impl Fn(&mut ServiceConfig),
+) -> (Vec<Service>, Arc<MemoryControl>) {
+    cluster_on(Arc::new(MemoryStore::new()), n, login_failures, tweak)
+}
+
+fn cluster_on(
+    store: Arc<MemoryStore>,
+    n: usize,
+    login_failures: Option<Arc<dyn palaver_core::ports::LoginFailureStore>>,
+    tweak: impl Fn(&mut ServiceConfig),
+) -> (Vec<Service>, Arc<MemoryControl>) {
     let (seq, idem, presence, control) = (
         Arc::new(MemorySeq::new()),
         Arc::new(MemoryIdempotency::default()),
@@ -58,6 +96,8 @@ pub fn cluster_parts(n: usize, tweak: impl Fn(&mut ServiceConfig)) -> (Vec<Servi
         Arc::new(MemoryControl::default()),
     );
     let hub = MemoryBus::hub();
+    // The store's own outbox, which its command ledger and report writes append to in the same "transaction".
+    let outbox = Arc::new(store.outbox().clone());
     let nodes = (0..n)
         .map(|i| {
             let mut cfg = ServiceConfig { node_id: format!("node{i}"), ..ServiceConfig::default() };
@@ -73,9 +113,10 @@ pub fn cluster_parts(n: usize, tweak: impl Fn(&mut ServiceConfig)) -> (Vec<Servi
                 presence: presence.clone(),
                 bus: Arc::new(hub.connect(cfg.node_id.clone())),
                 control: control.clone(),
-                topic_carrier: None,
                 hooks: Arc::new(NoHooks),
                 business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
+                outbox: outbox.clone(),
+                login_failures: login_failures.clone(),
             };
             Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
         })
@@ -83,31 +124,9 @@ pub fn cluster_parts(n: usize, tweak: impl Fn(&mut ServiceConfig)) -> (Vec<Servi
     (nodes, control)
 }
 
-/// One node on `bus`, with an optional topic carrier (the native-cluster seam).
-pub fn service_on(bus: MemoryBus, carrier: Option<Arc<dyn palaver_core::ports::TopicCarrier>>) -> Service {
-    let store = Arc::new(MemoryStore::new());
-    let mut cfg = ServiceConfig { node_id: bus.node_id().to_owned(), ..ServiceConfig::default() };
-    cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
-    let ports = Ports {
-        users: store.clone(),
-        topics: store.clone(),
-        subs: store.clone(),
-        messages: store.clone(),
-        seq: Arc::new(MemorySeq::new()),
-        idempotency: Arc::new(MemoryIdempotency::default()),
-        presence: Arc::new(MemoryPresence::new()),
-        bus: Arc::new(bus),
-        control: Arc::new(MemoryControl::default()),
-        topic_carrier: carrier,
-        hooks: Arc::new(NoHooks),
-        business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
-    };
-    Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
-}
-
 pub struct Client {
     pub session: Option<Session>,
-    pub rx: mpsc::Receiver<Outbound>,
+    pub rx: SessionRx,
     next_id: u32,
     pub user: String,
     pub token: String,
@@ -120,6 +139,12 @@ pub fn basic(login: &str, pass: &str) -> String {
 impl Client {
     pub fn connect(svc: &Service) -> Client {
         let (session, rx) = svc.open_session(TenantId::DEFAULT, Transport::WebSocket, None);
+        Client { session: Some(session), rx, next_id: 100, user: String::new(), token: String::new() }
+    }
+
+    /// A client whose connection comes from `remote` (`ip:port`), as the transports report it.
+    pub fn connect_from(svc: &Service, remote: &str) -> Client {
+        let (session, rx) = svc.open_session(TenantId::DEFAULT, Transport::WebSocket, Some(remote.to_owned()));
         Client { session: Some(session), rx, next_id: 100, user: String::new(), token: String::new() }
     }
 
@@ -283,8 +308,14 @@ impl palaver_core::ports::BusinessRules for AllowAll {
         _: palaver_core::TenantId,
         _: palaver_core::UserId,
         command: &str,
-        _: &serde_json::Value,
+        input: &serde_json::Value,
     ) -> palaver_core::ports::RuleVerdict {
+        // The facts must read as the plugins read them: of the command's type, complete, nothing else.
+        let name = palaver_api::CommandName::parse(command).expect("a command of the table");
+        let facts = input.get("facts").cloned().unwrap_or_default();
+        if let Err(e) = palaver_api::Facts::parse(name, facts) {
+            panic!("the host sent facts the plugins cannot read: {e}");
+        }
         let params = match command {
             "group.role.set" => serde_json::json!({ "max_admins": 2 }),
             _ => serde_json::Value::Null,

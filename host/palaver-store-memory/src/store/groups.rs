@@ -6,7 +6,7 @@
 //! one after the other.
 
 use super::MemoryStore;
-use palaver_core::columns::user_col;
+use super::signed;
 use palaver_core::ports::{
     Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision, JoinOutcome,
     JoinRequest, Mute, NOT_OWNER, RequestStatus, RoleChange, RoleGrant, check_admin_limit,
@@ -57,7 +57,7 @@ impl Groups {
 
 /// The key SQL orders user ids by: their signed column form, so every adapter lists them in the same order.
 fn order_key(user: Option<UserId>) -> (bool, i64) {
-    (user.is_some(), user.map_or(0, user_col))
+    (user.is_some(), user.map_or(0, signed))
 }
 
 #[async_trait::async_trait]
@@ -65,7 +65,7 @@ impl GroupStore for MemoryStore {
     async fn roles(&self, tenant: TenantId, topic: &str) -> StoreResult<Vec<RoleGrant>> {
         Ok(self.with_tenant(tenant, |t| {
             let mut roles: Vec<RoleGrant> = t.groups.roles_of(topic).cloned().collect();
-            roles.sort_by_key(|g| (g.role != GroupRole::Owner, user_col(g.user)));
+            roles.sort_by_key(|g| (g.role != GroupRole::Owner, signed(g.user)));
             roles
         }))
     }

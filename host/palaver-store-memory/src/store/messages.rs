@@ -1,7 +1,6 @@
 //! The message port of the in-memory store: history, idempotent appends and the deletion log.
 
 use super::{DelLogEntry, History, MemoryStore, StoredMessage};
-use crate::ranges;
 use palaver_core::ports::MessageStore;
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, SeqRange, StoreError,
@@ -83,7 +82,7 @@ impl MessageStore for MemoryStore {
                 .messages
                 .range(low..high)
                 .rev()
-                .filter(|(seq, m)| m.deleted_at.is_none() && !ranges::contains(&hidden, **seq))
+                .filter(|(seq, m)| m.deleted_at.is_none() && !hidden.iter().any(|r| r.contains(**seq)))
                 // A message moderation has not passed is held back from everyone but its sender, who must still
                 // see what they sent.
                 .filter(|(_, m)| m.message.audit == AuditStatus::Pass || m.message.from == reader)
@@ -100,7 +99,7 @@ impl MessageStore for MemoryStore {
             let del_id = stored.del_id;
             let history = t.history.entry(topic.to_owned()).or_default();
             let deleted_for = (!request.hard).then_some(request.for_user);
-            for range in request.ranges.iter().copied().map(ranges::normalize) {
+            for range in request.ranges.iter().copied().map(SeqRange::normalized) {
                 history.dellog.push(DelLogEntry { del_id, deleted_for, range });
                 if request.hard {
                     for (_, m) in history.messages.range_mut(range.low..range.hi) {
@@ -140,7 +139,7 @@ impl MessageStore for MemoryStore {
             let entries: Vec<&DelLogEntry> = history.ranges_for(reader).collect();
             Deletions {
                 clear: entries.iter().map(|e| e.del_id).max().unwrap_or(0),
-                ranges: ranges::merge(entries.iter().map(|e| e.range).collect()),
+                ranges: SeqRange::merge(entries.iter().map(|e| e.range).collect()),
             }
         }))
     }

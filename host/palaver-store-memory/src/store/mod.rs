@@ -4,10 +4,12 @@
 //! tenants. That makes every port call atomic with respect to the others (a topic delete and an append never
 //! interleave), which is what the SQL adapters get from transactions.
 
+mod commands;
 mod groups;
 mod messages;
 mod notifications;
 mod relations;
+mod reports;
 mod subs;
 mod topics;
 mod users;
@@ -17,16 +19,29 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+/// A user id in the order the SQL adapters list their `BIGINT` columns by: reinterpreted as signed, so every
+/// adapter lists and pages users in the same order.
+fn signed(u: UserId) -> i64 {
+    u.0 as i64
+}
+
 /// Users, topics, subscriptions and messages kept in memory. Cloning is cheap and clones share the data.
 #[derive(Clone, Default)]
 pub struct MemoryStore {
     inner: Arc<Mutex<HashMap<TenantId, TenantData>>>,
+    /// Where admin results and summaries go (`CommandStore::finish`, the report writes), read by the relay.
+    outbox: crate::MemoryOutbox,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The outbox the command and report writes append to.
+    pub fn outbox(&self) -> &crate::MemoryOutbox {
+        &self.outbox
     }
 
     /// Runs `f` on the tenant's data under the lock. The closure is synchronous, so the lock can never be held
@@ -58,6 +73,8 @@ struct TenantData {
     relations: relations::Relations,
     groups: groups::Groups,
     notifications: notifications::Notifications,
+    commands: HashMap<String, palaver_core::ports::CommandRecord>,
+    reports: reports::Reports,
 }
 
 /// One topic's stored messages and deletion log.

@@ -4,7 +4,7 @@
 //! racing accepts see the request one after the other, and a block and a request never interleave.
 
 use super::MemoryStore;
-use palaver_core::columns::user_col;
+use super::signed;
 use palaver_core::ports::{
     Block, CreateOutcome, Decision, Friend, FriendRequest, Relation, RelationStore, RequestStatus,
 };
@@ -49,8 +49,8 @@ impl Relations {
 fn page_by_id<T: Clone>(items: Vec<(UserId, &T)>, cursor: Option<UserId>, limit: usize) -> Vec<T> {
     let mut items: Vec<_> = items
         .into_iter()
-        .filter(|(id, _)| cursor.is_none_or(|c| user_col(*id) > user_col(c)))
-        .map(|(id, item)| (user_col(id), item))
+        .filter(|(id, _)| cursor.is_none_or(|c| signed(*id) > signed(c)))
+        .map(|(id, item)| (signed(id), item))
         .collect();
     items.sort_by_key(|(key, _)| *key);
     items.into_iter().take(limit).map(|(_, item)| item.clone()).collect()

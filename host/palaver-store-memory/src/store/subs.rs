@@ -88,4 +88,32 @@ impl SubscriptionStore for MemoryStore {
             sub.updated = when;
         })
     }
+
+    async fn set_sub_private(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        user: UserId,
+        private: Option<&serde_json::Value>,
+        when: UnixMillis,
+    ) -> StoreResult<()> {
+        self.with_active_sub(tenant, topic, user, |sub| {
+            sub.private = private.cloned();
+            sub.updated = when;
+        })
+    }
+
+    async fn remove_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
+        self.with_active_sub(tenant, topic, user, |sub| {
+            sub.deleted = Some(when);
+            sub.updated = when;
+            sub.given = AccessMode::NONE;
+        })
+    }
+
+    async fn was_removed(&self, tenant: TenantId, topic: &str, user: UserId) -> StoreResult<bool> {
+        Ok(self.with_tenant(tenant, |t| {
+            t.subs.get(&(topic.to_owned(), user)).is_some_and(|s| s.deleted.is_some() && s.given == AccessMode::NONE)
+        }))
+    }
 }

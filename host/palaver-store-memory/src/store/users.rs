@@ -11,7 +11,7 @@ impl UserStore for MemoryStore {
             if t.users.contains_key(&user.id) {
                 return Err(StoreError::Conflict(format!("user {} exists", user.id)));
             }
-            let auth = auth.map(|a| AuthRecord { login: a.login.to_lowercase(), ..a.clone() });
+            let auth = auth.map(|a| AuthRecord { login: palaver_core::normalize_login(&a.login), ..a.clone() });
             if let Some(a) = &auth {
                 if t.auth.contains_key(&a.login) {
                     return Err(StoreError::Conflict(format!("login {:?} is taken", a.login)));
@@ -63,7 +63,7 @@ impl UserStore for MemoryStore {
     }
 
     async fn find_auth(&self, tenant: TenantId, login: &str) -> StoreResult<Option<AuthRecord>> {
-        Ok(self.with_tenant(tenant, |t| t.auth.get(&login.to_lowercase()).cloned()))
+        Ok(self.with_tenant(tenant, |t| t.auth.get(&palaver_core::normalize_login(login)).cloned()))
     }
 
     async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {

@@ -8,9 +8,10 @@
 
 use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col};
 use crate::error::{db_error, is_unique_violation};
-use palaver_core::columns::{AnnouncementColumns, announcement_of, announcement_view_of};
 use palaver_core::ports::{Announcement, AnnouncementDraft, AnnouncementView};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
+use palaver_store_sql::columns::{AnnouncementColumns, announcement_of};
+use palaver_store_sql::rows::{AnnouncementViewRow, decode_all};
 use sqlx::MySqlPool;
 
 /// The select list of an [`AnnouncementColumns`] row, in its order, on the table aliased `a`, as a literal for
@@ -25,16 +26,6 @@ macro_rules! announcement_columns {
             " AS updated_ms"
         )
     };
-}
-
-/// An announcement with the viewer's read mark and the read count, as the listing selects it: the announcement's
-/// columns first, in their order (a flattened tuple reads its columns by position), then the two by name.
-#[derive(sqlx::FromRow)]
-struct ViewRow {
-    #[sqlx(flatten)]
-    announcement: AnnouncementColumns,
-    read_ms: Option<i64>,
-    read_count: i64,
 }
 
 /// Stores a new announcement, version 1.
@@ -129,21 +120,20 @@ pub(super) async fn list(
         announcement_columns!(),
         ", ",
         datetime_to_millis!("r.read_at"),
-        " AS read_ms, \
+        " AS read_at, \
          (SELECT COUNT(*) FROM group_announcement_reads c WHERE c.announcement_id = a.id) AS read_count \
          FROM group_announcements a \
          LEFT JOIN group_announcement_reads r ON r.announcement_id = a.id AND r.user_id = ? \
          WHERE a.topic = ? AND a.deleted_at IS NULL ORDER BY a.pinned DESC, a.id DESC LIMIT ?"
     );
-    let rows: Vec<ViewRow> = sqlx::query_as(sql)
+    let rows: Vec<AnnouncementViewRow> = sqlx::query_as(sql)
         .bind(user_col(viewer))
         .bind(topic)
         .bind(limit_col(limit))
         .fetch_all(pool)
         .await
         .map_err(db_error)?;
-    let view = |r: ViewRow| announcement_view_of(r.announcement, r.read_ms, r.read_count);
-    Ok(rows.into_iter().map(view).collect::<Result<_, _>>()?)
+    Ok(decode_all(rows)?)
 }
 
 /// Marks a live announcement read by `user`; true on the first read, which is the time kept.

@@ -11,9 +11,9 @@
 
 use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col};
 use crate::error::{db_error, is_unique_violation};
-use palaver_core::columns::{JoinRequestColumns, join_request_of};
 use palaver_core::ports::{JoinDecision, JoinOutcome, JoinRequest, REQUEST_NOT_PENDING, RequestStatus};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
+use palaver_store_sql::columns::{JoinRequestColumns, join_request_of};
 use sqlx::MySqlPool;
 
 /// How often a creation retries when its duplicate was decided between the failed insert and the read.

@@ -11,9 +11,9 @@
 
 use crate::codec::{datetime_to_millis, millis_to_datetime, user_col, user_of};
 use crate::error::{db_error, is_unique_violation};
-use palaver_core::columns::{GrantColumns, grant_of, role_of};
 use palaver_core::ports::{GroupRole, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
+use palaver_store_sql::columns::{GrantColumns, grant_of, role_of};
 use sqlx::{MySql, MySqlPool, Transaction};
 
 /// Starts a transaction that holds the group's lock row.

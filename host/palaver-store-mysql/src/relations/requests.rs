@@ -1,64 +1,29 @@
 //! Friend request rows for the MariaDB relation port: the select list, decoding, settling a pair's pending
 //! requests, and one attempt at an idempotent creation (see the parent module for how the races are closed).
 
-use crate::codec::{datetime_to_millis, insert_id, millis_to_datetime, user_col, user_of};
-use crate::error::{CorruptRow, db_error, is_unique_violation};
-use palaver_core::columns::request_status_of;
+use crate::codec::{datetime_to_millis, insert_id, millis_to_datetime, user_col};
+use crate::error::{db_error, is_unique_violation};
 use palaver_core::ports::{CreateOutcome, FriendRequest, RequestStatus};
 use palaver_core::{StoreResult, UnixMillis, UserId};
+use palaver_store_sql::rows::FriendRequestRow;
 use sqlx::{MySql, Transaction};
 
 /// How often a creation retries when its duplicate was decided between the failed insert and the read.
 pub(super) const CREATE_ATTEMPTS: usize = 3;
 
-/// The select list of a [`RequestRow`], as a literal so that `concat!` can splice it into static SQL.
+/// The select list of a [`FriendRequestRow`], as a literal so that `concat!` can splice it into static SQL.
 macro_rules! request_select {
     () => {
         concat!(
             "SELECT id, from_user, to_user, message, status, ",
             datetime_to_millis!("created_at"),
-            " AS created_ms, ",
+            " AS created_at, ",
             datetime_to_millis!("updated_at"),
-            " AS updated_ms, ",
+            " AS updated_at, ",
             datetime_to_millis!("handled_at"),
-            " AS handled_ms FROM friend_requests "
+            " AS handled_at FROM friend_requests "
         )
     };
-}
-
-/// A `friend_requests` row as selected by `request_select!`.
-#[derive(sqlx::FromRow)]
-pub(super) struct RequestRow {
-    id: i64,
-    from_user: i64,
-    to_user: i64,
-    message: Option<String>,
-    status: String,
-    created_ms: i64,
-    updated_ms: i64,
-    handled_ms: Option<i64>,
-}
-
-impl TryFrom<RequestRow> for FriendRequest {
-    type Error = CorruptRow;
-
-    fn try_from(r: RequestRow) -> Result<Self, CorruptRow> {
-        Ok(FriendRequest {
-            id: r.id,
-            from: user_of(r.from_user),
-            to: user_of(r.to_user),
-            message: r.message,
-            status: request_status_of(&r.status)?,
-            created: r.created_ms,
-            updated: r.updated_ms,
-            handled: r.handled_ms,
-        })
-    }
-}
-
-/// Decodes a list of rows, failing on the first corrupt one.
-pub(super) fn decode(rows: Vec<RequestRow>) -> StoreResult<Vec<FriendRequest>> {
-    Ok(rows.into_iter().map(FriendRequest::try_from).collect::<Result<_, _>>()?)
 }
 
 /// Settles every pending request from `from` to `to` into `status`, inside the caller's transaction.
@@ -156,7 +121,7 @@ pub(super) async fn try_create(
                 request_select!(),
                 "WHERE from_user = ? AND to_user = ? AND status = 'pending' LOCK IN SHARE MODE"
             );
-            let row: Option<RequestRow> =
+            let row: Option<FriendRequestRow> =
                 sqlx::query_as(sql).bind(f).bind(t).fetch_optional(&mut *tx).await.map_err(db_error)?;
             tx.rollback().await.map_err(db_error)?;
             row.map(|r| Ok(CreateOutcome::AlreadyPending(r.try_into()?))).transpose()

@@ -1,5 +1,5 @@
 //! Session-control counters against a real Redis: per-user and per-device versions, tenants apart, and the
-//! seed's key names with their TTL.
+//! documented key names with their TTL.
 
 use crate as common;
 use palaver_core::ports::{ControlScope, ControlVersions, SessionControlStore};

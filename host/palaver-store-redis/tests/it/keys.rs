@@ -1,5 +1,5 @@
-//! The keys the adapters actually write, read back from Redis under the seed's own prefix `im` (with a tenant
-//! id no other run uses) and compared with the seed's literal names; and tenants that use the same topic
+//! The keys the adapters actually write, read back from Redis under the default prefix `im` (with a tenant
+//! id no other run uses) and compared with the documented literal names; and tenants that use the same topic
 //! names, users and message ids without meeting.
 
 use crate as common;
@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 #[tokio::test]
-async fn adapters_write_the_seeds_key_names() {
+async fn adapters_write_the_documented_key_names() {
     let config = RedisConfig { key_prefix: "im".into(), ..common::config("keys") };
     let Some(client) = common::live(config).await else { return };
     // A random tenant id keeps this run's `im:` keys apart from any other user of the server.
@@ -61,7 +61,7 @@ async fn adapters_write_the_seeds_key_names() {
     .into_iter()
     .collect();
     assert_eq!(found, expected);
-    // Only the seq counter and the node's user set are meant to outlive their writers (§5.1, §5.4).
+    // Only the seq counter and the node's user set are meant to outlive their writers.
     for key in &found {
         let ttl: i64 = common::raw(&client, redis::cmd("TTL").arg(key)).await;
         let lasting = key.ends_with(":last_seq") || key.ends_with(":users");

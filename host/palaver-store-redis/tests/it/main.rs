@@ -14,12 +14,12 @@ mod cache;
 mod control;
 mod hot;
 mod keys;
+mod login_failures;
 mod nodes;
 mod presence;
 mod presence_batch;
 mod semantics;
 mod seq;
-mod short_state;
 
 use palaver_core::{AccessMode, DefaultAccess, User};
 use palaver_core::{AuditStatus, Message, RecordState, Subscription, Topic, TopicKind, UnixMillis, UserId};

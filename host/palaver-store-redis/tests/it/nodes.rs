@@ -56,7 +56,7 @@ async fn one_live_holder_per_node_id() {
 
 #[tokio::test]
 async fn an_expired_claim_can_be_taken_over() {
-    let config = RedisConfig { node_ttl_seconds: 1, node_heartbeat_ms: 300, ..common::config("nodes-ttl") };
+    let config = RedisConfig { node_ttl_seconds: 1, ..common::config("nodes-ttl") };
     let Some(client) = common::live(config).await else { return };
     let nodes = RedisNodes::new(client.clone());
     let (old, new) = (info("n1", "old"), info("n1", "new"));

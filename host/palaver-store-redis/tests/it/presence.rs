@@ -1,4 +1,4 @@
-//! Presence against a real Redis: the seed's hash fields, session counting across nodes, last-seen, TTL
+//! Presence against a real Redis: the documented hash fields, session counting across nodes, last-seen, TTL
 //! expiry of a dead node's sessions, and the group online-member sets.
 
 use crate as common;

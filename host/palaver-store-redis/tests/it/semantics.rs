@@ -1,5 +1,5 @@
 //! Semantics kept under failure: the storage contract suite through the decorators, with a live Redis and
-//! with Redis unreachable, and the seed's degradation table (§10) with Redis unreachable (a closed port) or
+//! with Redis unreachable, and the degradation rules with Redis unreachable (a closed port) or
 //! hanging (a listener that never answers): seq refuses as retryable, presence answers unknown, cached reads
 //! come from the inner store, and security state fails closed.
 
@@ -12,8 +12,7 @@ use palaver_core::ports::{
 use palaver_core::{MessageQuery, Presence, PresenceMeta, StoreError, TenantId, UserId};
 use palaver_store_memory::MemoryStore;
 use palaver_store_redis::{
-    CachedStorage, HotPolicy, RedisClient, RedisConfig, RedisIdempotency, RedisPresence, RedisSeq, ShortState,
-    ShortStateError,
+    CachedStorage, HotPolicy, RedisClient, RedisConfig, RedisIdempotency, RedisLoginFailures, RedisPresence, RedisSeq,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -63,14 +62,12 @@ async fn cached_reads_and_writes_are_served_by_the_inner_store() {
 
 #[tokio::test]
 async fn security_state_fails_closed() {
-    let s = ShortState::new(common::dead_client("degrade-short"));
-    let closed = |r: Result<_, ShortStateError>| matches!(r, Err(ShortStateError::Unavailable(_)));
-    assert!(closed(s.issue_code(T, "login", "+15550100", "1").await.map(|_| ())), "no code sent unlimited");
-    assert!(closed(s.verify_code(T, "login", "+15550100", "1").await.map(|_| ())), "never 'valid'");
-    assert!(closed(s.has_active_code(T, "login", "+15550100").await.map(|_| ())));
-    assert!(closed(s.create_action_token(T, "reset", "x", None).await.map(|_| ())));
-    assert!(closed(s.consume_action_token(T, "reset", "token").await.map(|_| ())));
-    assert!(closed(s.try_lock(T, "x", Duration::from_secs(1)).await.map(|_| ())), "never 'locked'");
+    use palaver_core::ports::{Backoff, LoginFailureStore};
+    let s = RedisLoginFailures::new(common::dead_client("degrade-login-fail"));
+    let b = Backoff { limit: 3, first_ms: 1000, max_ms: 4000, forget_ms: 60_000 };
+    unavailable(s.blocked_until(T, &["login:alice"], 0).await, "never 'not blocked'");
+    unavailable(s.record_failure(T, &[("login:alice", b)], 0).await, "a failure is not silently lost");
+    unavailable(s.clear(T, "login:alice").await, "clear");
 }
 
 #[tokio::test]

@@ -9,25 +9,16 @@
 use crate::SqliteStore;
 use crate::codec::{limit_col, user_col};
 use crate::error::db_error;
-use palaver_core::columns::{AnnouncementColumns, announcement_of, announcement_view_of};
 use palaver_core::ports::{Announcement, AnnouncementDraft, AnnouncementView};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
+use palaver_store_sql::columns::{AnnouncementColumns, announcement_of};
+use palaver_store_sql::rows::{AnnouncementViewRow, decode_all};
 
 /// The columns of an [`AnnouncementColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! announcement_columns {
     () => {
         "id, topic, author, title, content, pinned, version, created_at, updated_at"
     };
-}
-
-/// An announcement with the viewer's read mark and the read count, as the listing selects it: the announcement's
-/// columns first, in their order (a flattened tuple reads its columns by position), then the two by name.
-#[derive(sqlx::FromRow)]
-struct ViewRow {
-    #[sqlx(flatten)]
-    announcement: AnnouncementColumns,
-    read_at: Option<i64>,
-    read_count: i64,
 }
 
 /// Stores a new announcement, version 1.
@@ -110,7 +101,7 @@ pub(super) async fn list(
     viewer: UserId,
     limit: usize,
 ) -> StoreResult<Vec<AnnouncementView>> {
-    let rows: Vec<ViewRow> = sqlx::query_as(
+    let rows: Vec<AnnouncementViewRow> = sqlx::query_as(
         "SELECT a.id, a.topic, a.author, a.title, a.content, a.pinned, a.version, a.created_at, a.updated_at, \
          r.read_at, (SELECT COUNT(*) FROM group_announcement_reads c \
          WHERE c.tenant_id = a.tenant_id AND c.announcement_id = a.id) AS read_count \
@@ -125,8 +116,7 @@ pub(super) async fn list(
     .fetch_all(&store.pool)
     .await
     .map_err(db_error)?;
-    let view = |r: ViewRow| announcement_view_of(r.announcement, r.read_at, r.read_count);
-    Ok(rows.into_iter().map(view).collect::<Result<_, _>>()?)
+    Ok(decode_all(rows)?)
 }
 
 /// Marks a live announcement read by `user`; true on the first read, which is the time kept.

@@ -8,9 +8,9 @@
 use crate::SqliteStore;
 use crate::codec::{limit_col, user_col};
 use crate::error::db_error;
-use palaver_core::columns::{JoinRequestColumns, join_request_of};
 use palaver_core::ports::{JoinDecision, JoinOutcome, JoinRequest, REQUEST_NOT_PENDING, RequestStatus};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
+use palaver_store_sql::columns::{JoinRequestColumns, join_request_of};
 
 /// The columns of a [`JoinRequestColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! request_columns {

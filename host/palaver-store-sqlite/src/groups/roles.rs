@@ -8,9 +8,9 @@
 use crate::SqliteStore;
 use crate::codec::user_col;
 use crate::error::db_error;
-use palaver_core::columns::{GrantColumns, grant_of, role_of};
 use palaver_core::ports::{GroupRole, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
+use palaver_store_sql::columns::{GrantColumns, grant_of, role_of};
 use sqlx::{Sqlite, Transaction};
 
 /// Upserts `user`'s role inside the caller's transaction, replacing whatever grant was stored.

@@ -1,0 +1,293 @@
+//! The realtime dispatcher: every delivery to sessions other than the requester's own reply is
+//! an [`Event`]. The node applies it to its own sessions at once and, when other nodes exist, publishes it on
+//! the realtime bus; each other node applies the very same code to its sessions. So "who on this node gets
+//! what" is written once, and a two-node deployment differs from one node only in where the event came from.
+//!
+//! Consumer rules: drop our own loopback, drop repeats by `event_id` (bounded memory), refuse
+//! an envelope whose tenant does not match, select local sessions by target, and only ever queue without
+//! waiting: a full session queue drops the frame and counts it, and the client recovers by seq.
+
+use crate::Inner;
+use palaver_core::ports::{BusSink, BusTarget, ControlScope, Envelope, EventKind};
+use palaver_core::{AccessMode, AuditStatus, Message, RecentIds, Seq, SessionId, TenantId, UserId};
+use palaver_proto::{MsgPres, SeqRange};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use tokio::sync::mpsc;
+
+/// One delivery, in the form it travels between nodes as an envelope's payload.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Event {
+    /// A stored message: `{data}` to the readers attached to its topic, and `{pres what:"msg"}` on `me` to the
+    /// online members who are not attached.
+    Data { msg: WireMessage },
+    /// A relayed note (`kp`, `recv`, `read`) as `{info}` to the topic's attached readers except the author's
+    /// own session; `recv` and `read` also reach the author's other sessions through `{pres}` on `me`.
+    Info { topic: String, from: UserId, what: String, seq: Option<Seq>, event: Option<String>, payload: Option<Value> },
+    /// The same `{pres}` on `me` to every listed user's sessions that are attached to `me`.
+    MePres { users: Vec<UserId>, pres: MsgPres },
+    /// Messages were deleted: `{pres what:"del"}` to attached readers (all of them when hard, else only `by`).
+    Deleted { topic: String, by: UserId, hard: bool, clear: i64, delseq: Vec<SeqRange> },
+    /// The user lost the topic: their sessions are detached and told `{ctrl 205 "evicted"}`.
+    Evict { topic: String, user: UserId },
+    /// The topic was deleted: everyone attached is detached and told.
+    TopicGone { topic: String },
+    /// A user's effective mode in a topic changed: their attachments adopt it.
+    Access { topic: String, user: UserId, mode: AccessMode },
+    /// A subscription appeared or went away: cached member lists are dropped.
+    MembersChanged { topic: String },
+    /// The user gained a subscription elsewhere: their nodes list them as online members of it.
+    Joined { topic: String, user: UserId },
+    /// A business event in the `{info}` form (`what` "im" on `me`, or "group" on the topic).
+    Business {
+        to: BusinessTarget,
+        event: String,
+        payload: Value,
+        /// The user whose action it reports (`from` of the `{info}`); `None` for the system.
+        #[serde(default)]
+        from: Option<UserId>,
+    },
+    /// Close sessions whose control version is older than `version` (an eviction or a revocation).
+    Control { user: UserId, scope: ControlScope, version: u64, reason: String, except: Option<String> },
+}
+
+/// Whom a business event goes to.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum BusinessTarget {
+    User(UserId),
+    Topic(String),
+}
+
+/// A stored message as it travels: the fields a receiving node needs to render `{data}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct WireMessage {
+    pub topic: String,
+    pub seq: Seq,
+    pub created: i64,
+    pub from: UserId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<Map<String, Value>>,
+    pub content: Value,
+}
+
+impl From<&Message> for WireMessage {
+    fn from(m: &Message) -> Self {
+        WireMessage {
+            topic: m.topic.clone(),
+            seq: m.seq,
+            created: m.created,
+            from: m.from,
+            head: m.head.clone(),
+            content: m.content.clone(),
+        }
+    }
+}
+
+impl WireMessage {
+    pub(crate) fn into_message(self) -> Message {
+        Message {
+            topic: self.topic,
+            seq: self.seq,
+            created: self.created,
+            from: self.from,
+            head: self.head,
+            content: self.content,
+            client_mid: None,
+            audit: AuditStatus::Pass,
+            risk_flags: Vec::new(),
+        }
+    }
+}
+
+impl Event {
+    /// The envelope kind and bus target of the event.
+    fn route(&self) -> (EventKind, BusTarget) {
+        match self {
+            Event::Data { msg } if msg.topic.starts_with("p2p") => {
+                // Both parties' nodes, found from their presence: a P2P topic's online sets only know the
+                // sides that were online when it was created.
+                let users = palaver_core::p2p_users(&msg.topic).map(|(a, b)| vec![a, b]).unwrap_or_default();
+                (EventKind::Message, BusTarget::Users(users))
+            }
+            Event::Data { msg } => (EventKind::Message, BusTarget::Topic(msg.topic.clone())),
+            Event::Deleted { topic, .. } => (EventKind::Message, BusTarget::Topic(topic.clone())),
+            Event::Info { topic, .. }
+            | Event::TopicGone { topic }
+            | Event::Access { topic, .. }
+            | Event::MembersChanged { topic } => (EventKind::TopicEvent, BusTarget::Topic(topic.clone())),
+            Event::Evict { user, .. } | Event::Joined { user, .. } => (EventKind::UserEvent, BusTarget::User(*user)),
+            Event::MePres { users, pres } => {
+                let kind =
+                    if matches!(pres.what.as_str(), "on" | "off") { EventKind::Presence } else { EventKind::UserEvent };
+                match users.as_slice() {
+                    [one] => (kind, BusTarget::User(*one)),
+                    _ => (kind, BusTarget::Users(users.clone())),
+                }
+            }
+            Event::Business { to: BusinessTarget::User(u), .. } => (EventKind::UserEvent, BusTarget::User(*u)),
+            Event::Business { to: BusinessTarget::Topic(t), .. } => {
+                (EventKind::TopicEvent, BusTarget::Topic(t.clone()))
+            }
+            Event::Control { user, scope, .. } => {
+                let target = match scope {
+                    ControlScope::User => BusTarget::User(*user),
+                    ControlScope::Device(d) => BusTarget::Device { user: *user, device: d.clone() },
+                };
+                (EventKind::SessionControl, target)
+            }
+        }
+    }
+
+    fn dedup_key(&self) -> Option<String> {
+        match self {
+            Event::Data { msg } => Some(format!("message:{}:{}", msg.topic, msg.seq)),
+            Event::Control { user, version, .. } => Some(format!("control:{user}:{version}")),
+            _ => None,
+        }
+    }
+}
+
+impl Inner {
+    /// Applies `event` to this node's sessions (except `skip`) and publishes it for the other nodes.
+    pub(crate) async fn dispatch(&self, tenant: TenantId, event: Event, skip: Option<SessionId>, from: Option<UserId>) {
+        self.publish_event(tenant, &event, skip, from);
+        self.apply(tenant, event, skip).await;
+    }
+
+    /// Publishes `event` for the other nodes only. Cheap when there are none: nothing is encoded.
+    pub(crate) fn publish_event(&self, tenant: TenantId, event: &Event, skip: Option<SessionId>, from: Option<UserId>) {
+        if !self.ports.bus.is_shared() {
+            return;
+        }
+        let payload = match serde_json::to_string(event) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %e, "event not encodable");
+                return;
+            }
+        };
+        let (kind, target) = event.route();
+        let envelope = Envelope {
+            event_id: format!("rt_{}_{:016x}", self.cfg.node_id, rand::random::<u64>()),
+            tenant,
+            tenant_code: None,
+            kind,
+            target,
+            from,
+            source_node: self.cfg.node_id.clone(),
+            skip_session: skip.map(|s| s.to_string()),
+            dedup_key: event.dedup_key(),
+            occurred_at: crate::now_millis(),
+            payload,
+        };
+        let ok = self.ports.bus.publish(envelope).is_ok();
+        self.metrics.bus_published(kind.as_str(), ok);
+    }
+}
+
+/// The node's end of the bus: takes envelopes from the adapter without blocking and applies them in arrival
+/// order on one task.
+pub(crate) struct Receiver {
+    tx: mpsc::Sender<Envelope>,
+    dropped: AtomicU64,
+}
+
+impl BusSink for Receiver {
+    fn deliver(&self, envelope: Envelope) {
+        if self.tx.try_send(envelope).is_err() {
+            // The applying task is behind; like a full session queue, clients recover by seq.
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Subscribes the node to its bus and starts the task that applies remote events. Must run in a runtime.
+pub(crate) fn start(inner: &Arc<Inner>, queue: usize) {
+    if !inner.ports.bus.is_shared() {
+        return;
+    }
+    let (tx, mut rx) = mpsc::channel::<Envelope>(queue.max(64));
+    inner.ports.bus.subscribe(Arc::new(Receiver { tx, dropped: AtomicU64::new(0) }));
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    tokio::spawn(async move {
+        let mut seen = RecentIds::new(DEDUP_CAPACITY);
+        while let Some(envelope) = rx.recv().await {
+            let Some(inner) = weak.upgrade() else { break };
+            inner.receive(envelope, &mut seen).await;
+        }
+    });
+}
+
+/// How many recent event ids a node remembers to drop repeats.
+const DEDUP_CAPACITY: usize = 65_536;
+
+impl Inner {
+    async fn receive(&self, envelope: Envelope, seen: &mut RecentIds) {
+        if envelope.source_node == self.cfg.node_id {
+            self.metrics.bus_received("loopback");
+            return;
+        }
+        if !seen.first(&envelope.event_id) {
+            self.metrics.bus_received("duplicate");
+            return;
+        }
+        let event: Event = match serde_json::from_str(&envelope.payload) {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(error = %e, event_id = %envelope.event_id, "undecodable realtime event dropped");
+                self.metrics.bus_received("malformed");
+                return;
+            }
+        };
+        if !event_matches_target(&event, &envelope.target) {
+            // The payload names other targets than the envelope: a forged or corrupted envelope.
+            self.metrics.bus_received("mismatch");
+            return;
+        }
+        self.metrics.bus_received("applied");
+        self.apply(envelope.tenant, event, None).await;
+    }
+}
+
+/// True if the envelope's routing target is the one the event itself implies, so that a consumer never
+/// applies an event under a target (and so a tenant's channel) it was not published for.
+fn event_matches_target(event: &Event, target: &BusTarget) -> bool {
+    event.route().1 == *target
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_and_route() {
+        let e = Event::Control {
+            user: UserId(5),
+            scope: ControlScope::Device("platform:web".into()),
+            version: 3,
+            reason: "kicked".into(),
+            except: None,
+        };
+        let text = serde_json::to_string(&e).unwrap();
+        let back: Event = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.route().1, BusTarget::Device { user: UserId(5), device: "platform:web".into() });
+        let data = Event::Data {
+            msg: WireMessage {
+                topic: "grpX".into(),
+                seq: 7,
+                created: 1,
+                from: UserId(1),
+                head: None,
+                content: Value::from("hi"),
+            },
+        };
+        assert_eq!(data.route(), (EventKind::Message, BusTarget::Topic("grpX".into())));
+        assert_eq!(data.dedup_key().as_deref(), Some("message:grpX:7"));
+        assert!(event_matches_target(&data, &BusTarget::Topic("grpX".into())));
+        assert!(!event_matches_target(&data, &BusTarget::Topic("grpY".into())));
+    }
+}

@@ -1,0 +1,24 @@
+//! Delivery: how what one session does reaches every other session it concerns, on this node and on others.
+//!
+//! - [`hub`] is the node's registry of sessions and their attachments, with each session's bounded queue;
+//! - [`topics`] owns each loaded topic's ordering lock and caches (readers, publish gate, roster);
+//! - [`dispatch`] turns every delivery into an [`dispatch::Event`], applies it here and publishes it to other
+//!   nodes, and receives theirs;
+//! - [`local`] applies an event to this node's sessions (the one place that picks them);
+//! - [`fanout`] delivers a stored message to attached readers and tells unattached members;
+//! - [`notify`] sends the `{pres}` on `me` and membership events a change causes (access, gone, evicted);
+//! - [`control`] closes sessions for evictions and revoked credentials, on every node; [`control_state`] is what
+//!   each session is judged by, held by the hub.
+//!
+//! Imports run one way, with no cycle: `local`, `fanout`, `notify` and `control` use `dispatch`'s event type; `hub` uses
+//! only `control_state`; `dispatch` and `topics` import none of the others (`topics` holds the business layer's
+//! gate and roster types, and the business layer uses `dispatch` and `fanout`).
+
+pub(crate) mod control;
+pub(crate) mod control_state;
+pub(crate) mod dispatch;
+pub(crate) mod fanout;
+pub(crate) mod hub;
+pub(crate) mod local;
+pub(crate) mod notify;
+pub(crate) mod topics;

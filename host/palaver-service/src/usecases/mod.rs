@@ -1,0 +1,53 @@
+//! The use cases the handlers call: each method names the rule it enforces and is the only code that reaches the
+//! ports for it, so a handler reads parse → authorize → use case → reply.
+//!
+//! The owners are views over the node's shared state, made per call and holding nothing of their own:
+//! - [`accounts::Accounts`]: sign-up, credentials, logins and their throttle, profiles;
+//! - [`presence::Presence`]: a session's online record, last seen, and the `{pres}` it causes;
+//! - [`topics::Topics`]: creating groups and P2P conversations, what a reader may see, changes, deletion;
+//! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
+//! - [`messages::Messages`]: the publish hooks, storing under the next seq, history, deletion, review;
+//! - [`rules`]: the publish gate and the timed ask of the tenant's business rules.
+//!
+//! `Inner`'s own methods live in three folders only: here (the use cases), `delivery/` (how an event reaches
+//! sessions, here and on other nodes) and `backbone/` (audit events and summaries into the outbox).
+//!
+//! Handlers keep what belongs to one connection (its attachments, the `{hi}` it sent, its replies) and what the
+//! hub holds for it; everything stored goes through an owner here.
+
+pub(crate) mod accounts;
+pub(crate) mod messages;
+pub(crate) mod presence;
+pub(crate) mod rules;
+pub(crate) mod subscriptions;
+pub(crate) mod topics;
+
+use crate::Inner;
+use palaver_core::TenantId;
+
+impl Inner {
+    /// The account use cases of `tenant`.
+    pub(crate) fn accounts(&self, tenant: TenantId) -> accounts::Accounts<'_> {
+        accounts::Accounts { svc: self, tenant }
+    }
+
+    /// The message use cases of `tenant`.
+    pub(crate) fn messages(&self, tenant: TenantId) -> messages::Messages<'_> {
+        messages::Messages { svc: self, tenant }
+    }
+
+    /// The presence use cases of `tenant`.
+    pub(crate) fn presence(&self, tenant: TenantId) -> presence::Presence<'_> {
+        presence::Presence { svc: self, tenant }
+    }
+
+    /// The topic use cases of `tenant`.
+    pub(crate) fn stored_topics(&self, tenant: TenantId) -> topics::Topics<'_> {
+        topics::Topics { svc: self, tenant }
+    }
+
+    /// The subscription use cases of `tenant`.
+    pub(crate) fn subscriptions(&self, tenant: TenantId) -> subscriptions::Subscriptions<'_> {
+        subscriptions::Subscriptions { svc: self, tenant }
+    }
+}

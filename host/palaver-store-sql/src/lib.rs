@@ -1,0 +1,10 @@
+//! Support for the SQL adapters (SQLite and MariaDB/MySQL), which must not depend on each other: how domain
+//! values are stored in columns, the rows both select and how they become domain values, and the pure logic
+//! around their queries (the queue's rows in [`queue`]). No connection handling and no dialect-specific SQL: that
+//! stays in each adapter.
+
+pub mod bind;
+pub mod columns;
+pub mod dellog;
+pub mod queue;
+pub mod rows;
