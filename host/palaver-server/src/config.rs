@@ -442,6 +442,24 @@ impl Default for LogConfig {
     }
 }
 
+/// The top-level sections of [`Config`], so that `PALAVER_LIMITS_RATE` (one underscore) is refused as a typo
+/// while variables of other tools that share the prefix are left alone.
+const SECTIONS: &[&str] = &[
+    "server",
+    "store",
+    "store_config",
+    "api",
+    "auth",
+    "limits",
+    "transport",
+    "plugins",
+    "admin",
+    "log",
+    "kafka",
+    "outbox",
+    "admin_commands",
+];
+
 /// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -489,6 +507,11 @@ impl Config {
                 continue;
             }
             let path: Vec<String> = rest.split("__").map(|s| s.to_lowercase()).collect();
+            if path.len() == 1 && !SECTIONS.iter().any(|s| path[0].starts_with(&format!("{s}_"))) {
+                // One part naming no section (PALAVER_BIN, a script's own flag) is not meant for us; one
+                // that starts like a section (PALAVER_LIMITS_RATE) is a key with a single underscore.
+                continue;
+            }
             if path.len() < 2 || path.iter().any(String::is_empty) {
                 let why = "expected PALAVER_SECTION__KEY, with __ between deeper levels".into();
                 return Err(ConfigError::Env { name, why });
@@ -853,6 +876,16 @@ mod tests {
     }
 
     #[test]
+    fn the_section_list_names_every_section() {
+        let mut cfg = Config::default();
+        cfg.kafka = Some(KafkaConfig::default());
+        let table = toml::Table::try_from(&cfg).unwrap();
+        let keys: Vec<&str> = table.keys().map(String::as_str).collect();
+        assert_eq!(keys.len(), SECTIONS.len(), "{keys:?} against {SECTIONS:?}");
+        assert!(keys.iter().all(|k| SECTIONS.contains(k)), "{keys:?} against {SECTIONS:?}");
+    }
+
+    #[test]
     fn bad_values_are_refused_with_a_reason() {
         let e = Config::load(None, env(&[("PALAVER_SERVER__LISTEN", "nowhere")]), &CliOverrides::default());
         assert!(e.unwrap_err().to_string().contains("server.listen"));
@@ -860,8 +893,10 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("max_message_size"));
         let e = Config::load(None, env(&[("PALAVER_PLUGINS__KV_MAX_KEYS", "0")]), &CliOverrides::default());
         assert!(e.unwrap_err().to_string().contains("plugins.kv_max_keys"));
-        let e = Config::load(None, env(&[("PALAVER_NOPE", "1")]), &CliOverrides::default());
-        assert!(e.is_err());
+        let e = Config::load(None, env(&[("PALAVER_LIMITS_RATE_PER_SECOND", "1")]), &CliOverrides::default());
+        assert!(e.unwrap_err().to_string().contains("PALAVER_SECTION__KEY"), "a single underscore is a typo");
+        let others = [("PALAVER_BIN", "/usr/bin/x"), ("PALAVER_APT_UPDATED", "1"), ("PALAVER_NOPE", "1")];
+        assert!(Config::load(None, env(&others), &CliOverrides::default()).is_ok(), "not ours: left alone");
         assert!(Config::load(None, env(&[("PALAVER_LOG", "debug")]), &CliOverrides::default()).is_ok());
         let e = Config::load(None, env(&[("PALAVER_SERVER__BOGUS", "1")]), &CliOverrides::default());
         assert!(e.is_err(), "unknown keys are refused");
