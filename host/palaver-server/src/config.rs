@@ -877,8 +877,7 @@ mod tests {
 
     #[test]
     fn the_section_list_names_every_section() {
-        let mut cfg = Config::default();
-        cfg.kafka = Some(KafkaConfig::default());
+        let cfg = Config { kafka: Some(KafkaConfig::default()), ..Config::default() };
         let table = toml::Table::try_from(&cfg).unwrap();
         let keys: Vec<&str> = table.keys().map(String::as_str).collect();
         assert_eq!(keys.len(), SECTIONS.len(), "{keys:?} against {SECTIONS:?}");
