@@ -323,3 +323,5 @@ body!(response
 body!(response
     /// A page of reports, newest first (the admin API's `GET …/reports`).
     ReportPage { reports: Vec<Report>, next_cursor: Option<i64> });
+
+pub mod admin;

@@ -1,35 +1,43 @@
 //! The admin HTTP API (`/v1/admin/…`), behind a bearer token. The gateway knows only the [`Admin`] trait; the
-//! server implements it over whatever it administers (the plugin registry first). Every refusal has the one
-//! error shape of both HTTP APIs (`palaver_api::ErrorBody`).
+//! server implements it over whatever it administers (the plugin registry first). The endpoints are the entries
+//! of one route table (`routes.rs`), which the OpenAPI document reads too; every answer is a typed body
+//! (`palaver_api::bodies::admin`) and every refusal has the one error shape of both HTTP APIs
+//! (`palaver_api::ErrorBody`).
+
+pub(crate) mod routes;
 
 use crate::Shared;
 use crate::http::{Body, error, json};
 use crate::users;
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
+use http::{Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use palaver_api::Reason;
+use palaver_api::bodies::admin as a;
 use palaver_core::ports::AuditEvent;
 use palaver_core::{TenantId, now_millis};
 use palaver_service::new_event_id;
+use routes::{Op, ROUTES};
+use serde::Serialize;
 use serde_json::{Value, json as j};
 
 /// What the admin API can do.
 #[async_trait::async_trait]
 pub trait Admin: Send + Sync {
     /// Every plugin: name, version, hash, state, last error, call and fault counts.
-    fn plugins(&self) -> Value;
+    fn plugins(&self) -> a::PluginList;
     /// Loads whatever changed in the plugins directory.
-    async fn rescan(&self) -> Value;
+    async fn rescan(&self) -> a::LoadReport;
     /// Reloads one plugin from its manifest; an error keeps the old version running.
-    async fn reload(&self, name: &str) -> Result<Value, String>;
+    async fn reload(&self, name: &str) -> Result<a::LoadReport, String>;
     /// Brings back the previous version of a plugin.
-    async fn rollback(&self, name: &str) -> Result<Value, String>;
+    async fn rollback(&self, name: &str) -> Result<a::RolledBack, String>;
     /// A tenant's choices for a plugin: enabled and settings (with defaults merged in).
-    fn tenant_plugin(&self, tenant: u64, name: &str) -> Result<Value, String>;
-    /// Changes a tenant's choices: `{"enabled": bool|null, "settings": {…}|null}`; null restores the default.
-    fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<Value, String>;
+    fn tenant_plugin(&self, tenant: u64, name: &str) -> Result<a::TenantPlugin, String>;
+    /// Changes a tenant's choices (an [`a::TenantPluginChange`] the gateway has checked): `enabled`, `settings`
+    /// and `failure`, a field left out unchanged and null restoring the default.
+    fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<a::TenantPlugin, String>;
 }
 
 /// True if the request carries `Authorization: Bearer <token>`.
@@ -50,74 +58,74 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
     if !bearer_matches(req.headers(), token) {
         return error(Reason::AdminTokenRequired, "admin token required (`Authorization: Bearer …`)");
     }
-    let path = req.uri().path().trim_end_matches('/').to_owned();
-    let parts: Vec<&str> = path.trim_start_matches("/v1/admin/").split('/').collect();
-    match (req.method().clone(), parts.as_slice()) {
-        (Method::GET, ["plugins"]) => reply(StatusCode::OK, admin.plugins()),
-        (Method::POST, ["plugins", "rescan"]) => {
+    let path = req.uri().path().trim_end_matches('/').trim_start_matches("/v1/admin").to_owned();
+    let Some((route, params)) = crate::im::routes::find_in(ROUTES, req.method().as_str(), &path) else {
+        return if crate::im::routes::path_exists_in(ROUTES, &path) {
+            error(Reason::MethodNotAllowed, "this path takes another method")
+        } else {
+            error(Reason::NoRoute, format!("no admin endpoint {path}; see /v1/openapi.json"))
+        };
+    };
+    let param = |name: &str| params.iter().find(|(k, _)| *k == name).map_or("", |(_, v)| v.as_str()).to_owned();
+    let (tenant, name) = (param("tenant"), param("name"));
+    let query = req.uri().query().map(str::to_owned);
+    let headers = req.headers().clone();
+    let body = match route.request {
+        Some(request) => {
+            let body = match read_object(req).await {
+                Ok(b) => b,
+                Err(resp) => return resp,
+            };
+            // The body must read as the endpoint's type (the one its OpenAPI schema comes from).
+            if let Err(why) = body.as_object().map_or(Ok(()), |m| (request.check)(m)) {
+                let message = format!("the body does not fit {} {}: {why}", route.method, route.path);
+                return error(Reason::BadArgument, message);
+            }
+            body
+        }
+        None => j!({}),
+    };
+    let tenant_id = tenant.parse::<u64>().ok();
+    let bad_tenant = || error(Reason::BadTenant, "tenant must be a number");
+    match route.op {
+        Op::Plugins => typed(admin.plugins()),
+        Op::Rescan => {
             let result = admin.rescan().await;
             audit_plugin(shared, TenantId::DEFAULT, "plugin.deploy", "*", &Ok(result.clone())).await;
-            reply(StatusCode::OK, result)
+            typed(result)
         }
-        (Method::POST, ["plugins", name, "reload"]) => {
-            let result = admin.reload(name).await;
-            audit_plugin(shared, TenantId::DEFAULT, "plugin.reload", name, &result).await;
+        Op::Reload => {
+            let result = admin.reload(&name).await;
+            audit_plugin(shared, TenantId::DEFAULT, "plugin.reload", &name, &result).await;
             outcome(result)
         }
-        (Method::POST, ["plugins", name, "rollback"]) => {
-            let result = admin.rollback(name).await;
-            audit_plugin(shared, TenantId::DEFAULT, "plugin.rollback", name, &result).await;
+        Op::Rollback => {
+            let result = admin.rollback(&name).await;
+            audit_plugin(shared, TenantId::DEFAULT, "plugin.rollback", &name, &result).await;
             outcome(result)
         }
-        (Method::GET, ["tenants", tenant, "plugins", name]) => match tenant.parse::<u64>() {
-            Ok(t) => outcome(admin.tenant_plugin(t, name)),
-            Err(_) => error(Reason::BadTenant, "tenant must be a number"),
+        Op::TenantPlugin => match tenant_id {
+            Some(t) => outcome(admin.tenant_plugin(t, &name)),
+            None => bad_tenant(),
         },
-        (Method::PUT, ["tenants", tenant, "plugins", name]) => {
-            let Ok(t) = tenant.parse::<u64>() else {
-                return error(Reason::BadTenant, "tenant must be a number");
-            };
-            let name = name.to_string();
-            match read_object(req).await {
-                Ok(change) => {
-                    let result = admin.set_tenant_plugin(t, &name, &change);
-                    audit_plugin(shared, TenantId(t), "plugin.settings", &name, &result).await;
-                    outcome(result)
-                }
-                Err(resp) => resp,
+        Op::SetTenantPlugin => match tenant_id {
+            Some(t) => {
+                let result = admin.set_tenant_plugin(t, &name, &body);
+                audit_plugin(shared, TenantId(t), "plugin.settings", &name, &result).await;
+                outcome(result)
             }
+            None => bad_tenant(),
+        },
+        Op::Disable | Op::Enable | Op::Evict => {
+            let action = route.path.rsplit('/').next().unwrap_or_default();
+            users::handle(&shared.service, &tenant, &param("user"), action, &headers, &body).await
         }
-        (Method::POST, ["tenants", tenant, "users", user, action]) => {
-            let (tenant, user, action) = (tenant.to_string(), user.to_string(), action.to_string());
-            let headers = req.headers().clone();
-            let body = match read_object(req).await {
-                Ok(b) => b,
-                Err(resp) => return resp,
-            };
-            users::handle(&shared.service, &tenant, &user, &action, &headers, &body).await
+        Op::Command => users::handle_command(&shared.service, &tenant, &headers, &body).await,
+        Op::GetCommand => users::get_command(&shared.service, &tenant, &param("id")).await,
+        Op::Reports => users::list_reports(&shared.service, &tenant, query.as_deref()).await,
+        Op::ReviewMessage => {
+            crate::audit::handle(&shared.service, &tenant, &param("topic"), &param("seq"), &body).await
         }
-        (Method::POST, ["tenants", tenant, "commands"]) => {
-            let tenant = tenant.to_string();
-            let headers = req.headers().clone();
-            let body = match read_object(req).await {
-                Ok(b) => b,
-                Err(resp) => return resp,
-            };
-            users::handle_command(&shared.service, &tenant, &headers, &body).await
-        }
-        (Method::GET, ["tenants", tenant, "commands", id]) => users::get_command(&shared.service, tenant, id).await,
-        (Method::GET, ["tenants", tenant, "reports"]) => {
-            users::list_reports(&shared.service, tenant, req.uri().query()).await
-        }
-        (Method::POST, ["tenants", tenant, "topics", topic, "messages", seq, "audit"]) => {
-            let (tenant, topic, seq) = (tenant.to_string(), topic.to_string(), seq.to_string());
-            let body = match read_object(req).await {
-                Ok(b) => b,
-                Err(resp) => return resp,
-            };
-            crate::audit::handle(&shared.service, &tenant, &topic, &seq, &body).await
-        }
-        _ => error(Reason::NoRoute, "no such admin endpoint"),
     }
 }
 
@@ -127,9 +135,15 @@ const MAX_BODY: usize = 64 * 1024;
 /// Audits a plugin operation of the admin API, whatever its outcome (the detail says which). Plugins are
 /// node-wide, so deploys, reloads and rollbacks are recorded in the default tenant's log; a tenant's own plugin
 /// settings in that tenant's.
-async fn audit_plugin(shared: &Shared, tenant: TenantId, action: &str, name: &str, result: &Result<Value, String>) {
+async fn audit_plugin<T: Serialize>(
+    shared: &Shared,
+    tenant: TenantId,
+    action: &str,
+    name: &str,
+    result: &Result<T, String>,
+) {
     let detail = match result {
-        Ok(v) => j!({ "ok": true, "result": v }),
+        Ok(v) => j!({ "ok": true, "result": serde_json::to_value(v).unwrap_or_default() }),
         Err(e) => j!({ "ok": false, "error": e }),
     };
     let event =
@@ -161,31 +175,36 @@ pub struct NoPlugins;
 
 #[async_trait::async_trait]
 impl Admin for NoPlugins {
-    fn plugins(&self) -> Value {
-        j!({ "plugins": [] })
+    fn plugins(&self) -> a::PluginList {
+        a::PluginList { dir: String::new(), plugins: Vec::new() }
     }
-    async fn rescan(&self) -> Value {
-        j!({ "plugins": [] })
+    async fn rescan(&self) -> a::LoadReport {
+        a::LoadReport { loaded: Vec::new(), refused: Vec::new() }
     }
-    async fn reload(&self, _name: &str) -> Result<Value, String> {
+    async fn reload(&self, _name: &str) -> Result<a::LoadReport, String> {
         Err("no plugins on this node".into())
     }
-    async fn rollback(&self, _name: &str) -> Result<Value, String> {
+    async fn rollback(&self, _name: &str) -> Result<a::RolledBack, String> {
         Err("no plugins on this node".into())
     }
-    fn tenant_plugin(&self, _tenant: u64, _name: &str) -> Result<Value, String> {
+    fn tenant_plugin(&self, _tenant: u64, _name: &str) -> Result<a::TenantPlugin, String> {
         Err("no plugins on this node".into())
     }
-    fn set_tenant_plugin(&self, _tenant: u64, _name: &str, _change: &Value) -> Result<Value, String> {
+    fn set_tenant_plugin(&self, _tenant: u64, _name: &str, _change: &Value) -> Result<a::TenantPlugin, String> {
         Err("no plugins on this node".into())
     }
 }
 
-fn outcome(result: Result<Value, String>) -> Response<Body> {
+fn outcome<T: Serialize>(result: Result<T, String>) -> Response<Body> {
     match result {
-        Ok(v) => reply(StatusCode::OK, v),
+        Ok(v) => typed(v),
         Err(message) => error(Reason::PluginActionFailed, message),
     }
+}
+
+/// A typed body as a 200 answer.
+fn typed<T: Serialize>(body: T) -> Response<Body> {
+    reply(StatusCode::OK, serde_json::to_value(body).unwrap_or_default())
 }
 
 pub(crate) fn reply(status: StatusCode, body: Value) -> Response<Body> {

@@ -8,7 +8,7 @@ use http::{Response, StatusCode};
 use palaver_api::Reason;
 use palaver_core::{AuditStatus, TenantId};
 use palaver_service::{Service, ServiceError};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Runs one review. `body` is the request's JSON object (`{}` when empty).
 pub(crate) async fn handle(svc: &Service, tenant: &str, topic: &str, seq: &str, body: &Value) -> Response<Body> {
@@ -22,7 +22,10 @@ pub(crate) async fn handle(svc: &Service, tenant: &str, topic: &str, seq: &str, 
         _ => return error(Reason::BadAction, "action must be \"release\" or \"reject\""),
     };
     match svc.set_message_audit(tenant, topic, seq, audit).await {
-        Ok(()) => reply(StatusCode::OK, json!({ "code": 200, "audit": audit.as_str() })),
+        Ok(()) => {
+            let body = palaver_api::bodies::admin::AuditDone { code: 200, audit: audit.as_str().to_owned() };
+            reply(StatusCode::OK, serde_json::to_value(body).unwrap_or_default())
+        }
         Err(ServiceError::TopicNotFound) => error(Reason::TopicNotFound, "no such topic"),
         Err(ServiceError::NotFound) => error(Reason::MessageNotFound, "no such message"),
         Err(ServiceError::NotAllowed) => error(Reason::MessageNotHeld, "the message is not held"),

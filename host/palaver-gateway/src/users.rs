@@ -163,7 +163,10 @@ async fn evict_all(
         reason: reason.unwrap_or_else(|| "evicted".into()),
     };
     match svc.evict(tenant, user, ev).await {
-        Ok(closed) => reply(StatusCode::OK, json!({ "code": 200, "closed_here": closed })),
+        Ok(closed) => {
+            let body = palaver_api::bodies::admin::Evicted { code: 200, closed_here: closed as u64 };
+            reply(StatusCode::OK, serde_json::to_value(body).unwrap_or_default())
+        }
         // A missing account is USER_NOT_FOUND, whichever way the service words it.
         Err(ServiceError::NotFound) => error(Reason::UserNotFound, "no such user"),
         Err(e) => service_error(&e),

@@ -7,5 +7,6 @@ mod business;
 mod cluster;
 pub mod config;
 mod plugins;
+mod plugins_admin;
 pub mod tenants;
 pub mod wiring;

@@ -3,7 +3,9 @@
 //! the admin API over the registry.
 
 use crate::config::Config;
+use crate::plugins_admin::{load_report, word};
 use anyhow::Context;
+use palaver_api::bodies::admin as a;
 use palaver_core::ports::{BusinessRules, RuleVerdict};
 use palaver_core::ports::{PublishHook, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{TenantId, UserId};
@@ -137,68 +139,51 @@ fn log_report(report: &LoadReport) {
     }
 }
 
-fn report_json(report: &LoadReport) -> Value {
-    let loaded: Vec<Value> = report
-        .loaded
-        .iter()
-        .map(|o| match o {
-            LoadOutcome::Loaded { name, version, hash, replaced } => {
-                json!({ "name": name, "version": version, "hash": hash, "replaced": replaced, "changed": true })
-            }
-            LoadOutcome::Unchanged { name, version } => json!({ "name": name, "version": version, "changed": false }),
-        })
-        .collect();
-    let refused: Vec<Value> =
-        report.refused.iter().map(|(p, why)| json!({ "manifest": p.display().to_string(), "reason": why })).collect();
-    json!({ "loaded": loaded, "refused": refused })
-}
-
 #[async_trait::async_trait]
 impl Admin for Plugins {
-    fn plugins(&self) -> Value {
-        json!({ "dir": self.dir.display().to_string(), "plugins": self.registry.list() })
+    fn plugins(&self) -> a::PluginList {
+        let plugins = self.registry.list().into_iter().map(crate::plugins_admin::plugin).collect();
+        a::PluginList { dir: self.dir.display().to_string(), plugins }
     }
 
-    async fn rescan(&self) -> Value {
-        report_json(&Plugins::rescan(self).await)
+    async fn rescan(&self) -> a::LoadReport {
+        load_report(&Plugins::rescan(self).await)
     }
 
-    async fn reload(&self, name: &str) -> Result<Value, String> {
+    async fn reload(&self, name: &str) -> Result<a::LoadReport, String> {
         let registry = self.registry.clone();
         let name = name.to_owned();
         let outcome = tokio::task::spawn_blocking(move || registry.reload(&name)).await.map_err(|e| e.to_string())?;
         match outcome {
-            Ok(o) => Ok(report_json(&LoadReport { loaded: vec![o], refused: Vec::new() })),
+            Ok(o) => Ok(load_report(&LoadReport { loaded: vec![o], refused: Vec::new() })),
             Err(e) => Err(e.to_string()),
         }
     }
 
-    async fn rollback(&self, name: &str) -> Result<Value, String> {
+    async fn rollback(&self, name: &str) -> Result<a::RolledBack, String> {
         let r = self.registry.rollback(name).map_err(|e| e.to_string())?;
-        Ok(json!({ "name": r.name, "from": r.from, "to": r.to }))
+        Ok(a::RolledBack { name: r.name, from: r.from, to: r.to })
     }
 
-    fn tenant_plugin(&self, tenant: u64, name: &str) -> Result<Value, String> {
+    fn tenant_plugin(&self, tenant: u64, name: &str) -> Result<a::TenantPlugin, String> {
         let tenant = TenantId(tenant);
         let settings = self.registry.settings(tenant, name).map_err(|e| e.to_string())?;
         let choice = self.registry.tenant_choices(tenant).into_iter().find(|c| c.plugin == name);
         let enabled = choice.as_ref().and_then(|c| c.enabled);
         // What a fault means for this tenant, hook by hook, all choices applied; and which of them it chose.
-        let failure: serde_json::Map<String, Value> = self
+        let failure = self
             .registry
             .failure_policies(tenant, name)
             .map_err(|e| e.to_string())?
             .into_iter()
-            .map(|(h, p)| (h.as_str().to_owned(), json!(p)))
+            .map(|(h, p)| (h.as_str().to_owned(), word(&p)))
             .collect();
         let chosen = choice.map(|c| c.failure).unwrap_or_default();
-        Ok(json!({
-            "plugin": name, "tenant": tenant.0, "enabled": enabled, "settings": settings,
-            "failure": failure, "failure_chosen": chosen,
-        }))
+        let failure_chosen = chosen.into_iter().map(|(h, p)| (h.as_str().to_owned(), word(&p))).collect();
+        Ok(a::TenantPlugin { plugin: name.to_owned(), tenant: tenant.0, enabled, settings, failure, failure_chosen })
     }
 
-    fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<Value, String> {
+    fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<a::TenantPlugin, String> {
         let t = TenantId(tenant);
         // Checked before anything is applied, so that a bad policy leaves the other choices unchanged too.
         let failure = change.get("failure").map(failure_change).transpose()?;

@@ -1,9 +1,18 @@
-//! Layering rules of the service's source: handlers call use cases, never the ports.
+//! Layering rules of the service's source: handlers and business commands call use cases, never the ports.
 //!
-//! The Tinode handlers (`src/handlers/`) and the session (`src/session.rs`) parse, authorize, call a use case
-//! (`src/usecases/`) and reply; a port reached from them would put a rule where no other caller shares it.
+//! The Tinode handlers (`src/handlers/`), the session (`src/session.rs`) and the business commands of `/v1/im/`
+//! (`src/business/`) parse, authorize, call a use case (`src/usecases/`) and reply; a port reached from them
+//! would put a rule where no other caller shares it.
 
 use std::path::Path;
+
+/// True if `code` names the ports: `ports.` or `ports::Ports` as a word of its own (`reports.` is no port).
+fn names_a_port(code: &str) -> bool {
+    ["ports.", "ports::Ports"].iter().any(|needle| {
+        code.match_indices(needle)
+            .any(|(at, _)| !code[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_'))
+    })
+}
 
 /// Every line of `dir`'s `.rs` files (and of `dir` itself if it is a file) that names a port through `ports.`.
 fn port_calls(path: &Path) -> Vec<String> {
@@ -21,7 +30,7 @@ fn port_calls(path: &Path) -> Vec<String> {
         let text = std::fs::read_to_string(&file).unwrap();
         for (n, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or_default();
-            if code.contains("ports.") || code.contains("ports::Ports") {
+            if names_a_port(code) {
                 hits.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
             }
         }
@@ -35,6 +44,26 @@ fn handlers_and_the_session_reach_no_port() {
     let mut hits = port_calls(&src.join("handlers"));
     hits.extend(port_calls(&src.join("session.rs")));
     assert!(hits.is_empty(), "handlers must call a use case (src/usecases/) instead of a port:\n{}", hits.join("\n"));
+}
+
+#[test]
+fn business_commands_reach_no_port() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let hits = port_calls(&src.join("business"));
+    assert!(
+        hits.is_empty(),
+        "business commands must call a use case (src/usecases/) instead of a port:\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn the_word_check_tells_ports_from_other_names() {
+    assert!(names_a_port("let s = &cx.svc.ports.subs;"));
+    assert!(names_a_port("ports.users.get_user(t, u)"));
+    assert!(names_a_port("fn f(p: crate::ports::Ports)"));
+    assert!(!names_a_port("reports.file(&new, &[summary], now)"));
+    assert!(!names_a_port("use palaver_core::ports::{Mute, GroupRole};"));
 }
 
 #[test]

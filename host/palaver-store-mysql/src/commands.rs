@@ -11,21 +11,10 @@ use crate::codec::{datetime_to_millis, millis_to_datetime};
 use crate::error::db_error;
 use palaver_core::ports::{Claim, CommandEnd, CommandRecord, CommandStatus, CommandStore};
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis};
+use palaver_store_sql::ledger::{CommandColumns, command_of};
 use sqlx::{MySql, Transaction};
 
-type Row = (String, String, String, Option<String>, i32, String, i64, i64);
-
-fn record_of(row: Row) -> StoreResult<CommandRecord> {
-    let (command_id, kind, status, result, attempts, node, created, updated) = row;
-    let status = CommandStatus::parse(&status)
-        .ok_or_else(|| StoreError::Internal(format!("admin_commands.status {status:?} is not known")))?;
-    let result = match result {
-        Some(text) => Some(serde_json::from_str(&text).map_err(|e| StoreError::Internal(e.to_string()))?),
-        None => None,
-    };
-    let attempts = u32::try_from(attempts).unwrap_or(0);
-    Ok(CommandRecord { command_id, kind, status, result, attempts, node, created, updated })
-}
+type Row = CommandColumns;
 
 /// The select list of a [`Row`], as a literal for `concat!`.
 macro_rules! select {
@@ -43,7 +32,7 @@ macro_rules! select {
 async fn locked_row(tx: &mut Transaction<'static, MySql>, id: &str) -> StoreResult<Option<CommandRecord>> {
     let row: Option<Row> =
         sqlx::query_as(concat!(select!(), " FOR UPDATE")).bind(id).fetch_optional(&mut **tx).await.map_err(db_error)?;
-    row.map(record_of).transpose()
+    Ok(row.map(command_of).transpose()?)
 }
 
 #[async_trait::async_trait]
@@ -162,6 +151,6 @@ impl CommandStore for MysqlStore {
         let db = self.db(tenant).await?;
         let row: Option<Row> =
             sqlx::query_as(select!()).bind(command_id).fetch_optional(&db.pool).await.map_err(db_error)?;
-        row.map(record_of).transpose()
+        Ok(row.map(command_of).transpose()?)
     }
 }

@@ -6,7 +6,7 @@ use crate::error::db_error;
 use crate::table::Table;
 use palaver_core::{DeleteMessages, Deletions, SeqRange, StoreError, StoreResult, UserId};
 use palaver_store_sql::columns::EVERYONE;
-use palaver_store_sql::dellog::{DellogColumns, deleted_for_col, deletions_of};
+use palaver_store_sql::dellog::{DellogColumns, deletions_of};
 use sqlx::MySqlPool;
 
 /// Allocates the topic's next deletion id and records the ranges under it, in one transaction. A hard delete
@@ -27,18 +27,19 @@ pub(crate) async fn delete(pool: &MySqlPool, topic: &str, request: &DeleteMessag
         .fetch_one(&mut *tx)
         .await
         .map_err(db_error)?;
-    let deleted_for = deleted_for_col(request);
     for range in request.ranges.iter().copied().map(SeqRange::normalized) {
-        sqlx::query("INSERT INTO dellog (topic, del_id, deleted_for, low, hi, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-            .bind(topic)
-            .bind(del_id)
-            .bind(deleted_for)
-            .bind(range.low)
-            .bind(range.hi)
-            .bind(request.when)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        palaver_store_sql::bind_dellog!(
+            sqlx::query(
+                "INSERT INTO dellog (topic, del_id, deleted_for, low, hi, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+            )
+            .bind(topic),
+            del_id,
+            request,
+            range
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
         if request.hard {
             sqlx::query(Table::of(topic).hard_delete_sql())
                 .bind(request.when)

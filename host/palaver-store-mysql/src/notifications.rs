@@ -43,22 +43,19 @@ impl NotificationStore for MysqlStore {
     async fn add(&self, tenant: TenantId, n: &NewNotification, now: UnixMillis) -> StoreResult<Notification> {
         let db = self.db(tenant).await?;
         // A NULL expiry stays NULL through the conversion, since arithmetic on NULL is NULL.
-        let done = sqlx::query(concat!(
-            "INSERT INTO im_system_notifications \
+        let done = palaver_store_sql::bind_notification!(
+            sqlx::query(concat!(
+                "INSERT INTO im_system_notifications \
              (user_id, kind, content, source_topic, source_seq, read_at, expires_at, created_at) \
              VALUES (?, ?, ?, ?, ?, NULL, ",
-            millis_to_datetime!(),
-            ", ",
-            millis_to_datetime!(),
-            ")"
-        ))
-        .bind(user_col(n.user))
-        .bind(&n.kind)
-        .bind(n.content.to_string())
-        .bind(n.source_topic.as_deref())
-        .bind(n.source_seq)
-        .bind(n.expires)
-        .bind(now)
+                millis_to_datetime!(),
+                ", ",
+                millis_to_datetime!(),
+                ")"
+            )),
+            n,
+            now
+        )
         .execute(&db.pool)
         .await
         .map_err(db_error)?;

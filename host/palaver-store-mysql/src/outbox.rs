@@ -120,23 +120,15 @@ impl AuditStore for MysqlStore {
     async fn record_audit(&self, tenant: TenantId, e: &AuditEvent) -> StoreResult<bool> {
         let db = self.db(tenant).await?;
         // The unique `event_id` makes a redelivered event a conflict, which is the "already stored" answer.
-        let done = sqlx::query(concat!(
-            "INSERT INTO audit_log (event_id, actor_kind, actor_id, action, target_kind, target_id, topic, seqid, \
-             detail, client_ip, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ",
-            millis_to_datetime!(),
-            ")"
-        ))
-        .bind(&e.event_id)
-        .bind(&e.actor_kind)
-        .bind(e.actor_id)
-        .bind(&e.action)
-        .bind(&e.target_kind)
-        .bind(&e.target_id)
-        .bind(e.topic.as_deref())
-        .bind(e.seq)
-        .bind((!e.detail.is_null()).then(|| e.detail.to_string()))
-        .bind(e.client_ip.as_deref())
-        .bind(e.at)
+        let done = palaver_store_sql::bind_audit!(
+            sqlx::query(concat!(
+                "INSERT INTO audit_log (event_id, actor_kind, actor_id, action, target_kind, target_id, topic, seqid, \
+                 detail, client_ip, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ",
+                millis_to_datetime!(),
+                ")"
+            )),
+            e
+        )
         .execute(&db.pool)
         .await;
         match done.map_err(db_error) {

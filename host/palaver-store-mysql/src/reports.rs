@@ -3,24 +3,13 @@
 //! UPDATE`, so of two racing resolutions the second waits, then finds it closed.
 
 use crate::MysqlStore;
-use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col, user_of};
+use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col};
 use crate::error::db_error;
-use palaver_core::ports::{NewReport, QueueRecord, REPORT_CLOSED, Report, ReportStore, ReportTarget, Resolution};
+use palaver_core::ports::{NewReport, QueueRecord, REPORT_CLOSED, Report, ReportStore, Resolution};
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_store_sql::ledger::{ReportColumns, report_of};
 
-type Row = (
-    i64,
-    i64,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    i64,
-);
+type Row = ReportColumns;
 
 /// The select list of a [`Row`], as a literal for `concat!`.
 macro_rules! select {
@@ -35,19 +24,6 @@ macro_rules! select {
     };
 }
 
-fn report_of(row: Row) -> StoreResult<Report> {
-    let (id, reporter, target_type, target, reason, note, resolution, resolve_note, by, at, created) = row;
-    let target_type = ReportTarget::parse(&target_type)
-        .ok_or_else(|| StoreError::Internal(format!("abuse_reports.target_type {target_type:?} is not known")))?;
-    let resolved = resolution.map(|resolution| Resolution {
-        resolution,
-        note: resolve_note,
-        by: by.unwrap_or_default(),
-        at: at.unwrap_or_default(),
-    });
-    Ok(Report { id, reporter: user_of(reporter), target_type, target, reason, note, resolved, created })
-}
-
 #[async_trait::async_trait]
 impl ReportStore for MysqlStore {
     async fn add_report(
@@ -59,34 +35,23 @@ impl ReportStore for MysqlStore {
     ) -> StoreResult<Report> {
         let db = self.db(tenant).await?;
         let mut tx = db.pool.begin().await.map_err(db_error)?;
-        let done = sqlx::query(concat!(
-            "INSERT INTO abuse_reports (reporter_id, target_type, target, reason, note, created_at) \
+        let done = palaver_store_sql::bind_report!(
+            sqlx::query(concat!(
+                "INSERT INTO abuse_reports (reporter_id, target_type, target, reason, note, created_at) \
              VALUES (?, ?, ?, ?, ?, ",
-            millis_to_datetime!(),
-            ")"
-        ))
-        .bind(user_col(r.reporter))
-        .bind(r.target_type.as_str())
-        .bind(&r.target)
-        .bind(&r.reason)
-        .bind(r.note.as_deref())
-        .bind(now)
+                millis_to_datetime!(),
+                ")"
+            )),
+            r,
+            now
+        )
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
         let id = insert_id(&done)?;
         crate::outbox::append(&mut tx, records, now).await?;
         tx.commit().await.map_err(db_error)?;
-        Ok(Report {
-            id,
-            reporter: r.reporter,
-            target_type: r.target_type,
-            target: r.target.clone(),
-            reason: r.reason.clone(),
-            note: r.note.clone(),
-            resolved: None,
-            created: now,
-        })
+        Ok(r.stored(id, now))
     }
 
     async fn count_reports_since(&self, tenant: TenantId, reporter: UserId, since: UnixMillis) -> StoreResult<u64> {
@@ -110,7 +75,7 @@ impl ReportStore for MysqlStore {
             .fetch_optional(&db.pool)
             .await
             .map_err(db_error)?;
-        row.map(report_of).transpose()
+        Ok(row.map(report_of).transpose()?)
     }
 
     async fn list_reports(
@@ -129,7 +94,7 @@ impl ReportStore for MysqlStore {
                 .fetch_all(&db.pool)
                 .await
                 .map_err(db_error)?;
-        rows.into_iter().map(report_of).collect()
+        Ok(rows.into_iter().map(report_of).collect::<Result<_, _>>()?)
     }
 
     async fn resolve_report(

@@ -92,3 +92,72 @@ macro_rules! bind_profile_change {
             .bind(update.defacs.map(|d| i64::from(d.anon.0)))
     }};
 }
+
+/// Binds an [`AuditEvent`](palaver_core::ports::AuditEvent)'s columns: `event_id, actor_kind, actor_id, action,
+/// target_kind, target_id, topic, seqid, detail, client_ip, created_at` (a `Null` detail is stored as SQL NULL).
+#[macro_export]
+macro_rules! bind_audit {
+    ($query:expr, $event:expr) => {{
+        let e = $event;
+        $query
+            .bind(&e.event_id)
+            .bind(&e.actor_kind)
+            .bind(e.actor_id)
+            .bind(&e.action)
+            .bind(&e.target_kind)
+            .bind(&e.target_id)
+            .bind(e.topic.as_deref())
+            .bind(e.seq)
+            .bind((!e.detail.is_null()).then(|| e.detail.to_string()))
+            .bind(e.client_ip.as_deref())
+            .bind(e.at)
+    }};
+}
+
+/// Binds a [`NewNotification`](palaver_core::ports::NewNotification)'s columns and its time: `user_id, kind,
+/// content, source_topic, source_seq, expires_at, created_at`.
+#[macro_export]
+macro_rules! bind_notification {
+    ($query:expr, $new:expr, $now:expr) => {{
+        let n = $new;
+        $query
+            .bind($crate::columns::user_col(n.user))
+            .bind(&n.kind)
+            .bind(n.content.to_string())
+            .bind(n.source_topic.as_deref())
+            .bind(n.source_seq)
+            .bind(n.expires)
+            .bind($now)
+    }};
+}
+
+/// Binds a [`NewReport`](palaver_core::ports::NewReport)'s columns and its time: `reporter_id, target_type,
+/// target, reason, note, created_at`.
+#[macro_export]
+macro_rules! bind_report {
+    ($query:expr, $new:expr, $now:expr) => {{
+        let r = $new;
+        $query
+            .bind($crate::columns::user_col(r.reporter))
+            .bind(r.target_type.as_str())
+            .bind(&r.target)
+            .bind(&r.reason)
+            .bind(r.note.as_deref())
+            .bind($now)
+    }};
+}
+
+/// Binds one `dellog` row after its `topic` (which each adapter binds, SQLite after its `tenant_id`): `del_id,
+/// deleted_for, low, hi, created_at` of a [`DeleteMessages`](palaver_core::DeleteMessages)'s range.
+#[macro_export]
+macro_rules! bind_dellog {
+    ($query:expr, $del_id:expr, $request:expr, $range:expr) => {{
+        let (request, range) = ($request, $range);
+        $query
+            .bind($del_id)
+            .bind($crate::dellog::deleted_for_col(request))
+            .bind(range.low)
+            .bind(range.hi)
+            .bind(request.when)
+    }};
+}

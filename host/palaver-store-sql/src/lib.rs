@@ -6,5 +6,6 @@
 pub mod bind;
 pub mod columns;
 pub mod dellog;
+pub mod ledger;
 pub mod queue;
 pub mod rows;

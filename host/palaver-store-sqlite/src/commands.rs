@@ -9,22 +9,11 @@ use crate::SqliteStore;
 use crate::codec::tenant;
 use crate::error::db_error;
 use palaver_core::ports::{Claim, CommandEnd, CommandRecord, CommandStatus, CommandStore};
-use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis};
+use palaver_core::{StoreResult, TenantId, UnixMillis};
+use palaver_store_sql::ledger::{CommandColumns, command_of};
 use sqlx::{Sqlite, Transaction};
 
-type Row = (String, String, String, Option<String>, i64, String, i64, i64);
-
-fn record_of(row: Row) -> StoreResult<CommandRecord> {
-    let (command_id, kind, status, result, attempts, node, created, updated) = row;
-    let status = CommandStatus::parse(&status)
-        .ok_or_else(|| StoreError::Internal(format!("admin_commands.status {status:?} is not known")))?;
-    let result = match result {
-        Some(text) => Some(serde_json::from_str(&text).map_err(|e| StoreError::Internal(e.to_string()))?),
-        None => None,
-    };
-    let attempts = u32::try_from(attempts).unwrap_or(0);
-    Ok(CommandRecord { command_id, kind, status, result, attempts, node, created, updated })
-}
+type Row = CommandColumns;
 
 /// The columns of a [`Row`], as a literal for `concat!`.
 macro_rules! columns {
@@ -38,7 +27,7 @@ const SELECT: &str = concat!("SELECT ", columns!(), " FROM admin_commands WHERE 
 
 async fn row_in(tx: &mut Transaction<'static, Sqlite>, t: i64, id: &str) -> StoreResult<Option<CommandRecord>> {
     let row: Option<Row> = sqlx::query_as(SELECT).bind(t).bind(id).fetch_optional(&mut **tx).await.map_err(db_error)?;
-    row.map(record_of).transpose()
+    Ok(row.map(command_of).transpose()?)
 }
 
 #[async_trait::async_trait]
@@ -145,6 +134,6 @@ impl CommandStore for SqliteStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error)?;
-        row.map(record_of).transpose()
+        Ok(row.map(command_of).transpose()?)
     }
 }

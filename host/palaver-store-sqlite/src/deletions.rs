@@ -6,7 +6,7 @@ use crate::error::db_error;
 use crate::messages::Table;
 use palaver_core::{DeleteMessages, Deletions, SeqRange, StoreError, StoreResult, TenantId, UserId};
 use palaver_store_sql::columns::EVERYONE;
-use palaver_store_sql::dellog::{DellogColumns, deleted_for_col, deletions_of};
+use palaver_store_sql::dellog::{DellogColumns, deletions_of};
 
 /// Allocates the topic's next deletion id and records the ranges under it, in one transaction. A hard delete
 /// also drops the messages' content; a soft delete also moves the requester's subscription to the new id.
@@ -26,19 +26,18 @@ pub(crate) async fn delete(
             .await
             .map_err(db_error)?;
     let del_id = del_id.ok_or(StoreError::NotFound)?;
-    let deleted_for = deleted_for_col(request);
     for range in request.ranges.iter().copied().map(SeqRange::normalized) {
-        sqlx::query(
-            "INSERT INTO dellog (tenant_id, topic, del_id, deleted_for, low, hi, created_at) \
+        palaver_store_sql::bind_dellog!(
+            sqlx::query(
+                "INSERT INTO dellog (tenant_id, topic, del_id, deleted_for, low, hi, created_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(t)
+            .bind(topic),
+            del_id,
+            request,
+            range
         )
-        .bind(t)
-        .bind(topic)
-        .bind(del_id)
-        .bind(deleted_for)
-        .bind(range.low)
-        .bind(range.hi)
-        .bind(request.when)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;

@@ -31,19 +31,16 @@ macro_rules! alive_at {
 impl NotificationStore for SqliteStore {
     #[tracing::instrument(name = "palaver.store.add_notification", skip_all, fields(tenant = %tenant_id))]
     async fn add(&self, tenant_id: TenantId, n: &NewNotification, now: UnixMillis) -> StoreResult<Notification> {
-        let done = sqlx::query(
-            "INSERT INTO im_system_notifications \
+        let done = palaver_store_sql::bind_notification!(
+            sqlx::query(
+                "INSERT INTO im_system_notifications \
              (tenant_id, user_id, kind, content, source_topic, source_seq, read_at, expires_at, created_at) \
              VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+            )
+            .bind(tenant(tenant_id)),
+            n,
+            now
         )
-        .bind(tenant(tenant_id))
-        .bind(user_col(n.user))
-        .bind(&n.kind)
-        .bind(n.content.to_string())
-        .bind(n.source_topic.as_deref())
-        .bind(n.source_seq)
-        .bind(n.expires)
-        .bind(now)
         .execute(&self.writer)
         .await
         .map_err(db_error)?;

@@ -105,23 +105,15 @@ impl AuditStore for SqliteStore {
     #[tracing::instrument(name = "palaver.store.record_audit", skip_all, fields(tenant = %tenant_id))]
     async fn record_audit(&self, tenant_id: TenantId, e: &AuditEvent) -> StoreResult<bool> {
         // The unique (tenant, event id) index makes a redelivered event a no-op: at most one row per event.
-        let done = sqlx::query(
-            "INSERT INTO audit_log (tenant_id, event_id, actor_kind, actor_id, action, target_kind, target_id, \
-             topic, seqid, detail, client_ip, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (tenant_id, event_id) DO NOTHING",
+        let done = palaver_store_sql::bind_audit!(
+            sqlx::query(
+                "INSERT INTO audit_log (tenant_id, event_id, actor_kind, actor_id, action, target_kind, target_id, \
+                 topic, seqid, detail, client_ip, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (tenant_id, event_id) DO NOTHING",
+            )
+            .bind(tenant(tenant_id)),
+            e
         )
-        .bind(tenant(tenant_id))
-        .bind(&e.event_id)
-        .bind(&e.actor_kind)
-        .bind(e.actor_id)
-        .bind(&e.action)
-        .bind(&e.target_kind)
-        .bind(&e.target_id)
-        .bind(e.topic.as_deref())
-        .bind(e.seq)
-        .bind((!e.detail.is_null()).then(|| e.detail.to_string()))
-        .bind(e.client_ip.as_deref())
-        .bind(e.at)
         .execute(&self.writer)
         .await
         .map_err(db_error)?;

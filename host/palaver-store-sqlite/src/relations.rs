@@ -102,16 +102,7 @@ impl RelationStore for SqliteStore {
         .await
         .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
-        Ok(CreateOutcome::Created(FriendRequest {
-            id: done.last_insert_rowid(),
-            from,
-            to,
-            message: message.map(str::to_owned),
-            status: RequestStatus::Pending,
-            created: now,
-            updated: now,
-            handled: None,
-        }))
+        Ok(CreateOutcome::Created(FriendRequest::pending(done.last_insert_rowid(), from, to, message, now)))
     }
 
     #[tracing::instrument(name = "palaver.store.count_requests_since", skip_all, fields(tenant = %tenant_id))]

@@ -3,10 +3,11 @@
 //! `status = 'open'`), so of two racing resolutions exactly one closes the report.
 
 use crate::SqliteStore;
-use crate::codec::{limit_col, tenant, user_col, user_of};
+use crate::codec::{limit_col, tenant, user_col};
 use crate::error::db_error;
-use palaver_core::ports::{NewReport, QueueRecord, REPORT_CLOSED, Report, ReportStore, ReportTarget, Resolution};
+use palaver_core::ports::{NewReport, QueueRecord, REPORT_CLOSED, Report, ReportStore, Resolution};
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_store_sql::ledger::{ReportColumns, report_of};
 
 /// The columns of a [`Row`], as a literal for `concat!`.
 macro_rules! columns {
@@ -19,32 +20,7 @@ macro_rules! columns {
 /// One report by id.
 const SELECT: &str = concat!("SELECT ", columns!(), " FROM abuse_reports WHERE tenant_id = ? AND id = ?");
 
-type Row = (
-    i64,
-    i64,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    i64,
-);
-
-fn report_of(row: Row) -> StoreResult<Report> {
-    let (id, reporter, target_type, target, reason, note, resolution, resolve_note, by, at, created) = row;
-    let target_type = ReportTarget::parse(&target_type)
-        .ok_or_else(|| StoreError::Internal(format!("abuse_reports.target_type {target_type:?} is not known")))?;
-    let resolved = resolution.map(|resolution| Resolution {
-        resolution,
-        note: resolve_note,
-        by: by.unwrap_or_default(),
-        at: at.unwrap_or_default(),
-    });
-    Ok(Report { id, reporter: user_of(reporter), target_type, target, reason, note, resolved, created })
-}
+type Row = ReportColumns;
 
 #[async_trait::async_trait]
 impl ReportStore for SqliteStore {
@@ -57,32 +33,21 @@ impl ReportStore for SqliteStore {
     ) -> StoreResult<Report> {
         let t = tenant(tenant_id);
         let mut tx = self.begin_write().await?;
-        let done = sqlx::query(
-            "INSERT INTO abuse_reports (tenant_id, reporter_id, target_type, target, reason, note, created_at) \
+        let done = palaver_store_sql::bind_report!(
+            sqlx::query(
+                "INSERT INTO abuse_reports (tenant_id, reporter_id, target_type, target, reason, note, created_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(t),
+            r,
+            now
         )
-        .bind(t)
-        .bind(user_col(r.reporter))
-        .bind(r.target_type.as_str())
-        .bind(&r.target)
-        .bind(&r.reason)
-        .bind(r.note.as_deref())
-        .bind(now)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
         crate::outbox::append(&mut tx, t, records, now).await?;
         tx.commit().await.map_err(db_error)?;
-        Ok(Report {
-            id: done.last_insert_rowid(),
-            reporter: r.reporter,
-            target_type: r.target_type,
-            target: r.target.clone(),
-            reason: r.reason.clone(),
-            note: r.note.clone(),
-            resolved: None,
-            created: now,
-        })
+        Ok(r.stored(done.last_insert_rowid(), now))
     }
 
     async fn count_reports_since(&self, tenant_id: TenantId, reporter: UserId, since: UnixMillis) -> StoreResult<u64> {
@@ -105,7 +70,7 @@ impl ReportStore for SqliteStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error)?;
-        row.map(report_of).transpose()
+        Ok(row.map(report_of).transpose()?)
     }
 
     async fn list_reports(
@@ -129,7 +94,7 @@ impl ReportStore for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        rows.into_iter().map(report_of).collect()
+        Ok(rows.into_iter().map(report_of).collect::<Result<_, _>>()?)
     }
 
     async fn resolve_report(

@@ -66,6 +66,20 @@ pub struct FriendRequest {
 }
 
 impl FriendRequest {
+    /// A request from `from` to `to` as stored under `id` at `now`: pending, not handled yet.
+    pub fn pending(id: i64, from: UserId, to: UserId, message: Option<&str>, now: UnixMillis) -> FriendRequest {
+        FriendRequest {
+            id,
+            from,
+            to,
+            message: message.map(str::to_owned),
+            status: RequestStatus::Pending,
+            created: now,
+            updated: now,
+            handled: None,
+        }
+    }
+
     /// The request as `decision` by `actor` at `now` leaves it, or the `Conflict` that refuses the decision:
     /// [`REQUEST_NOT_YOURS`] when `actor` is the wrong side, [`REQUEST_NOT_PENDING`] when it was decided already.
     /// Adapters call this on the row they locked, so every backend applies the same rules.

@@ -46,6 +46,22 @@ pub struct NewReport {
     pub note: Option<String>,
 }
 
+impl NewReport {
+    /// The report as stored under `id` at `now`: open, with everything else as given.
+    pub fn stored(&self, id: i64, now: UnixMillis) -> Report {
+        Report {
+            id,
+            reporter: self.reporter,
+            target_type: self.target_type,
+            target: self.target.clone(),
+            reason: self.reason.clone(),
+            note: self.note.clone(),
+            resolved: None,
+            created: now,
+        }
+    }
+}
+
 /// A stored report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {

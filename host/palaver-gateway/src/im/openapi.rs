@@ -3,8 +3,9 @@
 //! parses bodies into and the service serializes answers from (`palaver_api::bodies`), and the error schema
 //! from the one error body (`palaver_api::ErrorBody`), so the document cannot drift from the code.
 
-use super::routes::{ROUTES, Route};
+use super::routes::{Endpoint, ROUTES};
 use palaver_api::ErrorBody;
+use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
@@ -22,8 +23,10 @@ pub(crate) fn document() -> Value {
     let error = generator.subschema_for::<ErrorBody>().to_value();
     let mut paths = Map::new();
     for route in ROUTES {
-        let entry = paths.entry(format!("/v1/im{}", route.path)).or_insert_with(|| json!({}));
-        entry[route.method.to_lowercase()] = operation(route, &mut generator, &error);
+        add(&mut paths, route, &mut generator, &error);
+    }
+    for route in crate::admin::routes::ROUTES {
+        add(&mut paths, route, &mut generator, &error);
     }
     let schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
     json!({
@@ -32,17 +35,20 @@ pub(crate) fn document() -> Value {
         "info": {
             "title": "Palaver IM API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Business endpoints (friends, group governance, system notifications). Each runs a \
-                command a plugin handles; changes are also pushed to the clients' sockets as `{info}` events. \
-                Every refusal is an `ErrorBody` whose `reason` is one of the reasons table (docs/reasons.md)."
+            "description": "Business endpoints under `/v1/im` (friends, group governance, system notifications): \
+                each runs a command a plugin handles, and changes are also pushed to the clients' sockets as \
+                `{info}` events. The operator's endpoints under `/v1/admin` (plugins, admin commands, user \
+                actions, abuse reports, held messages) take the admin bearer token. Every refusal is an \
+                `ErrorBody` whose `reason` is one of the reasons table (docs/reasons.md)."
         },
         "servers": [{ "url": "/" }],
-        "security": [{ "apiKey": [], "token": [] }],
         "components": {
             "securitySchemes": {
                 "apiKey": { "type": "apiKey", "in": "header", "name": "X-Tinode-APIKey" },
                 "token": { "type": "apiKey", "in": "header", "name": "Authorization",
-                           "description": "`Token <login token>`, as returned by `{login}`" }
+                           "description": "`Token <login token>`, as returned by `{login}`" },
+                "adminToken": { "type": "http", "scheme": "bearer",
+                                "description": "the node's admin token (`admin.token`)" }
             },
             "schemas": schemas
         },
@@ -50,32 +56,38 @@ pub(crate) fn document() -> Value {
     })
 }
 
-fn operation(route: &Route, generator: &mut schemars::SchemaGenerator, error: &Value) -> Value {
+fn add<E: Endpoint>(paths: &mut Map<String, Value>, route: &E, generator: &mut SchemaGenerator, error: &Value) {
+    let entry = paths.entry(route.path()).or_insert_with(|| json!({}));
+    entry[route.method().to_lowercase()] = operation(route, generator, error);
+}
+
+fn operation<E: Endpoint>(route: &E, generator: &mut SchemaGenerator, error: &Value) -> Value {
     let mut params: Vec<Value> = route
-        .path
+        .local_path()
         .split('/')
         .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
         .map(|name| json!({ "name": name, "in": "path", "required": true, "schema": { "type": "string" } }))
         .collect();
-    params.extend(route.query.iter().map(|name| {
+    params.extend(route.query().iter().map(|name| {
         let schema =
             if *name == "limit" { json!({ "type": "integer", "minimum": 1 }) } else { json!({ "type": "string" }) };
         json!({ "name": name, "in": "query", "required": false, "schema": schema })
     }));
     let refused = json!({ "description": "refused", "content": { "application/json": { "schema": error } } });
-    let ok = (route.response)(generator).to_value();
+    let ok = (route.response())(generator).to_value();
     let mut op = json!({
-        "operationId": route.command.name(),
-        "tags": [route.tag],
-        "summary": route.summary,
+        "operationId": route.operation_id(),
+        "tags": [route.tag()],
+        "summary": route.summary(),
+        "security": route.security(),
         "parameters": params,
         "responses": {
-            "200": { "description": "the command's result", "content": { "application/json": { "schema": ok } } },
+            "200": { "description": "the result", "content": { "application/json": { "schema": ok } } },
             "400": refused, "401": refused, "403": refused, "404": refused, "409": refused, "413": refused,
             "429": refused, "500": refused, "503": refused
         }
     });
-    if let Some(request) = route.request {
+    if let Some(request) = route.request() {
         op["requestBody"] = json!({
             "required": false,
             "content": { "application/json": { "schema": (request.schema)(generator).to_value() } }
@@ -96,21 +108,36 @@ mod tests {
         }
     }
 
+    /// The route's operation has a typed 200 body, the one error body, and its request body if it takes one.
+    fn check_operation<E: Endpoint>(doc: &Value, route: &E) {
+        let path = route.path();
+        let op = &doc["paths"][&path][route.method().to_lowercase()];
+        let ok = resolve(doc, &op["responses"]["200"]["content"]["application/json"]["schema"]);
+        // One typed body, or a choice of typed bodies (`evict`: a command's result, or what this node closed).
+        let typed = |s: &Value| resolve(doc, s)["properties"].as_object().is_some_and(|p| !p.is_empty());
+        let branches = ok["oneOf"].as_array().cloned().unwrap_or_else(|| vec![ok.clone()]);
+        assert!(branches.iter().all(typed), "{path}: untyped 200 {ok}");
+        let err = resolve(doc, &op["responses"]["404"]["content"]["application/json"]["schema"]);
+        assert_eq!(err["required"], json!(["code", "reason", "message"]), "{path}");
+        assert_eq!(op.get("requestBody").is_some(), route.request().is_some());
+        if route.request().is_some() {
+            let body = resolve(doc, &op["requestBody"]["content"]["application/json"]["schema"]);
+            assert!(body["properties"].as_object().is_some_and(|p| !p.is_empty()), "{path}: {body}");
+            assert_eq!(body["additionalProperties"], false, "{path}: unknown fields are refused");
+        }
+        assert!(op["security"].as_array().is_some_and(|s| !s.is_empty()), "{path}: no security");
+    }
+
     #[test]
     fn every_route_has_typed_bodies_and_the_error_schema() {
         let doc = document();
         for route in ROUTES {
-            let op = &doc["paths"][format!("/v1/im{}", route.path)][route.method.to_lowercase()];
-            let ok = resolve(&doc, &op["responses"]["200"]["content"]["application/json"]["schema"]);
-            assert!(ok["properties"].as_object().is_some_and(|p| !p.is_empty()), "{}: untyped 200 {ok}", route.path);
-            let err = resolve(&doc, &op["responses"]["404"]["content"]["application/json"]["schema"]);
-            assert_eq!(err["required"], json!(["code", "reason", "message"]), "{}", route.path);
-            assert_eq!(op.get("requestBody").is_some(), route.request.is_some());
-            if route.request.is_some() {
-                let body = resolve(&doc, &op["requestBody"]["content"]["application/json"]["schema"]);
-                assert!(body["properties"].as_object().is_some_and(|p| !p.is_empty()), "{}: {body}", route.path);
-                assert_eq!(body["additionalProperties"], false, "{}: unknown fields are refused", route.path);
-            }
+            check_operation(&doc, route);
+        }
+        for route in crate::admin::routes::ROUTES {
+            check_operation(&doc, route);
+            let op = &doc["paths"][route.path()][route.method().to_lowercase()];
+            assert_eq!(op["security"], json!([{ "adminToken": [] }]), "{}", route.path());
         }
         // Every `$ref` anywhere in the document resolves.
         let text = doc.to_string();

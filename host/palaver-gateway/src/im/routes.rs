@@ -25,7 +25,7 @@ impl std::fmt::Debug for RequestBody {
     }
 }
 
-fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+pub(crate) fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
     g.subschema_for::<T>()
 }
 
@@ -34,7 +34,7 @@ fn check<T: DeserializeOwned>(body: &Map<String, Value>) -> Result<(), String> {
 }
 
 /// The body of type `T` (`palaver_api::bodies`).
-const fn body<T: JsonSchema + DeserializeOwned>() -> RequestBody {
+pub(crate) const fn body<T: JsonSchema + DeserializeOwned>() -> RequestBody {
     RequestBody { schema: schema::<T>, check: check::<T> }
 }
 
@@ -428,13 +428,63 @@ pub(crate) const ROUTES: &[Route] = &[
 /// Path parameters by name, in path order.
 pub(crate) type Params = Vec<(&'static str, String)>;
 
-/// The route matching `method` and `path` (below `/v1/im`), with its path parameters, or `None`.
+/// One entry of a route table, as the matcher and the OpenAPI document read it.
+pub(crate) trait Endpoint: 'static {
+    fn method(&self) -> &'static str;
+    /// The full path, with `{name}` segments for parameters.
+    fn path(&self) -> String;
+    /// The path below the API's prefix, as the table writes it.
+    fn local_path(&self) -> &'static str;
+    fn operation_id(&self) -> &'static str;
+    fn tag(&self) -> &'static str;
+    fn summary(&self) -> &'static str;
+    fn request(&self) -> Option<RequestBody>;
+    fn response(&self) -> SchemaFn;
+    fn query(&self) -> &'static [&'static str];
+    /// The security scheme of the OpenAPI document that the endpoint requires.
+    fn security(&self) -> serde_json::Value;
+}
+
+impl Endpoint for Route {
+    fn method(&self) -> &'static str {
+        self.method
+    }
+    fn path(&self) -> String {
+        format!("/v1/im{}", self.path)
+    }
+    fn local_path(&self) -> &'static str {
+        self.path
+    }
+    fn operation_id(&self) -> &'static str {
+        self.command.name()
+    }
+    fn tag(&self) -> &'static str {
+        self.tag
+    }
+    fn summary(&self) -> &'static str {
+        self.summary
+    }
+    fn request(&self) -> Option<RequestBody> {
+        self.request
+    }
+    fn response(&self) -> SchemaFn {
+        self.response
+    }
+    fn query(&self) -> &'static [&'static str] {
+        self.query
+    }
+    fn security(&self) -> serde_json::Value {
+        serde_json::json!([{ "apiKey": [], "token": [] }])
+    }
+}
+
+/// The entry of `table` matching `method` and `path` (below the table's prefix), with its path parameters.
 /// A literal segment beats a parameter, so `/notifications/read-all` is not read as `/notifications/{id}`.
-pub(crate) fn find(method: &str, path: &str) -> Option<(&'static Route, Params)> {
+pub(crate) fn find_in<E: Endpoint>(table: &'static [E], method: &str, path: &str) -> Option<(&'static E, Params)> {
     let got: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let mut best: Option<(&'static Route, Params, usize)> = None;
-    for route in ROUTES.iter().filter(|r| r.method == method) {
-        let want: Vec<&str> = route.path.trim_matches('/').split('/').collect();
+    let mut best: Option<(&'static E, Params, usize)> = None;
+    for route in table.iter().filter(|r| r.method() == method) {
+        let want: Vec<&str> = route.local_path().trim_matches('/').split('/').collect();
         if want.len() != got.len() {
             continue;
         }
@@ -458,9 +508,19 @@ pub(crate) fn find(method: &str, path: &str) -> Option<(&'static Route, Params)>
     best.map(|(r, p, _)| (r, p))
 }
 
-/// True if some route has this path under another method (405 rather than 404).
+/// True if some entry of `table` has this path under another method (405 rather than 404).
+pub(crate) fn path_exists_in<E: Endpoint>(table: &'static [E], path: &str) -> bool {
+    ["GET", "POST", "PUT", "PATCH", "DELETE"].iter().any(|m| find_in(table, m, path).is_some())
+}
+
+/// The `/v1/im` route matching `method` and `path` (below `/v1/im`), with its path parameters, or `None`.
+pub(crate) fn find(method: &str, path: &str) -> Option<(&'static Route, Params)> {
+    find_in(ROUTES, method, path)
+}
+
+/// True if some `/v1/im` route has this path under another method.
 pub(crate) fn path_exists(path: &str) -> bool {
-    ["GET", "POST", "PUT", "PATCH", "DELETE"].iter().any(|m| find(m, path).is_some())
+    path_exists_in(ROUTES, path)
 }
 
 #[cfg(test)]

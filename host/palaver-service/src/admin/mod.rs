@@ -96,6 +96,7 @@ impl AdminCommand {
 
 /// The result record on `im.admin.command.result`, also the HTTP front's response body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CommandResult {
     pub command_id: String,
     /// The tenant as a decimal string, `""` when it could not be resolved.

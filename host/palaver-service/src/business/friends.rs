@@ -48,10 +48,10 @@ async fn other(cx: &Cx<'_>, key: &str) -> BizResult<UserId> {
 async fn create(cx: &Cx<'_>) -> BizResult<Value> {
     let to = other(cx, "to").await?;
     let message = cx.str_arg("message");
-    let rel = &cx.svc.ports.business.relations;
-    let relation = rel.relation(cx.tenant, cx.actor, to).await?;
+    let rel = cx.svc.relations(cx.tenant);
+    let relation = rel.between(cx.actor, to).await?;
     // "Daily" is the last 24 hours, which a user cannot reset by waiting for midnight in some time zone.
-    let sent_today = rel.count_requests_since(cx.tenant, cx.actor, cx.now - DAY_MS).await?;
+    let sent_today = rel.requests_sent_since(cx.actor, cx.now - DAY_MS).await?;
     let facts = FriendRequestFacts {
         to: to.to_string(),
         friends: relation.friends,
@@ -63,7 +63,7 @@ async fn create(cx: &Cx<'_>) -> BizResult<Value> {
         message_chars: message.map_or(0, |m| m.chars().count() as u64),
     };
     cx.ask(Facts::FriendRequestCreate(facts)).await?;
-    match rel.create_request(cx.tenant, cx.actor, to, message, cx.now).await? {
+    match rel.request(cx.actor, to, message, cx.now).await? {
         CreateOutcome::Created(req) => {
             let request = request_body(&req);
             let payload = json!({ "request_id": req.id, "request": body(&request) });
@@ -98,8 +98,7 @@ async fn list_requests(cx: &Cx<'_>) -> BizResult<Value> {
     let (cursor, limit) = (cx.id_cursor()?, cx.limit()?);
     let mailbox = if incoming { "incoming" } else { "outgoing" }.to_owned();
     cx.ask(Facts::FriendRequestList(RequestListFacts { mailbox })).await?;
-    let rel = &cx.svc.ports.business.relations;
-    let reqs = rel.list_requests(cx.tenant, cx.actor, incoming, status, cursor, limit).await?;
+    let reqs = cx.svc.relations(cx.tenant).requests(cx.actor, incoming, status, cursor, limit).await?;
     let next = next_cursor(reqs.len(), limit, reqs.last().map(|r| r.id));
     Ok(body(&b::FriendRequestPage { requests: reqs.iter().map(request_body).collect(), next_cursor: next }))
 }
@@ -113,8 +112,7 @@ async fn decide(cx: &Cx<'_>, decision: Decision) -> BizResult<Value> {
         Decision::Cancel => Facts::FriendRequestCancel(facts),
     })
     .await?;
-    let rel = &cx.svc.ports.business.relations;
-    let req = match rel.decide_request(cx.tenant, id, cx.actor, decision, cx.now).await {
+    let req = match cx.svc.relations(cx.tenant).decide(id, cx.actor, decision, cx.now).await {
         Ok(r) => r,
         Err(StoreError::NotFound) => return Err(BizError::new(Reason::RequestNotFound, format!("no request {id}"))),
         Err(StoreError::Conflict(why)) if why == REQUEST_NOT_YOURS => {
@@ -146,7 +144,7 @@ async fn decide(cx: &Cx<'_>, decision: Decision) -> BizResult<Value> {
 async fn list_friends(cx: &Cx<'_>) -> BizResult<Value> {
     let (cursor, limit) = (cx.user_cursor()?, cx.limit()?);
     cx.ask(Facts::FriendList(NoFacts {})).await?;
-    let friends = cx.svc.ports.business.relations.list_friends(cx.tenant, cx.actor, cursor, limit).await?;
+    let friends = cx.svc.relations(cx.tenant).friends(cx.actor, cursor, limit).await?;
     let next = next_cursor(friends.len(), limit, friends.last().map(|f| f.friend.to_string()));
     let friends = friends.iter().map(|f| b::Friend {
         user: f.friend.to_string(),
@@ -159,7 +157,7 @@ async fn list_friends(cx: &Cx<'_>) -> BizResult<Value> {
 async fn delete(cx: &Cx<'_>) -> BizResult<Value> {
     let friend = cx.need_user("user")?;
     cx.ask(Facts::FriendDelete(UserFacts { user: friend.to_string() })).await?;
-    if !cx.svc.ports.business.relations.remove_friend(cx.tenant, cx.actor, friend).await? {
+    if !cx.svc.relations(cx.tenant).unfriend(cx.actor, friend).await? {
         return Err(BizError::new(Reason::NotFriends, "that user is not your friend"));
     }
     let payload = json!({ "user_id": cx.actor.to_string(), "friend_id": friend.to_string() });
@@ -174,7 +172,7 @@ async fn remark(cx: &Cx<'_>) -> BizResult<Value> {
     let remark = cx.str_arg("remark");
     let remark_chars = remark.map_or(0, |r| r.chars().count() as u64);
     cx.ask(Facts::FriendRemark(RemarkFacts { user: friend.to_string(), remark_chars })).await?;
-    match cx.svc.ports.business.relations.set_remark(cx.tenant, cx.actor, friend, remark, cx.now).await {
+    match cx.svc.relations(cx.tenant).set_remark(cx.actor, friend, remark, cx.now).await {
         Ok(()) => {}
         Err(StoreError::NotFound) => return Err(BizError::new(Reason::NotFriends, "that user is not your friend")),
         Err(e) => return Err(e.into()),
@@ -188,7 +186,7 @@ async fn block(cx: &Cx<'_>) -> BizResult<Value> {
     let user = other(cx, "user").await?;
     let reason = cx.str_arg("reason");
     cx.ask(Facts::BlockCreate(UserFacts { user: user.to_string() })).await?;
-    let created = cx.svc.ports.business.relations.block(cx.tenant, cx.actor, user, reason, cx.now).await?;
+    let created = cx.svc.relations(cx.tenant).block(cx.actor, user, reason, cx.now).await?;
     if created {
         cx.to_user(cx.actor, "friend.blocked", &json!({ "user_id": user.to_string() }));
         cx.invalidate(&p2p_name(cx.actor, user)).await;
@@ -199,7 +197,7 @@ async fn block(cx: &Cx<'_>) -> BizResult<Value> {
 async fn list_blocks(cx: &Cx<'_>) -> BizResult<Value> {
     let (cursor, limit) = (cx.user_cursor()?, cx.limit()?);
     cx.ask(Facts::BlockList(NoFacts {})).await?;
-    let blocks = cx.svc.ports.business.relations.list_blocks(cx.tenant, cx.actor, cursor, limit).await?;
+    let blocks = cx.svc.relations(cx.tenant).blocks(cx.actor, cursor, limit).await?;
     let next = next_cursor(blocks.len(), limit, blocks.last().map(|b| b.blocked.to_string()));
     let blocks = blocks.iter().map(|k| b::Block {
         user: k.blocked.to_string(),
@@ -212,7 +210,7 @@ async fn list_blocks(cx: &Cx<'_>) -> BizResult<Value> {
 async fn unblock(cx: &Cx<'_>) -> BizResult<Value> {
     let user = cx.need_user("user")?;
     cx.ask(Facts::BlockDelete(UserFacts { user: user.to_string() })).await?;
-    if !cx.svc.ports.business.relations.unblock(cx.tenant, cx.actor, user).await? {
+    if !cx.svc.relations(cx.tenant).unblock(cx.actor, user).await? {
         return Err(BizError::new(Reason::NotBlocked, "you do not block that user"));
     }
     cx.to_user(cx.actor, "friend.unblocked", &json!({ "user_id": user.to_string() }));

@@ -7,18 +7,15 @@
 //! Every change drops the group's cached members and publish gate on every node before the command answers,
 //! and is told to the group's online members and to the affected user's devices.
 
+use super::group::{Group, load, settings_facts};
 use super::{BizError, BizResult, Cx, body, time, ts};
 use crate::delivery::dispatch::Event;
 use palaver_api::bodies as b;
-use palaver_api::facts::{
-    self as f, GroupFacts, MemberFacts, MemberRemoveFacts, MuteAllFacts, MuteSetFacts, ProfileFacts,
-};
+use palaver_api::facts::{MemberRemoveFacts, MuteAllFacts, MuteSetFacts, ProfileFacts};
 use palaver_api::facts::{RoleSetFacts, SettingsSetFacts};
 use palaver_api::{CommandName as C, Facts, Reason};
-use palaver_core::ports::{
-    ADMIN_LIMIT, GroupRole, GroupSettings, JoinDecision, JoinPolicy, NOT_OWNER, OWNER_ROLE, RoleGrant,
-};
-use palaver_core::{AccessMode, RecordState, StoreError, Subscription, Topic, TopicUpdate, UserId};
+use palaver_core::ports::{ADMIN_LIMIT, GroupRole, GroupSettings, JoinDecision, JoinPolicy, NOT_OWNER, OWNER_ROLE};
+use palaver_core::{StoreError, UserId};
 use palaver_proto::MsgPres;
 use serde_json::{Value, json};
 
@@ -49,100 +46,10 @@ pub(super) async fn run(cx: &Cx<'_>) -> BizResult<Value> {
     }
 }
 
-/// A group as one command sees it.
-pub(super) struct Group {
-    pub(super) topic: Topic,
-    pub(super) roles: Vec<RoleGrant>,
-    pub(super) settings: GroupSettings,
-    /// The actor's subscription, if they are a member.
-    pub(super) mine: Option<Subscription>,
-}
-
-impl Group {
-    pub(super) fn name(&self) -> &str {
-        &self.topic.name
-    }
-
-    pub(super) fn role_of(&self, user: UserId) -> GroupRole {
-        self.roles.iter().find(|g| g.user == user).map_or(GroupRole::Member, |g| g.role)
-    }
-
-    fn owner(&self) -> Option<UserId> {
-        self.roles.iter().find(|g| g.role == GroupRole::Owner).map(|g| g.user)
-    }
-
-    /// The facts every governance rule gets.
-    pub(super) fn facts(&self, cx: &Cx<'_>) -> f::Group {
-        f::Group {
-            topic: self.topic.name.clone(),
-            actor_role: role(self.role_of(cx.actor)),
-            owner: self.owner().map(|u| u.to_string()),
-            admins: self.roles.iter().filter(|g| g.role == GroupRole::Admin).count() as u64,
-            settings: settings_facts(&self.settings),
-        }
-    }
-
-    /// The group's facts alone.
-    pub(super) fn only(&self, cx: &Cx<'_>) -> GroupFacts {
-        GroupFacts { group: self.facts(cx) }
-    }
-
-    /// The facts of a command about one member.
-    fn member(&self, cx: &Cx<'_>, user: UserId) -> MemberFacts {
-        MemberFacts { group: self.facts(cx), user: user.to_string(), user_role: role(self.role_of(user)) }
-    }
-}
-
-/// A role as the rules see it.
-pub(super) fn role(r: GroupRole) -> f::Role {
-    match r {
-        GroupRole::Owner => f::Role::Owner,
-        GroupRole::Admin => f::Role::Admin,
-        GroupRole::Member => f::Role::Member,
-    }
-}
-
-fn settings_facts(s: &GroupSettings) -> f::Settings {
-    let join_policy = match s.join_policy {
-        JoinPolicy::Open => f::JoinPolicy::Open,
-        JoinPolicy::Approval => f::JoinPolicy::Approval,
-        JoinPolicy::Closed => f::JoinPolicy::Closed,
-    };
-    f::Settings { join_policy, members_invite: s.members_invite }
-}
-
-/// Loads the group named by the `topic` argument; with `member`, the actor must be one of its members.
-pub(super) async fn load(cx: &Cx<'_>, member: bool) -> BizResult<Group> {
-    let name = cx.need_str("topic")?;
-    let not_found = || BizError::new(Reason::GroupNotFound, format!("no group {name}"));
-    if !name.starts_with("grp") {
-        return Err(not_found());
-    }
-    let ports = &cx.svc.ports;
-    let topic = ports.topics.get_topic(cx.tenant, name).await?.filter(|t| t.state == RecordState::Active);
-    let topic = topic.ok_or_else(not_found)?;
-    let groups = &ports.business.groups;
-    let mut roles = groups.roles(cx.tenant, name).await?;
-    // Groups created over Tinode's protocol have an owner there (the creator) and no governance rows yet.
-    if !roles.iter().any(|g| g.role == GroupRole::Owner)
-        && let Some(owner) = topic.owner
-    {
-        groups.ensure_owner(cx.tenant, name, owner, cx.now).await?;
-        roles = groups.roles(cx.tenant, name).await?;
-    }
-    let settings = groups.settings(cx.tenant, name).await?;
-    let mine = ports.subs.get_sub(cx.tenant, name, cx.actor).await?;
-    // A subscription whose grant was taken away (Tinode's ban: given without J) is no membership either.
-    if member && !cx.admin && !mine.as_ref().is_some_and(|s| s.given.has(AccessMode::JOIN)) {
-        return Err(BizError::new(Reason::NotMember, "you are not a member of this group"));
-    }
-    Ok(Group { topic, roles, settings, mine })
-}
-
 /// The member named by `key`, who must be subscribed to the group.
 async fn target(cx: &Cx<'_>, g: &Group, key: &str) -> BizResult<UserId> {
     let user = cx.need_user(key)?;
-    if cx.svc.ports.subs.get_sub(cx.tenant, g.name(), user).await?.is_none() {
+    if cx.svc.governance(cx.tenant, g.name()).subscription(user).await?.is_none() {
         return Err(BizError::new(Reason::TargetNotMember, format!("{user} is not a member of this group")));
     }
     Ok(user)
@@ -162,18 +69,7 @@ async fn remove(cx: &Cx<'_>) -> BizResult<Value> {
     let m = g.member(cx, user);
     let facts = MemberRemoveFacts { group: m.group, user: m.user, user_role: m.user_role, leaving: user == cx.actor };
     cx.ask(Facts::GroupMemberRemove(facts)).await?;
-    // Someone else's removal is marked, so the user cannot rejoin through Tinode's `{sub}` on their own; a
-    // member leaving themselves is not.
-    let removal = if user == cx.actor {
-        cx.svc.ports.subs.delete_sub(cx.tenant, g.name(), user, cx.now).await
-    } else {
-        cx.svc.ports.subs.remove_sub(cx.tenant, g.name(), user, cx.now).await
-    };
-    match removal {
-        Ok(()) | Err(StoreError::NotFound) => {}
-        Err(e) => return Err(e.into()),
-    }
-    cx.svc.ports.business.groups.forget_member(cx.tenant, g.name(), user).await?;
+    cx.svc.governance(cx.tenant, g.name()).remove_member(user, user == cx.actor, cx.now).await?;
     // The removed user's sessions leave the topic everywhere and learn it is gone (Tinode's own signals).
     let evict = Event::Evict { topic: g.name().to_owned(), user };
     cx.svc.dispatch(cx.tenant, evict, None, cx.from()).await;
@@ -202,11 +98,11 @@ async fn set_role(cx: &Cx<'_>) -> BizResult<Value> {
     };
     protect_owner(&g, user, "given another role")?;
     let m = g.member(cx, user);
-    let facts = RoleSetFacts { group: m.group, user: m.user, user_role: m.user_role, role: self::role(role) };
+    let facts = RoleSetFacts { group: m.group, user: m.user, user_role: m.user_role, role: super::group::role(role) };
     let params = cx.ask(Facts::GroupRoleSet(facts)).await?;
     let max_admins = params.get("max_admins").and_then(Value::as_u64).map(|n| n.min(u64::from(u32::MAX)) as u32);
-    let groups = &cx.svc.ports.business.groups;
-    let changed = match groups.set_role(cx.tenant, g.name(), user, role, cx.actor, max_admins, cx.now).await {
+    let gov = cx.svc.governance(cx.tenant, g.name());
+    let changed = match gov.set_role(user, role, cx.actor, max_admins, cx.now).await {
         Ok(c) => c,
         Err(StoreError::Conflict(why)) if why == ADMIN_LIMIT => {
             let max = max_admins.unwrap_or_default();
@@ -238,7 +134,7 @@ async fn transfer(cx: &Cx<'_>) -> BizResult<Value> {
         return Err(BizError::new(Reason::SelfTarget, "you own the group already"));
     }
     cx.ask(Facts::GroupOwnerTransfer(g.member(cx, to))).await?;
-    match cx.svc.ports.business.groups.transfer_owner(cx.tenant, g.name(), cx.actor, to, cx.now).await {
+    match cx.svc.governance(cx.tenant, g.name()).transfer_owner(cx.actor, to, cx.now).await {
         Ok(()) => {}
         Err(StoreError::Conflict(why)) if why == NOT_OWNER => {
             return Err(BizError::new(Reason::NotOwner, "only the owner can hand the group over"));
@@ -254,17 +150,9 @@ async fn transfer(cx: &Cx<'_>) -> BizResult<Value> {
 /// Moves Tinode's side of ownership with the business one: the topic's owner and the `O` bit, so that the old
 /// owner keeps no owner's powers over `{set}` and `{del topic}` and the new one gains them.
 async fn hand_over_tinode_ownership(cx: &Cx<'_>, g: &Group, to: UserId) -> BizResult<()> {
-    let ports = &cx.svc.ports;
-    let update =
-        TopicUpdate { updated: cx.now, public: None, trusted: None, tags: None, defacs: None, owner: Some(to) };
-    ports.topics.update_topic(cx.tenant, g.name(), &update).await?;
-    let without_o = |m: AccessMode| AccessMode(m.0 & !AccessMode::OWNER.0);
-    let changes = [(cx.actor, None), (to, Some(AccessMode::OWNER_FULL))];
-    for (user, full) in changes {
-        let Some(sub) = ports.subs.get_sub(cx.tenant, g.name(), user).await? else { continue };
-        let (want, given) = full.map_or((without_o(sub.want), without_o(sub.given)), |f| (f, f));
-        ports.subs.update_sub_mode(cx.tenant, g.name(), user, want, given, cx.now).await?;
-        let event = Event::Access { topic: g.name().to_owned(), user, mode: want.and(given) };
+    let changed = cx.svc.governance(cx.tenant, g.name()).hand_over_tinode_owner(cx.actor, to, cx.now).await?;
+    for (user, mode) in changed {
+        let event = Event::Access { topic: g.name().to_owned(), user, mode };
         cx.svc.dispatch(cx.tenant, event, None, cx.from()).await;
     }
     cx.invalidate(g.name()).await;
@@ -287,7 +175,7 @@ async fn mute(cx: &Cx<'_>) -> BizResult<Value> {
     cx.ask(Facts::GroupMuteSet(facts)).await?;
     let until = duration.map(|d| cx.now.saturating_add(d));
     let reason = cx.str_arg("reason");
-    cx.svc.ports.business.groups.mute(cx.tenant, g.name(), Some(user), cx.actor, reason, until, cx.now).await?;
+    cx.svc.governance(cx.tenant, g.name()).mute(Some(user), cx.actor, reason, until, cx.now).await?;
     mute_changed(cx, &g, Some(user), true, until).await;
     Ok(body(&b::MuteSet { user: user.to_string(), muted: true, until: Some(until.map(time)) }))
 }
@@ -296,7 +184,7 @@ async fn unmute(cx: &Cx<'_>) -> BizResult<Value> {
     let g = load(cx, true).await?;
     let user = cx.need_user("user")?;
     cx.ask(Facts::GroupMuteClear(g.member(cx, user))).await?;
-    if !cx.svc.ports.business.groups.unmute(cx.tenant, g.name(), Some(user)).await? {
+    if !cx.svc.governance(cx.tenant, g.name()).unmute(Some(user)).await? {
         return Err(BizError::new(Reason::NotMuted, format!("{user} is not muted")));
     }
     mute_changed(cx, &g, Some(user), false, None).await;
@@ -307,11 +195,11 @@ async fn mute_all(cx: &Cx<'_>) -> BizResult<Value> {
     let g = load(cx, true).await?;
     let muted = cx.bool_arg("muted")?.ok_or_else(|| BizError::new(Reason::ArgumentRequired, "`muted` is required"))?;
     cx.ask(Facts::GroupMuteAll(MuteAllFacts { group: g.facts(cx), muted })).await?;
-    let groups = &cx.svc.ports.business.groups;
+    let gov = cx.svc.governance(cx.tenant, g.name());
     if muted {
-        groups.mute(cx.tenant, g.name(), None, cx.actor, cx.str_arg("reason"), None, cx.now).await?;
+        gov.mute(None, cx.actor, cx.str_arg("reason"), None, cx.now).await?;
     } else {
-        groups.unmute(cx.tenant, g.name(), None).await?;
+        gov.unmute(None).await?;
     }
     mute_changed(cx, &g, None, muted, None).await;
     Ok(body(&b::MuteAllSet { all: true, muted }))
@@ -344,7 +232,7 @@ async fn set_settings(cx: &Cx<'_>) -> BizResult<Value> {
         s.members_invite = b;
     }
     cx.ask(Facts::GroupSettingsSet(SettingsSetFacts { group: g.facts(cx), new: settings_facts(&s) })).await?;
-    cx.svc.ports.business.groups.set_settings(cx.tenant, g.name(), &s, cx.now).await?;
+    cx.svc.governance(cx.tenant, g.name()).set_settings(&s, cx.now).await?;
     let settings = body(&settings_body(&s));
     cx.to_topic(g.name(), "group.settings.updated", &json!({ "topic": g.name(), "settings": settings }));
     Ok(settings)
@@ -370,11 +258,8 @@ async fn profile(cx: &Cx<'_>) -> BizResult<Value> {
     if let Some(i) = intro {
         public["note"] = json!(i);
     }
-    let update = palaver_core::TopicUpdate { updated: cx.now, public: Some(public.clone()), ..Default::default() };
-    cx.svc.ports.topics.update_topic(cx.tenant, g.name(), &update).await?;
-    let subs = cx.svc.ports.subs.list_topic_subs(cx.tenant, g.name()).await?;
+    let users = cx.svc.governance(cx.tenant, g.name()).set_public(public.clone(), cx.now).await?;
     let upd = MsgPres { topic: "me".into(), src: Some(g.name().to_owned()), what: "upd".into(), ..MsgPres::default() };
-    let users = subs.into_iter().filter(|s| s.mode().has(AccessMode::READ)).map(|s| s.user).collect();
     cx.svc.dispatch(cx.tenant, Event::MePres { users, pres: upd }, None, cx.from()).await;
     cx.to_topic(g.name(), "group.profile.updated", &json!({ "topic": g.name(), "public": public }));
     Ok(body(&b::ProfileUpdated { topic: g.name().to_owned(), public }))

@@ -3,7 +3,7 @@
 //! join is immediate, a request, or refused; the host guarantees one pending request per user and group and a
 //! decision taken once.
 
-use super::groups::{Group, load};
+use super::group::{Group, load};
 use super::{BizError, BizResult, Cx, body, next_cursor, time};
 use crate::delivery::dispatch::Event;
 use palaver_api::bodies as b;
@@ -19,17 +19,17 @@ const MAX_INVITE: usize = 50;
 
 /// Subscribes `user` to the group with its default access and tells everyone. False if already a member.
 async fn add_member(cx: &Cx<'_>, g: &Group, user: UserId) -> BizResult<bool> {
-    let subs = &cx.svc.ports.subs;
-    if subs.get_sub(cx.tenant, g.name(), user).await?.is_some() {
+    let gov = cx.svc.governance(cx.tenant, g.name());
+    if gov.subscription(user).await?.is_some() {
         return Ok(false);
     }
     // A member an admin removed comes back only through an admin: not by joining an open group on their own,
     // nor through a plain member's invite.
     let by_admin = g.role_of(cx.actor) >= GroupRole::Admin && cx.actor != user;
-    if !by_admin && subs.was_removed(cx.tenant, g.name(), user).await? {
+    if !by_admin && gov.was_removed(user).await? {
         return Err(BizError::new(Reason::MemberRemoved, "the user was removed from this group by an admin"));
     }
-    if subs.list_topic_subs(cx.tenant, g.name()).await?.len() >= cx.svc.cfg.max_subscriber_count {
+    if gov.is_full().await? {
         return Err(BizError::new(Reason::GroupFull, "the group has as many members as it may"));
     }
     if let Some(max) = cx.svc.subscriptions(cx.tenant).at_group_limit(user).await? {
@@ -49,7 +49,7 @@ async fn add_member(cx: &Cx<'_>, g: &Group, user: UserId) -> BizResult<bool> {
         del_id: 0,
         private: None,
     };
-    subs.upsert_sub(cx.tenant, &sub).await?;
+    gov.subscribe(&sub).await?;
     cx.invalidate(g.name()).await;
     cx.svc.summarize_members(cx.tenant, g.name()).await;
     // Tinode clients learn of a new subscription from `{pres what:"acs"}` on `me`.
@@ -104,7 +104,7 @@ pub(super) async fn invite(cx: &Cx<'_>) -> BizResult<Value> {
             } else {
                 members.push(user.to_string());
             }
-        } else if cx.svc.ports.subs.get_sub(cx.tenant, g.name(), user).await?.is_some() {
+        } else if cx.svc.governance(cx.tenant, g.name()).subscription(user).await?.is_some() {
             members.push(user.to_string());
         } else {
             let req = request_join(cx, &g, user, Some(cx.actor), cx.str_arg("message")).await?;
@@ -122,8 +122,8 @@ async fn request_join(
     inviter: Option<UserId>,
     message: Option<&str>,
 ) -> BizResult<JoinRequest> {
-    let groups = &cx.svc.ports.business.groups;
-    let outcome = groups.create_join_request(cx.tenant, g.name(), user, inviter, message, cx.now).await?;
+    let gov = cx.svc.governance(cx.tenant, g.name());
+    let outcome = gov.request_join(user, inviter, message, cx.now).await?;
     let (req, created) = match outcome {
         palaver_core::ports::JoinOutcome::Created(r) => (r, true),
         palaver_core::ports::JoinOutcome::AlreadyPending(r) => (r, false),
@@ -167,7 +167,7 @@ pub(super) async fn list_joins(cx: &Cx<'_>) -> BizResult<Value> {
     let (cursor, limit) = (cx.id_cursor()?, cx.limit()?);
     cx.ask(Facts::GroupJoinList(g.only(cx))).await?;
     let status = Some(palaver_core::ports::RequestStatus::Pending);
-    let reqs = cx.svc.ports.business.groups.list_join_requests(cx.tenant, g.name(), status, cursor, limit).await?;
+    let reqs = cx.svc.governance(cx.tenant, g.name()).join_requests(status, cursor, limit).await?;
     let next = next_cursor(reqs.len(), limit, reqs.last().map(|r| r.id));
     Ok(body(&b::JoinRequestPage { requests: reqs.iter().map(join_body).collect(), next_cursor: next }))
 }
@@ -183,8 +183,8 @@ pub(super) async fn decide_join(cx: &Cx<'_>, decision: JoinDecision) -> BizResul
         JoinDecision::Cancel => Facts::GroupJoinCancel(facts),
     })
     .await?;
-    let groups = &cx.svc.ports.business.groups;
-    let req = match groups.decide_join_request(cx.tenant, g.name(), id, cx.actor, decision, cx.now).await {
+    let gov = cx.svc.governance(cx.tenant, g.name());
+    let req = match gov.decide_join(id, cx.actor, decision, cx.now).await {
         Ok(r) => r,
         Err(StoreError::NotFound) => return Err(BizError::new(Reason::RequestNotFound, format!("no request {id}"))),
         Err(StoreError::Conflict(why)) if why == REQUEST_NOT_PENDING => {

@@ -5,7 +5,7 @@
 //! answered. Nothing in a page depends on who looks yet, so one snapshot per group serves every viewer. The
 //! cursor is the last user id of the previous page: members joining or leaving meanwhile shift nothing.
 
-use super::groups::{Group, load};
+use super::group::{Group, load};
 use super::{BizError, BizResult, Cx, body, next_cursor, time};
 use palaver_api::bodies as b;
 use palaver_api::facts::{AnnouncementFacts, DraftEditFacts, DraftFacts};
@@ -59,13 +59,13 @@ pub(super) async fn list(cx: &Cx<'_>) -> BizResult<Value> {
 /// The group's members sorted by user id, from the cache or the store.
 async fn roster(cx: &Cx<'_>, g: &Group) -> BizResult<Arc<Vec<RosterEntry>>> {
     let topic = cx.svc.topics.get(cx.tenant, g.name());
-    let shared = cx.svc.ports.bus.is_shared();
-    let fresh = |at: i64| !shared || cx.now - at < crate::delivery::fanout::SHARED_MEMBERS_MAX_AGE_MS;
+    let gov = cx.svc.governance(cx.tenant, g.name());
+    let fresh = |at: i64| gov.snapshot_fresh(at, cx.now);
     let generation = match topic.cached(|c| &mut c.roster, fresh) {
         Ok(roster) => return Ok(roster),
         Err(generation) => generation,
     };
-    let subs = cx.svc.ports.subs.list_topic_subs(cx.tenant, g.name()).await?;
+    let subs = gov.subscriptions().await?;
     let mut entries: Vec<RosterEntry> =
         subs.iter().map(|s| RosterEntry { user: s.user, joined: s.created, mode: s.mode() }).collect();
     entries.sort_by_key(|e| e.user);
@@ -76,13 +76,13 @@ async fn roster(cx: &Cx<'_>, g: &Group) -> BizResult<Arc<Vec<RosterEntry>>> {
 
 pub(super) async fn announcements(cx: &Cx<'_>) -> BizResult<Value> {
     let g = load(cx, true).await?;
-    let store = &cx.svc.ports.business.groups;
+    let store = cx.svc.governance(cx.tenant, g.name());
     let not_found = |id: i64| BizError::new(Reason::AnnouncementNotFound, format!("no announcement {id}"));
     match cx.command {
         C::GroupAnnouncementList => {
             let limit = cx.limit()?;
             cx.ask(Facts::GroupAnnouncementList(g.only(cx))).await?;
-            let list = store.list_announcements(cx.tenant, g.name(), cx.actor, limit).await?;
+            let list = store.announcements(cx.actor, limit).await?;
             Ok(body(&b::AnnouncementList { announcements: list.iter().map(view_body).collect() }))
         }
         C::GroupAnnouncementCreate => {
@@ -90,7 +90,7 @@ pub(super) async fn announcements(cx: &Cx<'_>) -> BizResult<Value> {
             let (content_chars, content_bytes) = draft_size(&draft);
             let facts = DraftFacts { group: g.facts(cx), content_chars, content_bytes, pinned: draft.pinned };
             cx.ask(Facts::GroupAnnouncementCreate(facts)).await?;
-            let a = store.add_announcement(cx.tenant, g.name(), cx.actor, &draft, cx.now).await?;
+            let a = store.announce(cx.actor, &draft, cx.now).await?;
             let a = body(&announcement_body(&a));
             cx.to_topic(g.name(), "group.announcement.created", &json!({ "topic": g.name(), "announcement": a }));
             Ok(a)
@@ -103,7 +103,7 @@ pub(super) async fn announcements(cx: &Cx<'_>) -> BizResult<Value> {
             let facts =
                 DraftEditFacts { group, announcement_id: id, content_chars, content_bytes, pinned: draft.pinned };
             cx.ask(Facts::GroupAnnouncementUpdate(facts)).await?;
-            let a = match store.update_announcement(cx.tenant, g.name(), id, &draft, cx.now).await {
+            let a = match store.update_announcement(id, &draft, cx.now).await {
                 Ok(a) => a,
                 Err(StoreError::NotFound) => return Err(not_found(id)),
                 Err(e) => return Err(e.into()),
@@ -116,7 +116,7 @@ pub(super) async fn announcements(cx: &Cx<'_>) -> BizResult<Value> {
             let id = cx.need_id("id")?;
             cx.ask(Facts::GroupAnnouncementDelete(AnnouncementFacts { group: g.facts(cx), announcement_id: id }))
                 .await?;
-            if !store.delete_announcement(cx.tenant, g.name(), id, cx.now).await? {
+            if !store.delete_announcement(id, cx.now).await? {
                 return Err(not_found(id));
             }
             cx.to_topic(g.name(), "group.announcement.deleted", &json!({ "topic": g.name(), "id": id }));
@@ -125,7 +125,7 @@ pub(super) async fn announcements(cx: &Cx<'_>) -> BizResult<Value> {
         C::GroupAnnouncementRead => {
             let id = cx.need_id("id")?;
             cx.ask(Facts::GroupAnnouncementRead(AnnouncementFacts { group: g.facts(cx), announcement_id: id })).await?;
-            let first = match store.mark_announcement_read(cx.tenant, g.name(), id, cx.actor, cx.now).await {
+            let first = match store.mark_announcement_read(id, cx.actor, cx.now).await {
                 Ok(f) => f,
                 Err(StoreError::NotFound) => return Err(not_found(id)),
                 Err(e) => return Err(e.into()),

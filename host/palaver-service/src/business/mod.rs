@@ -10,6 +10,7 @@
 
 mod friends;
 pub(crate) mod gate;
+mod group;
 mod groups;
 mod joins;
 mod members;
@@ -108,7 +109,7 @@ impl Service {
         let family = command.family();
         // Notifications and reports are the host's own; every other command is off unless some plugin holds its
         // rules.
-        if family.asks_rules() && !self.inner.ports.business.rules.available(tenant, command.name()) {
+        if family.asks_rules() && !self.inner.rules_hold(tenant, command) {
             return Err(off(command));
         }
         let span = tracing::debug_span!("business", %command, tenant = tenant.0);
@@ -275,7 +276,7 @@ impl Cx<'_> {
 
     /// 404 `USER_NOT_FOUND` unless the user exists and is active.
     pub(crate) async fn user_exists(&self, user: UserId) -> BizResult<()> {
-        match self.svc.ports.users.get_user(self.tenant, user).await? {
+        match self.svc.accounts(self.tenant).user(user).await? {
             Some(u) if u.state == palaver_core::RecordState::Active => Ok(()),
             _ => Err(BizError::new(Reason::UserNotFound, format!("no user {user}"))),
         }

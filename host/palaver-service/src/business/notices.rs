@@ -17,37 +17,34 @@ use serde_json::{Value, json};
 const MAX_CONTENT: usize = 16 * 1024;
 
 pub(super) async fn run(cx: &Cx<'_>) -> BizResult<Value> {
-    let store = &cx.svc.ports.business.notifications;
+    let store = cx.svc.notices(cx.tenant, cx.actor);
     match cx.command {
         C::NotificationList => {
             let unread_only = cx.bool_arg("unread")?.unwrap_or(false);
             let (cursor, limit) = (cx.id_cursor()?, cx.limit()?);
-            let list = store.list(cx.tenant, cx.actor, unread_only, cursor, limit, cx.now).await?;
-            let unread = store.unread_count(cx.tenant, cx.actor, cx.now).await?;
+            let (list, unread) = store.page(unread_only, cursor, limit, cx.now).await?;
             let next = next_cursor(list.len(), limit, list.last().map(|n| n.id));
             let notifications = list.iter().map(notice_body).collect();
             Ok(body(&b::NotificationPage { notifications, next_cursor: next, unread }))
         }
-        C::NotificationUnread => {
-            Ok(body(&b::UnreadCount { unread: store.unread_count(cx.tenant, cx.actor, cx.now).await? }))
-        }
+        C::NotificationUnread => Ok(body(&b::UnreadCount { unread: store.unread(cx.now).await? })),
         C::NotificationRead => {
             let id = cx.need_id("id")?;
-            let changed = match store.mark_read(cx.tenant, cx.actor, id, cx.now).await {
+            let changed = match store.mark_read(id, cx.now).await {
                 Ok(c) => c,
                 Err(StoreError::NotFound) => {
                     return Err(BizError::new(Reason::NotificationNotFound, format!("no notification {id}")));
                 }
                 Err(e) => return Err(e.into()),
             };
-            let unread = store.unread_count(cx.tenant, cx.actor, cx.now).await?;
+            let unread = store.unread(cx.now).await?;
             if changed {
                 cx.to_user(cx.actor, "system_notification.read", &json!({ "id": id, "unread": unread }));
             }
             Ok(body(&b::NotificationMarked { id, changed, unread }))
         }
         C::NotificationReadAll => {
-            let marked = store.mark_all_read(cx.tenant, cx.actor, cx.now).await?;
+            let marked = store.mark_all_read(cx.now).await?;
             if marked > 0 {
                 cx.to_user(cx.actor, "system_notification.read", &json!({ "all": true, "unread": 0 }));
             }
@@ -77,7 +74,7 @@ pub(super) async fn store(
         ));
     }
     let new = NewNotification { user, kind: kind.to_owned(), content, source_topic, source_seq: None, expires: None };
-    let n = svc.ports.business.notifications.add(tenant, &new, crate::now_millis()).await?;
+    let n = svc.notices(tenant, user).add(&new, crate::now_millis()).await?;
     let payload = json!({ "notification": body(&notice_body(&n)) });
     svc.emit_business(tenant, BusinessTarget::User(user), "system_notification.created", &payload, from);
     Ok(n.id)

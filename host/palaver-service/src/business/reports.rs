@@ -8,7 +8,7 @@ use crate::Service;
 use palaver_api::bodies as b;
 use palaver_api::{CommandName, Reason};
 use palaver_core::ports::{NewReport, Report, ReportTarget};
-use palaver_core::{RecordState, TenantId, UserId};
+use palaver_core::{TenantId, UserId};
 use serde_json::Value;
 
 /// Longest report reason and note, in characters.
@@ -37,36 +37,33 @@ async fn create(cx: &Cx<'_>) -> BizResult<Value> {
         return Err(BizError::new(Reason::NoteTooLong, format!("note is at most {MAX_NOTE} characters")));
     }
     check_target(cx, target_type, &target).await?;
-    let ports = &cx.svc.ports.business;
+    let reports = cx.svc.reports(cx.tenant);
     let limit = cx.svc.cfg.max_reports_per_hour;
-    if limit > 0 && ports.reports.count_reports_since(cx.tenant, cx.actor, cx.now - HOUR_MS).await? >= limit as u64 {
+    if limit > 0 && reports.filed_since(cx.actor, cx.now - HOUR_MS).await? >= limit as u64 {
         return Err(BizError::new(Reason::ReportLimit, format!("at most {limit} reports an hour")));
     }
     let new = NewReport { reporter: cx.actor, target_type, target, reason, note };
     // The summary names the report by id, which the store assigns: the next id is not known before the insert,
     // so the summary carries the target and is keyed by the reporter; the Admin side pages reports by id.
     let summary = crate::admin::report_created_event(cx.tenant, &new);
-    let report = ports.reports.add_report(cx.tenant, &new, &[summary], cx.now).await?;
+    let report = reports.file(&new, &[summary], cx.now).await?;
     Ok(body(&b::ReportCreated { report: report_body(&report) }))
 }
 
 /// The target must exist: an active user, a live group, or a stored message of a topic (`{topic}:{seq}`).
 async fn check_target(cx: &Cx<'_>, kind: ReportTarget, target: &str) -> BizResult<()> {
-    let ports = &cx.svc.ports;
+    let reports = cx.svc.reports(cx.tenant);
     let missing = || BizError::new(Reason::TargetNotFound, format!("no {} {target}", kind.as_str()));
     match kind {
         ReportTarget::User => {
             let user = UserId::parse(target).map_err(|_| BizError::new(Reason::BadTarget, "target is a usr… id"))?;
-            match ports.users.get_user(cx.tenant, user).await? {
-                Some(u) if u.state == RecordState::Active => Ok(()),
-                _ => Err(missing()),
-            }
+            if reports.user_reportable(user).await? { Ok(()) } else { Err(missing()) }
         }
         ReportTarget::Group => {
             if !target.starts_with("grp") || target.len() > 64 {
                 return Err(BizError::new(Reason::BadTarget, "target is a grp… topic"));
             }
-            ports.topics.get_topic(cx.tenant, target).await?.map(|_| ()).ok_or_else(missing)
+            if reports.group_reportable(target).await? { Ok(()) } else { Err(missing()) }
         }
         ReportTarget::Message => {
             let bad = || BizError::new(Reason::BadTarget, "target is {topic}:{seq}");
@@ -75,13 +72,7 @@ async fn check_target(cx: &Cx<'_>, kind: ReportTarget, target: &str) -> BizResul
             if !(topic.starts_with("grp") || topic.starts_with("p2p")) || topic.len() > 64 {
                 return Err(bad());
             }
-            // Only a reader of the topic can have seen the message.
-            let sub = ports.subs.get_sub(cx.tenant, topic, cx.actor).await?;
-            let t = ports.topics.get_topic(cx.tenant, topic).await?;
-            match (sub, t) {
-                (Some(_), Some(t)) if seq <= t.seq => Ok(()),
-                _ => Err(missing()),
-            }
+            if reports.message_reportable(topic, seq, cx.actor).await? { Ok(()) } else { Err(missing()) }
         }
     }
 }
@@ -115,7 +106,7 @@ impl Service {
         limit: usize,
     ) -> BizResult<Value> {
         let limit = limit.clamp(1, super::MAX_PAGE);
-        let reports = self.inner.ports.business.reports.list_reports(tenant, open_only, cursor, limit).await?;
+        let reports = self.inner.reports(tenant).page(open_only, cursor, limit).await?;
         let next_cursor = if reports.len() >= limit { reports.last().map(|r| r.id) } else { None };
         Ok(body(&b::ReportPage { reports: reports.iter().map(report_body).collect(), next_cursor }))
     }

@@ -7,23 +7,30 @@
 //! - [`topics::Topics`]: creating groups and P2P conversations, what a reader may see, changes, deletion;
 //! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
 //! - [`messages::Messages`]: the publish hooks, storing under the next seq, history, deletion, review;
-//! - [`rules`]: the publish gate and the timed ask of the tenant's business rules.
+//! - [`rules`]: the publish gate and the timed ask of the tenant's business rules;
+//! - [`relations::Relations`], [`governance::Governance`], [`notices::Notices`], [`reports::Reports`]: what the
+//!   business commands of `/v1/im/` (`business/`) store: friendships and blocks, a group's governance and
+//!   membership, system notifications, abuse reports.
 //!
 //! `Inner`'s own methods live in three folders only: here (the use cases), `delivery/` (how an event reaches
 //! sessions, here and on other nodes) and `backbone/` (audit events and summaries into the outbox).
 //!
-//! Handlers keep what belongs to one connection (its attachments, the `{hi}` it sent, its replies) and what the
+//! Handlers and business commands keep what belongs to one connection (its attachments, the `{hi}` it sent, its replies) and what the
 //! hub holds for it; everything stored goes through an owner here.
 
 pub(crate) mod accounts;
+pub(crate) mod governance;
 pub(crate) mod messages;
+pub(crate) mod notices;
 pub(crate) mod presence;
+pub(crate) mod relations;
+pub(crate) mod reports;
 pub(crate) mod rules;
 pub(crate) mod subscriptions;
 pub(crate) mod topics;
 
 use crate::Inner;
-use palaver_core::TenantId;
+use palaver_core::{TenantId, UserId};
 
 impl Inner {
     /// The account use cases of `tenant`.
@@ -49,5 +56,25 @@ impl Inner {
     /// The subscription use cases of `tenant`.
     pub(crate) fn subscriptions(&self, tenant: TenantId) -> subscriptions::Subscriptions<'_> {
         subscriptions::Subscriptions { svc: self, tenant }
+    }
+
+    /// The governance use cases of the group `topic` of `tenant`.
+    pub(crate) fn governance<'a>(&'a self, tenant: TenantId, topic: &'a str) -> governance::Governance<'a> {
+        governance::Governance { svc: self, tenant, topic }
+    }
+
+    /// The relation use cases (friends, blocks) of `tenant`.
+    pub(crate) fn relations(&self, tenant: TenantId) -> relations::Relations<'_> {
+        relations::Relations { svc: self, tenant }
+    }
+
+    /// The notification use cases of `user` of `tenant`.
+    pub(crate) fn notices(&self, tenant: TenantId, user: UserId) -> notices::Notices<'_> {
+        notices::Notices { svc: self, tenant, user }
+    }
+
+    /// The abuse report use cases of `tenant`.
+    pub(crate) fn reports(&self, tenant: TenantId) -> reports::Reports<'_> {
+        reports::Reports { svc: self, tenant }
     }
 }

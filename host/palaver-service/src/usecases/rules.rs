@@ -90,4 +90,9 @@ impl Inner {
         self.metrics.rule_call(started.elapsed());
         verdict
     }
+
+    /// True if some rule set of `tenant` holds `command`: a business command no plugin decides is off.
+    pub(crate) fn rules_hold(&self, tenant: TenantId, command: CommandName) -> bool {
+        self.ports.business.rules.available(tenant, command.name())
+    }
 }

@@ -104,16 +104,7 @@ pub(super) async fn try_create(
     match inserted {
         Ok(done) => {
             tx.commit().await.map_err(db_error)?;
-            Ok(Some(CreateOutcome::Created(FriendRequest {
-                id: insert_id(&done)?,
-                from,
-                to,
-                message: message.map(str::to_owned),
-                status: RequestStatus::Pending,
-                created: now,
-                updated: now,
-                handled: None,
-            })))
+            Ok(Some(CreateOutcome::Created(FriendRequest::pending(insert_id(&done)?, from, to, message, now))))
         }
         // Only the statement failed; the transaction is still usable for the read.
         Err(err) if is_unique_violation(&err) => {

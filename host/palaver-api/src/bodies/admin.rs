@@ -1,0 +1,152 @@
+//! The bodies of the admin API (`/v1/admin/…`): what each endpoint answers and what it reads from a JSON body.
+//! The server builds the answers from these types and the OpenAPI document derives its schemas from them; the
+//! admin command's result record (`CommandResult`) is the service's own type, documented the same way.
+
+use super::{Deserialize, Serialize, Value};
+use std::collections::BTreeMap;
+
+/// Whether a plugin is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum PluginState {
+    /// A version is live and no tenant's breaker is open.
+    Active,
+    /// A version is live but at least one tenant's breaker keeps it off for that tenant.
+    BreakerOpen,
+    /// No version is live: every load so far was refused.
+    Failed,
+}
+
+body!(response
+/// Counters of one hook of a plugin.
+HookCounts {
+    calls: u64,
+    faults: u64,
+    /// Calls skipped because the breaker was open.
+    skipped: u64,
+    /// Faults by kind (`trap`, `fuel`, `deadline`, `memory`, `output-size`, `invalid-output`, …); kinds that
+    /// never happened are left out.
+    faults_by_kind: BTreeMap<String, u64>,
+});
+body!(response
+/// One plugin: its live version, state, manifest and counters.
+PluginInfo {
+    name: String,
+    /// The live version, if any.
+    version: Option<String>,
+    /// The live component's SHA-256.
+    hash: Option<String>,
+    state: PluginState,
+    /// `closed` when no tenant's breaker is open, else `open`.
+    breaker: String,
+    /// Tenants whose breaker is open or half-open.
+    breakers_open: u64,
+    /// Why the latest load was refused; cleared by the next successful one.
+    last_error: Option<String>,
+    /// The version a rollback would bring back.
+    previous_version: Option<String>,
+    /// `publish-filter`, `command-handler` or `full`.
+    world: Option<String>,
+    /// `before-publish`, `on-command`.
+    hooks: Vec<String>,
+    /// The host imports the manifest grants (`kv`, `directory`, `events`, …).
+    grants: Vec<String>,
+    /// `ephemeral` or `warm`.
+    instance_mode: Option<String>,
+    priority: Option<i32>,
+    enabled_by_default: Option<bool>,
+    /// When the live version went live, in Unix milliseconds.
+    loaded_at_ms: Option<u64>,
+    /// The manifest file it came from.
+    source: Option<String>,
+    /// Calls and faults over both hooks, across versions.
+    calls: u64,
+    faults: u64,
+    before_publish: HookCounts,
+    on_command: HookCounts,
+    loads: u64,
+    load_refusals: u64,
+    /// Instances created for the live version.
+    instantiations: u64,
+});
+body!(response
+    /// `GET /v1/admin/plugins`: the plugins directory and every plugin.
+    PluginList { dir: String, plugins: Vec<PluginInfo> });
+body!(response
+/// One manifest a load looked at: a new version went live (`changed`), or the same one already was.
+PluginLoad {
+    name: String,
+    version: String,
+    /// The live component's SHA-256 (a new version only).
+    hash: Option<String>,
+    /// The version the new one replaced.
+    replaced: Option<String>,
+    changed: bool,
+});
+body!(response
+    /// A manifest a load refused, and why; any older version keeps running.
+    LoadRefusal { manifest: String, reason: String });
+body!(response
+    /// What a rescan or a reload did.
+    LoadReport { loaded: Vec<PluginLoad>, refused: Vec<LoadRefusal> });
+body!(response
+    /// A rollback that happened: the plugin went from one version back to another.
+    RolledBack { name: String, from: String, to: String });
+body!(response
+/// A tenant's choices for one plugin, with the plugin's defaults merged in.
+TenantPlugin {
+    plugin: String,
+    tenant: u64,
+    /// `null`: the manifest's `enabled_by_default` applies.
+    enabled: Option<bool>,
+    /// The settings the plugin sees for this tenant.
+    settings: Value,
+    /// What a fault means for this tenant, hook by hook (`open` or `closed`), all choices applied.
+    failure: BTreeMap<String, String>,
+    /// The failure policies the tenant chose itself, by hook.
+    failure_chosen: BTreeMap<String, String>,
+});
+body!(request
+/// `PUT /v1/admin/tenants/{tenant}/plugins/{name}`: what to change; a field left out stays, `null` restores the
+/// plugin's default.
+TenantPluginChange {
+    enabled: Option<bool>,
+    settings: Option<Value>,
+    /// By hook (`before-publish`, `on-command`): `open`, `closed`, or `null` for the plugin's own.
+    failure: Option<BTreeMap<String, Option<String>>>,
+});
+body!(request
+/// `POST /v1/admin/tenants/{tenant}/commands`: one admin command, run now.
+CommandRequest {
+    /// The command type (`user.disable`, `abuse.report.resolve`, …).
+    r#type: Option<String>,
+    /// The command's arguments.
+    payload: Option<BTreeMap<String, Value>>,
+    /// The idempotency key, if no `Idempotency-Key` header carries it.
+    command_id: Option<String>,
+});
+body!(request
+/// `POST /v1/admin/tenants/{tenant}/users/{user}/{action}` (`disable`, `enable`, `evict`).
+UserAction {
+    /// One device of the user: `evict` then acts on that device's sessions only.
+    device: Option<String>,
+    /// Why, for the audit log (at most 200 characters are kept).
+    reason: Option<String>,
+    /// `evict`: revoke the user's login tokens as well.
+    revoke_tokens: Option<bool>,
+    /// The idempotency key, if no `Idempotency-Key` header carries it.
+    command_id: Option<String>,
+});
+body!(response
+/// `evict` of every session of a user: how many this node closed (other nodes close theirs).
+Evicted { code: u16, closed_here: u64 });
+body!(request
+/// `POST /v1/admin/tenants/{tenant}/topics/{topic}/messages/{seq}/audit`.
+AuditAction {
+    /// `release` (deliver the held message) or `reject` (it stays visible to its sender only).
+    action: Option<String>,
+});
+body!(response
+/// A held message's review, done: `audit` is its new status (`pass` or `reject`).
+AuditDone { code: u16, audit: String });
