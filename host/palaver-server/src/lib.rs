@@ -7,5 +7,6 @@ mod business;
 mod cluster;
 pub mod config;
 mod plugins;
+pub mod push;
 pub mod tenants;
 pub mod wiring;

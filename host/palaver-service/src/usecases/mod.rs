@@ -7,6 +7,7 @@
 //! - [`topics::Topics`]: creating groups and P2P conversations, what a reader may see, changes, deletion;
 //! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
 //! - [`messages::Messages`]: the publish hooks, storing under the next seq, history, deletion, review;
+//! - [`devices::Devices`]: push tokens registered by `{hi dev}` and their removal;
 //! - [`rules`]: the publish gate and the timed ask of the tenant's business rules.
 //!
 //! `Inner`'s own methods live in three folders only: here (the use cases), `delivery/` (how an event reaches
@@ -16,6 +17,7 @@
 //! hub holds for it; everything stored goes through an owner here.
 
 pub(crate) mod accounts;
+pub(crate) mod devices;
 pub(crate) mod messages;
 pub(crate) mod presence;
 pub(crate) mod rules;
@@ -29,6 +31,11 @@ impl Inner {
     /// The account use cases of `tenant`.
     pub(crate) fn accounts(&self, tenant: TenantId) -> accounts::Accounts<'_> {
         accounts::Accounts { svc: self, tenant }
+    }
+
+    /// The push device use cases of `tenant`.
+    pub(crate) fn devices(&self, tenant: TenantId) -> devices::Devices<'_> {
+        devices::Devices { svc: self, tenant }
     }
 
     /// The message use cases of `tenant`.
