@@ -45,8 +45,7 @@ impl Provider {
     /// Starts a server on a free local port.
     pub async fn start() -> Provider {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut p = Provider::default();
-        p.base = format!("http://{}", listener.local_addr().unwrap());
+        let p = Provider { base: format!("http://{}", listener.local_addr().unwrap()), ..Provider::default() };
         let server = p.clone();
         tokio::spawn(async move {
             loop {
