@@ -40,7 +40,7 @@ impl Devices<'_> {
         if info.token.len() > MAX_TOKEN {
             return Err(ServiceError::TooLarge(format!("hi.dev is at most {MAX_TOKEN} bytes")));
         }
-        let platform = info.platform.unwrap_or_default().to_ascii_lowercase();
+        let platform: String = info.platform.unwrap_or_default().to_ascii_lowercase().chars().take(32).collect();
         let provider = match cfg.provider_for(&platform) {
             Some(p) if cfg.enabled => p.to_owned(),
             _ => return Ok(None),
