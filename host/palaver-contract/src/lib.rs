@@ -38,6 +38,8 @@
 //! empty), the outbox [`outbox_contract_tests!`] and the audit log [`audit_contract_tests!`], both in the two forms
 //! of [`storage_contract_tests!`].
 //!
+//! The device store (push tokens) runs [`device_contract_tests!`] in the same two forms.
+//!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
 pub mod cases;
@@ -262,6 +264,20 @@ macro_rules! audit_contract_tests {
             audit_round_trips,
             audit_event_id_stored_once,
             audit_tenants_are_isolated,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per device store case, each on a fresh store made by the given async expression
+/// (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! device_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            device_upsert_round_trips,
+            device_moves_to_its_newest_user,
+            device_delete_reports_and_removes,
+            device_tenants_are_isolated,
         );
     };
 }

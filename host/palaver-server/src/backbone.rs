@@ -1,5 +1,5 @@
-//! The task queue a node runs on and the background work on it: the outbox relay, the audit consumer and the
-//! admin command consumer.
+//! The task queue a node runs on and the background work on it: the outbox relay, the audit consumer, the
+//! admin command consumer and, with `push.enabled`, the push worker.
 //!
 //! With `[kafka]` the queue is Kafka; without it, the embedded queue in a SQLite file: the store's own file on the
 //! embedded default, `queue.db` in the data directory when the store is MariaDB (one node's queue, then: a
@@ -8,12 +8,13 @@
 
 use crate::config::Config;
 use anyhow::Context;
-use palaver_core::ports::{AuditStore, HealthCheck, OutboxStore, TaskQueue, TenantStore};
+use palaver_core::ports::{AuditStore, HealthCheck, OutboxStore, PushDedup, PushProvider, TaskQueue, TenantStore};
 use palaver_core::{StoreResult, TenantId, TenantState};
 use palaver_queue_kafka::KafkaQueue;
 use palaver_service::Service;
 use palaver_service::admin::{AdminConsumer, ConsumerConfig, TenantDirectory};
 use palaver_service::backbone::audit::AuditConsumer;
+use palaver_service::backbone::push::worker::{PushWorker, WorkerConfig};
 use palaver_service::backbone::relay::{Relay, RelayConfig};
 use palaver_store_sqlite::{SqliteQueue, SqliteStore};
 use std::sync::Arc;
@@ -24,6 +25,9 @@ const TOPICS_RETRY: Duration = Duration::from_secs(5);
 
 /// The consumer group suffix of the audit consumer (one group across the nodes).
 const AUDIT_GROUP: &str = "audit";
+
+/// The consumer group suffix of the push worker (one group across the nodes).
+const PUSH_GROUP: &str = "push";
 
 type Task = tokio::task::JoinHandle<()>;
 
@@ -105,6 +109,25 @@ impl Backbone {
         self.tasks.push(tokio::spawn(consumer.run(self.admin_stop.subscribe())));
         let group = format!("{}.{AUDIT_GROUP}", self.group_id);
         self.tasks.push(AuditConsumer::new(self.queue.clone(), audit, state, group).spawn());
+    }
+
+    /// Starts the push worker on `im.push.task`, sending through `providers`.
+    pub(crate) fn start_push(
+        &mut self,
+        cfg: &Config,
+        service: &Service,
+        dedup: Arc<dyn PushDedup>,
+        providers: Vec<Arc<dyn PushProvider>>,
+    ) {
+        let p = &cfg.push;
+        let worker = WorkerConfig {
+            group: format!("{}.{PUSH_GROUP}", self.group_id),
+            max_attempts: p.max_attempts,
+            backoff_initial: Duration::from_millis(p.retry_backoff_ms),
+            backoff_max: Duration::from_millis(p.retry_backoff_max_ms),
+        };
+        let worker = PushWorker::new(service.clone(), self.queue.clone(), dedup, providers, worker);
+        self.tasks.push(worker.spawn());
     }
 
     /// Stops the tasks (a record in flight is produced again or redelivered later: both are idempotent).

@@ -30,6 +30,7 @@ pub struct Config {
     pub kafka: Option<KafkaConfig>,
     pub outbox: OutboxConfig,
     pub admin_commands: AdminCommandsConfig,
+    pub push: crate::push::PushConfig,
 }
 
 /// The admin command consumer (`im.admin.command`, in group `kafka.group_id`).
@@ -458,6 +459,7 @@ const SECTIONS: &[&str] = &[
     "kafka",
     "outbox",
     "admin_commands",
+    "push",
 ];
 
 /// A configuration that cannot be used.
@@ -723,6 +725,7 @@ impl Config {
         if t.send_deadline_ms < 100 {
             return bad("transport.send_deadline_ms must be at least 100".into());
         }
+        self.push.validate().map_err(ConfigError::Invalid)?;
         let a = &self.admin_commands;
         if a.max_attempts == 0 || a.retry_backoff_ms == 0 || a.retry_backoff_max_ms < a.retry_backoff_ms {
             return bad("admin_commands: max_attempts and retry_backoff_ms must be ≥ 1 and retry_backoff_max_ms ≥ \

@@ -8,5 +8,6 @@ mod cluster;
 pub mod config;
 mod plugins;
 mod plugins_admin;
+pub mod push;
 pub mod tenants;
 pub mod wiring;

@@ -11,15 +11,15 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
 use palaver_core::ports::{
-    AuditStore, BusinessPorts, CommandStore, GroupStore, HealthCheck, MessageStore, NoHooks, NoRules,
-    NotificationStore, OutboxStore, Ports, RelationStore, ReportStore, SubscriptionStore, TaskQueue, TenantStore,
-    TopicStore, UserStore,
+    AuditStore, BusinessPorts, CommandStore, DeviceStore, GroupStore, HealthCheck, MessageStore, NoHooks, NoRules,
+    NotificationStore, OutboxStore, Ports, PushDedup, RelationStore, ReportStore, SubscriptionStore, TaskQueue,
+    TenantStore, TopicStore, UserStore,
 };
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
 use palaver_service::auth::{HashCost, TokenSigner};
 use palaver_service::{LoginLimits, Service, ServiceConfig};
-use palaver_store_memory::{MemoryBus, MemoryControl, MemoryIdempotency, MemoryPresence, MemorySeq};
+use palaver_store_memory::{MemoryBus, MemoryControl, MemoryIdempotency, MemoryPresence, MemoryPushDedup, MemorySeq};
 use palaver_store_mysql::{MysqlConfig, MysqlStore};
 use palaver_store_redis::{CachedStorage, HotPolicy, RedisClient, RedisPorts};
 use palaver_store_sqlite::SqliteStore;
@@ -142,7 +142,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let salt = decode_salt(&cfg.api.key_salt)?;
     let (storage, tenants, backend) = open_storage(&cfg, salt).await?;
     let (outbox, audit) = (storage.outbox.clone(), storage.audit.clone());
-    let (mut ports, cluster) = with_shared_state(&cfg, storage)?;
+    let (mut ports, cluster, dedup) = with_shared_state(&cfg, storage)?;
     let claim = match &cluster {
         Some(c) => Some(claim_node_id(&cfg, c.nodes.as_ref()).await?),
         None => None,
@@ -159,7 +159,10 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         );
     }
     let signer = TokenSigner::new(token_key(&cfg)?);
-    let service = Service::new(ports, service_config(&cfg), signer);
+    let providers = cfg.push.providers().context("configuring the push providers")?;
+    let mut service_cfg = service_config(&cfg);
+    service_cfg.push = cfg.push.service(&providers);
+    let service = Service::new(ports, service_cfg, signer);
     let plugins = plugins.map(Arc::new);
     if let Some(p) = &plugins {
         p.effects.bind(service.clone());
@@ -189,6 +192,9 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         Backend::Mysql(m) => Some(Arc::new(m.clone())),
     };
     backbone.start(&cfg, &service, outbox, audit, registry);
+    if cfg.push.enabled {
+        backbone.start_push(&cfg, &service, dedup, providers);
+    }
     let gateway = Gateway::new(
         service.clone(),
         gateway_config(&cfg),
@@ -268,13 +274,14 @@ struct Storage {
     /// The outbox and the audit log, in the same database (the tenant's own on MariaDB).
     outbox: Arc<dyn OutboxStore>,
     audit: Arc<dyn AuditStore>,
+    devices: Arc<dyn DeviceStore>,
 }
 
 impl Storage {
     fn of<S>(store: Arc<S>) -> Self
     where
         S: UserStore + TopicStore + SubscriptionStore + MessageStore + RelationStore + GroupStore + NotificationStore,
-        S: OutboxStore + AuditStore + CommandStore + ReportStore + 'static,
+        S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + 'static,
     {
         Storage {
             users: store.clone(),
@@ -283,6 +290,7 @@ impl Storage {
             messages: store.clone(),
             outbox: store.clone(),
             audit: store.clone(),
+            devices: store.clone(),
             business: BusinessPorts::of(store, Arc::new(NoRules)),
         }
     }
@@ -313,9 +321,9 @@ async fn open_storage(cfg: &Config, salt: Vec<u8>) -> anyhow::Result<(Storage, A
 /// How long a resolved API key is trusted before the registry is asked again (tenant configuration: 60 s).
 const TENANT_CACHE_SECONDS: u64 = 60;
 
-/// Adds seq, idempotency, presence and the bus: Redis-backed (with the storage decorated by its caches) when
-/// `[store_config.redis]` is set, in-process otherwise, which keeps the node's single-node behaviour.
-fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, Option<Cluster>)> {
+/// Adds seq, idempotency, presence, the bus and the push dedup: Redis-backed (with the storage decorated by its
+/// caches) when `[store_config.redis]` is set, in-process otherwise, which keeps the node's single-node behaviour.
+fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, Option<Cluster>, Arc<dyn PushDedup>)> {
     let Some(redis) = &cfg.store_config.redis else {
         let ports = Ports {
             users: storage.users,
@@ -330,9 +338,10 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
             hooks: Arc::new(NoHooks),
             business: storage.business,
             outbox: storage.outbox,
+            devices: storage.devices,
             login_failures: None,
         };
-        return Ok((ports, None));
+        return Ok((ports, None, Arc::new(MemoryPushDedup::new(cfg.push.dedup_capacity))));
     };
     let client = RedisClient::connect(redis.clone()).context("configuring Redis")?;
     let metrics = client.metrics_source();
@@ -345,6 +354,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
     let business = storage.business;
     let redis_client = client.clone();
     let outbox = storage.outbox;
+    let devices = storage.devices;
     let cached = CachedStorage::new(client, storage.users, storage.topics, storage.subs, storage.messages, policy);
     let cluster = Cluster { nodes: Arc::new(shared.nodes), bus: shared.bus.clone(), metrics, redis: redis_client };
     let ports = Ports {
@@ -360,10 +370,12 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
         hooks: Arc::new(NoHooks),
         business,
         outbox,
+        devices,
         // Guesses spread over the nodes meet one backoff (`security:login_fail:*`).
         login_failures: Some(Arc::new(shared.login_failures)),
     };
-    Ok((ports, Some(cluster)))
+    let dedup: Arc<dyn PushDedup> = Arc::new(shared.push_dedup);
+    Ok((ports, Some(cluster), dedup))
 }
 
 /// How often a group's member count is re-read to decide whether its messages stay hot in Redis.

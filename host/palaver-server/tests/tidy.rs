@@ -172,6 +172,10 @@ fn every_config_key_is_in_docs_configuration() {
     // The optional section is absent by default; filled, its keys serialise too.
     cfg.store_config.redis = Some(RedisConfig::default());
     cfg.kafka = Some(palaver_queue_kafka::KafkaConfig::default());
+    cfg.push.fcm = Some(Default::default());
+    cfg.push.apns = Some(Default::default());
+    cfg.push.jpush = Some(Default::default());
+    cfg.push.webhook = Some(Default::default());
     let value = toml::Value::try_from(&cfg).expect("the config serialises to TOML");
     let mut keys = BTreeSet::new();
     leaf_paths("", &value, &mut keys);

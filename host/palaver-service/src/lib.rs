@@ -93,6 +93,8 @@ pub struct ServiceConfig {
     pub max_reports_per_hour: usize,
     /// Entries one tenant's outbox may hold before new audit and summary records are refused (0: unbounded).
     pub outbox_max_depth: u64,
+    /// Offline push (`[push]`).
+    pub push: backbone::push::PushConfig,
 }
 
 impl Default for ServiceConfig {
@@ -127,6 +129,7 @@ impl Default for ServiceConfig {
             topic_idle: Duration::from_secs(600),
             max_reports_per_hour: 20,
             outbox_max_depth: 100_000,
+            push: backbone::push::PushConfig::default(),
         }
     }
 }
@@ -143,6 +146,8 @@ pub(crate) struct Inner {
     pub(crate) api_limiter: throttle::ApiLimiter,
     /// Outbox depths, the relay's wake-up and the queue-side counters.
     pub(crate) backbone: Arc<Backbone>,
+    /// The push tasks' buffer and the push counters.
+    pub(crate) push: Arc<backbone::push::PushState>,
     /// Counters of other components (plugins, Redis) appended to the exposition after the service's own.
     metric_sources: parking_lot::RwLock<Vec<Arc<dyn palaver_core::MetricsSource>>>,
     next_sid: AtomicU64,
@@ -167,7 +172,8 @@ impl Service {
         let api_limiter = throttle::ApiLimiter::new(cfg.api_rate_per_second, cfg.api_rate_burst);
         let topics = LoadedTopics::new(cfg.max_loaded_topics, cfg.topic_idle.as_millis() as i64);
         let backbone = Arc::new(Backbone::new(cfg.outbox_max_depth));
-        let sources: Vec<Arc<dyn palaver_core::MetricsSource>> = vec![backbone.clone()];
+        let (push, push_rx) = backbone::push::buffer(&cfg.push);
+        let sources: Vec<Arc<dyn palaver_core::MetricsSource>> = vec![backbone.clone(), push.clone()];
         let svc = Service {
             inner: Arc::new(Inner {
                 ports,
@@ -180,6 +186,7 @@ impl Service {
                 logins,
                 api_limiter,
                 backbone,
+                push,
                 metric_sources: parking_lot::RwLock::new(sources),
                 next_sid: AtomicU64::new(seed << 24),
                 draining: AtomicBool::new(false),
@@ -190,6 +197,7 @@ impl Service {
             let hasher = svc.inner.hasher.clone();
             tokio::spawn(async move { hasher.warm().await });
             tokio::spawn(sweep_topics(Arc::downgrade(&svc.inner)));
+            tokio::spawn(backbone::push::drain(Arc::downgrade(&svc.inner), push_rx));
         }
         if svc.inner.ports.bus.is_shared() {
             if tokio::runtime::Handle::try_current().is_ok() {
@@ -215,6 +223,11 @@ impl Service {
     /// How many topics this node has loaded (see `limits.max_loaded_topics`).
     pub fn loaded_topics(&self) -> usize {
         self.inner.topics.len()
+    }
+
+    /// The push path's counters.
+    pub fn push_state(&self) -> Arc<backbone::push::PushState> {
+        self.inner.push.clone()
     }
 
     /// This node's hub.

@@ -24,6 +24,7 @@ pub(crate) struct Hello {
     pub(crate) ua: Option<String>,
     pub(crate) dev: Option<String>,
     pub(crate) platf: Option<String>,
+    pub(crate) lang: Option<String>,
 }
 
 /// A client session. Owned by the transport task that reads the connection.

@@ -5,7 +5,7 @@
 //! [`MemoryPresence`] and [`MemoryBus`] are what the embedded single-node mode runs in production.
 //! [`MemoryTenants`] is a tenant registry over a map, for tests of multi-tenant code. [`MemoryQueue`] and
 //! [`MemoryOutbox`] are the task queue and outbox in process, and [`MemoryAudit`] the audit log, for tests of their
-//! consumers.
+//! consumers. [`MemoryDevices`] is the device table for tests; [`MemoryPushDedup`] the embedded mode's push dedup.
 //!
 //! Every adapter keeps its state behind a short `parking_lot` lock that is never held across an await, so the
 //! async methods never suspend while holding it.
@@ -15,6 +15,7 @@ mod bus;
 mod control;
 mod idempotency;
 mod presence;
+mod push;
 mod queue;
 mod seq;
 mod store;
@@ -25,6 +26,7 @@ pub use bus::{MemoryBus, MemoryHub};
 pub use control::{MemoryControl, MemoryNodes};
 pub use idempotency::MemoryIdempotency;
 pub use presence::MemoryPresence;
+pub use push::{MemoryDevices, MemoryPushDedup};
 pub use queue::{MemoryOutbox, MemoryQueue};
 pub use seq::MemorySeq;
 pub use store::MemoryStore;

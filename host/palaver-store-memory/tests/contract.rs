@@ -15,6 +15,8 @@ palaver_contract::notification_contract_tests!(async { MemoryStore::new() });
 
 palaver_contract::command_contract_tests!(async { MemoryStore::new() });
 
+palaver_contract::device_contract_tests!(async { palaver_store_memory::MemoryDevices::new() });
+
 mod queue {
     use palaver_store_memory::{MemoryAudit, MemoryOutbox, MemoryQueue};
 

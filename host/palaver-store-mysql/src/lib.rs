@@ -17,7 +17,8 @@
 //! friendships, blocks), `NotificationStore` (each user's system notifications) and `GroupStore` (group roles,
 //! mutes, settings, join requests, announcements) run on the same database's business tables, and so do
 //! `CommandStore` (the admin command ledger) and `ReportStore` (abuse reports), whose writes append their queue
-//! records to the same database's outbox in the same transaction.
+//! records to the same database's outbox in the same transaction. `DeviceStore` (push tokens) runs on its
+//! `im_devices` table.
 //!
 //! # Pools
 //!
@@ -63,6 +64,7 @@ mod commands;
 mod config;
 mod deletions;
 mod derive;
+mod devices;
 mod error;
 mod groups;
 mod messages;

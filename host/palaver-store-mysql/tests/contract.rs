@@ -117,3 +117,12 @@ palaver_contract::audit_contract_tests!(
         common::storage_fixture()
     }
 );
+
+palaver_contract::device_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);

@@ -73,6 +73,7 @@ mod nodes;
 mod online;
 mod policy;
 mod presence;
+mod push;
 mod scripts;
 mod seq;
 mod storage;
@@ -92,6 +93,7 @@ pub use metrics::{MetricsSnapshot, RedisMetrics};
 pub use nodes::RedisNodes;
 pub use policy::{HotPolicy, HotPredicate, MemberThreshold};
 pub use presence::RedisPresence;
+pub use push::RedisPushDedup;
 pub use seq::RedisSeq;
 pub use storage::CachedStorage;
 
@@ -106,6 +108,7 @@ pub struct RedisPorts {
     pub bus: RedisBus,
     pub nodes: RedisNodes,
     pub control: RedisControl,
+    pub push_dedup: RedisPushDedup,
 }
 
 impl RedisPorts {
@@ -121,6 +124,7 @@ impl RedisPorts {
             bus: RedisBus::new(client.clone(), node_id, BusConfig::default()),
             nodes: RedisNodes::new(client.clone()),
             control: RedisControl::new(client.clone()),
+            push_dedup: RedisPushDedup::new(client.clone()),
         }
     }
 }

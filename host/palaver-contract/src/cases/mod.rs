@@ -2,12 +2,14 @@
 //! cases, [`crate::relation_contract_tests!`] the relation store's, [`crate::notification_contract_tests!`] the
 //! notification store's, [`crate::group_contract_tests!`] the group store's and
 //! [`crate::tenant_contract_tests!`] the tenant registry's, [`crate::queue_contract_tests!`] the task queue's,
-//! [`crate::outbox_contract_tests!`] the outbox's and [`crate::audit_contract_tests!`] the audit log's; an adapter
+//! [`crate::outbox_contract_tests!`] the outbox's and [`crate::audit_contract_tests!`] the audit log's,
+//! [`crate::device_contract_tests!`] the device store's; an adapter
 //! may also call single cases from its own tests.
 
 mod audit;
 mod commands;
 mod deletions;
+mod devices;
 mod group_announcements;
 mod group_requests;
 mod group_state;
@@ -27,6 +29,7 @@ mod users;
 pub use audit::*;
 pub use commands::*;
 pub use deletions::*;
+pub use devices::*;
 pub use group_announcements::*;
 pub use group_requests::*;
 pub use group_state::*;

@@ -7,6 +7,7 @@ mod audit;
 mod bus;
 mod commands;
 mod control;
+mod devices;
 mod groups;
 mod health;
 mod hooks;
@@ -16,6 +17,7 @@ mod messages;
 mod nodes;
 mod notifications;
 mod presence;
+mod push;
 mod queue;
 mod relations;
 mod reports;
@@ -30,6 +32,7 @@ pub use audit::{AuditEvent, AuditStore};
 pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus};
 pub use commands::{Claim, CommandEnd, CommandRecord, CommandStatus, CommandStore};
 pub use control::{ControlScope, ControlVersions, SessionControlStore};
+pub use devices::{Device, DeviceStore};
 pub use groups::{
     ADMIN_LIMIT, Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision,
     JoinOutcome, JoinPolicy, JoinRequest, Mute, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit,
@@ -42,6 +45,7 @@ pub use messages::MessageStore;
 pub use nodes::{NodeError, NodeInfo, NodeRegistry};
 pub use notifications::{NewNotification, Notification, NotificationStore};
 pub use presence::{PresenceStore, SessionBeat};
+pub use push::{PushDedup, PushError, PushMessage, PushProvider, PushTask};
 pub use queue::{Delivery, OutboxEntry, OutboxStore, QueueConsumer, QueueRecord, QueueTopic, TaskQueue};
 pub use relations::{
     Block, CreateOutcome, Decision, Friend, FriendRequest, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, Relation,
@@ -73,6 +77,8 @@ pub struct Ports {
     pub business: BusinessPorts,
     /// Records owed to the task queue (audit, summaries, results), relayed to it by a background task.
     pub outbox: Arc<dyn OutboxStore>,
+    /// The users' push devices (`{hi dev}`), read by the push worker.
+    pub devices: Arc<dyn DeviceStore>,
     /// Failed-login counters shared by the nodes (Redis in scale-out mode); `None`: each node counts in process.
     pub login_failures: Option<Arc<dyn LoginFailureStore>>,
 }

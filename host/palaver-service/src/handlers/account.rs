@@ -10,6 +10,8 @@ use palaver_core::{DefaultAccess, PresenceMeta, RecordState, User, UserId, UserU
 use palaver_proto::{Code, MsgAcc, MsgHi, MsgLogin, PROTOCOL_VERSION, Timestamp};
 use serde_json::{Value, json};
 
+/// Tinode's "clear this field" value: `{hi dev:"␡"}` deletes the device.
+const DELETE_MARK: &str = "\u{2421}";
 const MIN_LOGIN: usize = 2;
 const MAX_LOGIN: usize = 32;
 pub(crate) const MIN_PASSWORD: usize = 3;
@@ -28,6 +30,9 @@ impl Session {
             if m.ver.as_deref().is_some_and(|v| v != prev.ver) {
                 return Err(ServiceError::OutOfSequence);
             }
+            if let Some(dev) = m.dev.filter(|d| !d.is_empty()) {
+                self.change_device(dev, m.platf, m.lang).await?;
+            }
             self.reply(id, None, Code::Ok, None).await;
             return Ok(());
         }
@@ -42,7 +47,7 @@ impl Session {
             Some(_) => return Err(ServiceError::VersionNotSupported),
             None => return Err(ServiceError::Malformed("hi.ver is required".into())),
         }
-        self.hello = Some(Hello { ver, ua: m.ua, dev: m.dev, platf: m.platf });
+        self.hello = Some(Hello { ver, ua: m.ua, dev: m.dev, platf: m.platf, lang: m.lang });
         let cfg = &self.svc.cfg;
         let params = json!({
             "ver": PROTOCOL_VERSION,
@@ -304,6 +309,10 @@ impl Session {
             now: now_millis(),
         };
         self.svc.presence(self.tenant()).mark_online(user.id, &self.internal_sid(), &meta).await;
+        if let Err(e) = self.register_device(user.id).await {
+            // The login stands: a device that cannot be registered only means no push for it.
+            tracing::debug!(error = %e, "push device not registered at login");
+        }
         let (token, expires) = self.mint_token(user.id, user.auth_version);
         tracing::debug!(user = %user.id, remote = ?self.remote, "logged in");
         Ok(json!({ "user": user.id.to_string(), "authlvl": "auth", "token": token, "expires": Timestamp(expires) }))
@@ -311,6 +320,51 @@ impl Session {
 }
 
 impl Session {
+    /// A repeated `{hi dev}`: `␡` removes the session's registered device; another token replaces it. Before
+    /// login the token is only remembered, and registered at login.
+    async fn change_device(&mut self, dev: String, platf: Option<String>, lang: Option<String>) -> ServiceResult<()> {
+        let (tenant, user) = (self.tenant(), self.user);
+        let Some(hello) = self.hello.as_mut() else { return Ok(()) };
+        let old = hello.dev.take().filter(|d| d != DELETE_MARK && !d.is_empty());
+        if platf.is_some() {
+            hello.platf = platf;
+        }
+        if lang.is_some() {
+            hello.lang = lang;
+        }
+        let Some(user) = user else {
+            hello.dev = (dev != DELETE_MARK).then_some(dev);
+            return Ok(());
+        };
+        if dev == DELETE_MARK {
+            if let Some(old) = old {
+                self.svc.devices(tenant).remove(user, &old).await?;
+            }
+            return Ok(());
+        }
+        let replaced = old.filter(|o| *o != dev);
+        hello.dev = Some(dev);
+        self.register_device(user).await?;
+        if let Some(old) = replaced {
+            // A refreshed token: the old one is dead, so its device goes.
+            self.svc.devices(tenant).remove(user, &old).await?;
+        }
+        Ok(())
+    }
+
+    /// Registers the session's `{hi dev}` token for `user`, if it gave one and push is on.
+    async fn register_device(&self, user: UserId) -> ServiceResult<()> {
+        let Some(hello) = &self.hello else { return Ok(()) };
+        let Some(token) = hello.dev.as_deref().filter(|d| *d != DELETE_MARK && !d.is_empty()) else { return Ok(()) };
+        let info = crate::usecases::devices::DeviceInfo {
+            token,
+            platform: hello.platf.as_deref(),
+            app: hello.ua.as_deref(),
+            language: hello.lang.as_deref(),
+        };
+        self.svc.devices(self.tenant()).register(user, info).await.map(|_| ())
+    }
+
     /// Reads the control versions the session will be judged by, and, if so configured, evicts the user's
     /// older sessions of the same platform.
     async fn start_control(&self, user: UserId) {

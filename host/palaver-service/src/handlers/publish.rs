@@ -93,6 +93,9 @@ impl Session {
             self.send(ack(seq, held)).await;
         }
         if fresh && !held {
+            // The push task is only handed to a buffer: nothing here waits for the queue or a provider.
+            let device = self.hello.as_ref().and_then(|h| h.dev.as_deref()).map(crate::usecases::devices::device_id);
+            self.svc.enqueue_push(tenant, &msg, device);
             self.svc.notify_unattached(tenant, &msg).await;
         }
         Ok(())

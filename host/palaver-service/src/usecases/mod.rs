@@ -7,6 +7,7 @@
 //! - [`topics::Topics`]: creating groups and P2P conversations, what a reader may see, changes, deletion;
 //! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
 //! - [`messages::Messages`]: the publish hooks, storing under the next seq, history, deletion, review;
+//! - [`devices::Devices`]: push tokens registered by `{hi dev}` and their removal;
 //! - [`rules`]: the publish gate and the timed ask of the tenant's business rules;
 //! - [`relations::Relations`], [`governance::Governance`], [`notices::Notices`], [`reports::Reports`]: what the
 //!   business commands of `/v1/im/` (`business/`) store: friendships and blocks, a group's governance and
@@ -19,6 +20,7 @@
 //! hub holds for it; everything stored goes through an owner here.
 
 pub(crate) mod accounts;
+pub(crate) mod devices;
 pub(crate) mod governance;
 pub(crate) mod messages;
 pub(crate) mod notices;
@@ -36,6 +38,11 @@ impl Inner {
     /// The account use cases of `tenant`.
     pub(crate) fn accounts(&self, tenant: TenantId) -> accounts::Accounts<'_> {
         accounts::Accounts { svc: self, tenant }
+    }
+
+    /// The push device use cases of `tenant`.
+    pub(crate) fn devices(&self, tenant: TenantId) -> devices::Devices<'_> {
+        devices::Devices { svc: self, tenant }
     }
 
     /// The message use cases of `tenant`.

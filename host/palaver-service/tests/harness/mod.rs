@@ -44,6 +44,7 @@ pub fn service_on(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>, outbox: M
         hooks,
         business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
         outbox: Arc::new(outbox),
+        devices: Arc::new(palaver_store_memory::MemoryDevices::new()),
         login_failures: None,
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
@@ -98,6 +99,7 @@ fn cluster_on(
     let hub = MemoryBus::hub();
     // The store's own outbox, which its command ledger and report writes append to in the same "transaction".
     let outbox = Arc::new(store.outbox().clone());
+    let devices = Arc::new(palaver_store_memory::MemoryDevices::new());
     let nodes = (0..n)
         .map(|i| {
             let mut cfg = ServiceConfig { node_id: format!("node{i}"), ..ServiceConfig::default() };
@@ -116,6 +118,7 @@ fn cluster_on(
                 hooks: Arc::new(NoHooks),
                 business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
                 outbox: outbox.clone(),
+                devices: devices.clone(),
                 login_failures: login_failures.clone(),
             };
             Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))

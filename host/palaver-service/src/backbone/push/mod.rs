@@ -1,0 +1,122 @@
+//! Offline push, the publish side: after a message is stored, one [`PushTask`] is handed without waiting to a
+//! bounded buffer; a background task moves the buffer into the tenant's outbox (topic `push`), and the relay
+//! takes it to the queue (`im.push.task`), where the [`worker::PushWorker`] consumes it. The publish path never
+//! awaits any of this: a full buffer drops the task and counts it (`palaver_push_dropped_total`).
+
+mod payload;
+mod state;
+pub mod worker;
+
+pub use payload::{PREVIEW_CHARS, build_message, preview_of};
+pub use state::PushState;
+
+use crate::Inner;
+use palaver_core::ports::{PushTask, QueueRecord, QueueTopic};
+use palaver_core::{Message, TenantId};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Tasks moved from the buffer to the outbox in one write at most.
+const DRAIN_BATCH: usize = 256;
+
+/// Push settings of the node (`[push]`).
+#[derive(Debug, Clone)]
+pub struct PushConfig {
+    /// Whether stored messages make push tasks at all.
+    pub enabled: bool,
+    /// Whether a push carries up to 128 characters of the message's text.
+    pub preview: bool,
+    /// How long `push:dedup:{topic}:{seq}:{uid}` keeps a user from being pushed the same message again.
+    pub dedup_ttl_ms: u64,
+    /// Tasks waiting between the publish path and the outbox; beyond it new tasks are dropped and counted.
+    pub buffer: usize,
+    /// Devices one user may register; a registration beyond it is refused.
+    pub max_devices_per_user: u64,
+    /// The providers this node has credentials for, in the order a new device picks one (see
+    /// [`PushConfig::provider_for`]).
+    pub providers: Vec<String>,
+}
+
+impl Default for PushConfig {
+    fn default() -> Self {
+        PushConfig {
+            enabled: false,
+            preview: false,
+            dedup_ttl_ms: 10 * 60 * 1000,
+            buffer: 10_000,
+            max_devices_per_user: 16,
+            providers: Vec::new(),
+        }
+    }
+}
+
+impl PushConfig {
+    /// The provider a device of `platform` uses: APNs for `ios` when configured, then FCM, JPush and the webhook,
+    /// the first that is configured. `None` when no provider is.
+    pub fn provider_for(&self, platform: &str) -> Option<&str> {
+        let has = |p: &str| self.providers.iter().any(|c| c == p);
+        if platform == "ios" && has("apns") {
+            return Some("apns");
+        }
+        ["fcm", "jpush", "webhook"].into_iter().find(|p| has(p))
+    }
+}
+
+/// The record a push task travels in: keyed by tenant and topic, so one topic's tasks keep their order.
+pub fn push_record(task: &PushTask) -> QueueRecord {
+    let key = format!("{}:{}", task.tenant.0, task.topic);
+    let mut record = QueueRecord::new(QueueTopic::Push, key, serde_json::to_vec(task).unwrap_or_default());
+    record.headers = vec![("tenant".to_owned(), task.tenant.0.to_string()), ("seq".to_owned(), task.seq.to_string())];
+    record
+}
+
+impl Inner {
+    /// Hands a push task for `msg` (stored, not held) to the buffer, without waiting.
+    pub(crate) fn enqueue_push(&self, tenant: TenantId, msg: &Message, sender_device: Option<String>) {
+        let cfg = &self.cfg.push;
+        if !cfg.enabled {
+            return;
+        }
+        let head = msg.head.as_ref();
+        let text = |k: &str| head.and_then(|h| h.get(k)).and_then(|v| v.as_str()).map(str::to_owned);
+        let task = PushTask {
+            tenant,
+            topic: msg.topic.clone(),
+            seq: msg.seq,
+            from: msg.from,
+            ts: msg.created,
+            what: "msg".to_owned(),
+            mime: text("mime"),
+            webrtc: text("webrtc"),
+            preview: cfg.preview.then(|| preview_of(&msg.content)).flatten(),
+            attached: self.hub.attached_users(tenant, &msg.topic),
+            sender_device,
+        };
+        self.push.offer(task);
+    }
+}
+
+/// Moves buffered tasks into their tenants' outboxes until the service is dropped.
+pub(crate) async fn drain(inner: std::sync::Weak<Inner>, mut rx: mpsc::Receiver<PushTask>) {
+    let mut batch = Vec::with_capacity(DRAIN_BATCH);
+    while rx.recv_many(&mut batch, DRAIN_BATCH).await > 0 {
+        let Some(inner) = inner.upgrade() else { return };
+        let mut by_tenant: BTreeMap<TenantId, Vec<QueueRecord>> = BTreeMap::new();
+        for task in batch.drain(..) {
+            by_tenant.entry(task.tenant).or_default().push(push_record(&task));
+        }
+        for (tenant, records) in by_tenant {
+            if let Err(err) = inner.put_outbox(tenant, &records).await {
+                inner.push.lost(records.len());
+                tracing::warn!(%tenant, %err, tasks = records.len(), "push tasks not written to the outbox");
+            }
+        }
+    }
+}
+
+/// The buffer's two ends: the state keeps the sender, [`drain`] gets the receiver.
+pub(crate) fn buffer(cfg: &PushConfig) -> (Arc<PushState>, mpsc::Receiver<PushTask>) {
+    let (tx, rx) = mpsc::channel(cfg.buffer.max(1));
+    (Arc::new(PushState::new(tx)), rx)
+}

@@ -1,0 +1,207 @@
+//! The push worker: one consumer group across the nodes reads `im.push.task` and, per task, pushes every
+//! recipient's devices through their provider.
+//!
+//! **Recipients.** The topic's subscribers whose mode has R and P (a user who turned P off has muted the topic),
+//! except users who had a session attached to the topic on the publishing node when the message was stored: they
+//! saw it. The sender's other devices get a silent push (no text, no alert) so apps can sync; the device that
+//! sent it gets none. Messages from blocked senders and held messages never make a task.
+//!
+//! **Once.** Before pushing a user, the worker claims `push:dedup:{topic}:{seq}:{uid}` (Redis `SET NX` with
+//! `push.dedup_ttl_ms` in scale-out, a bounded in-process map when embedded), so a redelivered task or a second
+//! worker pushes nobody twice. The offset is committed after the task is done.
+//!
+//! **Failures.** A retryable failure (429, 5xx, network) is retried with exponential backoff, honouring the
+//! provider's `Retry-After`, up to `push.max_attempts`; then, like a refusal that will not change, it is recorded
+//! on the dead-letter topic with the reason (the embedded queue's table in embedded mode) and counted. A token
+//! the provider reports unregistered removes its device.
+
+use super::payload::build_message;
+use super::state::PushState;
+use crate::Service;
+use crate::names::wire_name;
+use palaver_core::ports::{
+    Delivery, Device, PushDedup, PushError, PushProvider, PushTask, QueueRecord, QueueTopic, TaskQueue,
+};
+use palaver_core::{AccessMode, StoreResult};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// The longest wait before joining the group again after a queue failure.
+const REJOIN_MAX: Duration = Duration::from_secs(5);
+
+/// How the worker retries.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The consumer group (every node uses the same one).
+    pub group: String,
+    /// Attempts per device before a retryable failure is recorded as final.
+    pub max_attempts: u32,
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+}
+
+/// The push topic's consumer.
+pub struct PushWorker {
+    service: Service,
+    queue: Arc<dyn TaskQueue>,
+    dedup: Arc<dyn PushDedup>,
+    providers: BTreeMap<String, Arc<dyn PushProvider>>,
+    cfg: WorkerConfig,
+}
+
+impl PushWorker {
+    pub fn new(
+        service: Service,
+        queue: Arc<dyn TaskQueue>,
+        dedup: Arc<dyn PushDedup>,
+        providers: Vec<Arc<dyn PushProvider>>,
+        cfg: WorkerConfig,
+    ) -> PushWorker {
+        let providers = providers.into_iter().map(|p| (p.name().to_owned(), p)).collect();
+        PushWorker { service, queue, dedup, providers, cfg }
+    }
+
+    pub fn spawn(self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(self.run())
+    }
+
+    /// Consumes until the task is aborted, joining the group again after a queue failure.
+    pub async fn run(self) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            if let Err(err) = self.consume().await {
+                tracing::warn!(%err, group = %self.cfg.group, "push worker: the queue failed; joining again");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(REJOIN_MAX);
+            }
+        }
+    }
+
+    fn state(&self) -> &PushState {
+        &self.service.inner.push
+    }
+
+    async fn consume(&self) -> StoreResult<()> {
+        let mut consumer = self.queue.subscribe(QueueTopic::Push, &self.cfg.group).await?;
+        loop {
+            let delivery = consumer.next().await?;
+            self.handle(&delivery).await?;
+            if let Err(err) = consumer.commit(&delivery).await {
+                tracing::warn!(%err, offset = delivery.offset, "push worker: commit failed; the task will repeat");
+            }
+        }
+    }
+
+    async fn handle(&self, delivery: &Delivery) -> StoreResult<()> {
+        let task: PushTask = match serde_json::from_slice(&delivery.record.payload) {
+            Ok(t) => t,
+            Err(err) => return self.dead_letter(delivery, &format!("not a push task: {err}"), None).await,
+        };
+        self.push_task(&task, delivery).await
+    }
+
+    /// Pushes one task to its recipients.
+    pub(crate) async fn push_task(&self, task: &PushTask, delivery: &Delivery) -> StoreResult<()> {
+        let ports = &self.service.inner.ports;
+        let subs = ports.subs.list_topic_subs(task.tenant, &task.topic).await?;
+        for sub in subs {
+            let sender = sub.user == task.from;
+            if !sender
+                && (task.attached.contains(&sub.user)
+                    || !(sub.mode().has(AccessMode::READ) && sub.mode().has(AccessMode::PRES)))
+            {
+                continue;
+            }
+            let devices = ports.devices.list_devices(task.tenant, sub.user).await?;
+            let devices: Vec<Device> = devices
+                .into_iter()
+                .filter(|d| !(sender && task.sender_device.as_deref() == Some(&d.device_id)))
+                .collect();
+            if devices.is_empty() {
+                continue;
+            }
+            let ttl = self.service.inner.cfg.push.dedup_ttl_ms;
+            if !self.dedup.claim(task.tenant, &task.topic, task.seq, sub.user, ttl).await? {
+                self.state().deduplicated.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let msg = build_message(task, &wire_name(&task.topic, sub.user), sender);
+            for device in devices {
+                self.send(task, &device, &msg, delivery).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends to one device, retrying what is worth retrying; the final outcome is counted and, if a failure,
+    /// recorded on the dead-letter topic.
+    async fn send(
+        &self,
+        task: &PushTask,
+        device: &Device,
+        msg: &palaver_core::ports::PushMessage,
+        delivery: &Delivery,
+    ) -> StoreResult<()> {
+        let Some(provider) = self.providers.get(&device.provider) else {
+            self.state().failed(&device.provider, "not_configured", None);
+            return Ok(());
+        };
+        let mut backoff = self.cfg.backoff_initial;
+        let mut attempt = 1;
+        loop {
+            let started = Instant::now();
+            let outcome = provider.send(task.tenant, device, msg).await;
+            let took = started.elapsed();
+            match outcome {
+                Ok(()) => {
+                    self.state().sent(provider.name(), took);
+                    return Ok(());
+                }
+                Err(PushError::Unregistered) => {
+                    self.state().failed(provider.name(), "unregistered", Some(took));
+                    let ports = &self.service.inner.ports;
+                    if ports.devices.delete_device(task.tenant, device.user, &device.device_id).await? {
+                        self.state().removed_devices.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(());
+                }
+                Err(PushError::Retry { reason, after_ms }) if attempt < self.cfg.max_attempts => {
+                    self.state().failed(provider.name(), "retry", Some(took));
+                    tracing::debug!(provider = provider.name(), %reason, attempt, "push failed; retrying");
+                    let wait = after_ms.map(Duration::from_millis).unwrap_or(backoff).min(self.cfg.backoff_max);
+                    tokio::time::sleep(wait).await;
+                    backoff = (backoff * 2).min(self.cfg.backoff_max);
+                    attempt += 1;
+                }
+                Err(err) => {
+                    let reason = if matches!(err, PushError::Retry { .. }) { "retries_exhausted" } else { "refused" };
+                    self.state().failed(provider.name(), reason, Some(took));
+                    let detail = format!("{}: {err}", provider.name());
+                    return self.dead_letter(delivery, &detail, Some(device)).await;
+                }
+            }
+        }
+    }
+
+    /// Records a failed push (or an undecodable task) on the dead-letter topic with the reason in its headers.
+    async fn dead_letter(&self, delivery: &Delivery, reason: &str, device: Option<&Device>) -> StoreResult<()> {
+        tracing::warn!(reason, offset = delivery.offset, "push sent to the dead-letter topic");
+        self.state().dead_lettered.fetch_add(1, Ordering::Relaxed);
+        let mut record: QueueRecord =
+            QueueRecord::new(QueueTopic::DeadLetter, delivery.record.key.clone(), delivery.record.payload.clone());
+        record.headers = delivery.record.headers.clone();
+        record.headers.extend([
+            ("dlq.topic".to_owned(), QueueTopic::Push.as_str().to_owned()),
+            ("dlq.partition".to_owned(), delivery.partition.to_string()),
+            ("dlq.offset".to_owned(), delivery.offset.to_string()),
+            ("dlq.error".to_owned(), reason.to_owned()),
+        ]);
+        if let Some(d) = device {
+            record.headers.push(("push.user".to_owned(), d.user.to_string()));
+            record.headers.push(("push.device".to_owned(), d.device_id.clone()));
+        }
+        self.queue.produce(record).await
+    }
+}

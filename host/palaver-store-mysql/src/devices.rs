@@ -1,0 +1,77 @@
+//! The device port over a tenant database: the `im_devices` table of migration 0008, keyed by device id, so an
+//! upsert of a token another user registered moves the row to the new user in one statement. `last_seen` is a
+//! UTC `DATETIME(3)`, converted in SQL.
+
+use crate::MysqlStore;
+use crate::codec::{datetime_to_millis, millis_to_datetime, user_col, user_of};
+use crate::error::db_error;
+use palaver_core::ports::{Device, DeviceStore};
+use palaver_core::{StoreResult, TenantId, UserId};
+
+type DeviceRow = (String, i64, String, String, String, String, String, i64);
+
+fn device_of((device_id, user, platform, provider, token, app, language, last_seen): DeviceRow) -> Device {
+    Device { user: user_of(user), device_id, platform, provider, token, app, language, last_seen }
+}
+
+#[async_trait::async_trait]
+impl DeviceStore for MysqlStore {
+    async fn upsert_device(&self, tenant: TenantId, d: &Device) -> StoreResult<()> {
+        let db = self.db(tenant).await?;
+        sqlx::query(concat!(
+            "INSERT INTO im_devices (device_id, user_id, platform, provider, token, app, language, last_seen) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ",
+            millis_to_datetime!(),
+            ") ON DUPLICATE KEY UPDATE user_id = VALUES(user_id), platform = VALUES(platform), \
+             provider = VALUES(provider), token = VALUES(token), app = VALUES(app), language = VALUES(language), \
+             last_seen = VALUES(last_seen)"
+        ))
+        .bind(&d.device_id)
+        .bind(user_col(d.user))
+        .bind(&d.platform)
+        .bind(&d.provider)
+        .bind(&d.token)
+        .bind(&d.app)
+        .bind(&d.language)
+        .bind(d.last_seen)
+        .execute(&db.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn delete_device(&self, tenant: TenantId, user: UserId, device_id: &str) -> StoreResult<bool> {
+        let db = self.db(tenant).await?;
+        let done = sqlx::query("DELETE FROM im_devices WHERE device_id = ? AND user_id = ?")
+            .bind(device_id)
+            .bind(user_col(user))
+            .execute(&db.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn list_devices(&self, tenant: TenantId, user: UserId) -> StoreResult<Vec<Device>> {
+        let db = self.db(tenant).await?;
+        let rows: Vec<DeviceRow> = sqlx::query_as(concat!(
+            "SELECT device_id, user_id, platform, provider, token, app, language, ",
+            datetime_to_millis!("last_seen"),
+            " FROM im_devices WHERE user_id = ? ORDER BY device_id"
+        ))
+        .bind(user_col(user))
+        .fetch_all(&db.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(rows.into_iter().map(device_of).collect())
+    }
+
+    async fn count_devices(&self, tenant: TenantId, user: UserId) -> StoreResult<u64> {
+        let db = self.db(tenant).await?;
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM im_devices WHERE user_id = ?")
+            .bind(user_col(user))
+            .fetch_one(&db.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(n.max(0) as u64)
+    }
+}
