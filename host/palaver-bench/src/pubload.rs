@@ -10,7 +10,7 @@ use clap::Args;
 use crate::publish::{self, Outcome, Plan};
 use crate::pubload_compare::{self, CompareArgs};
 use crate::pubload_setup::{self, Shape};
-use crate::stats::{JsonLine, SeqCheck, Summary, check_seqs, round3};
+use crate::stats::{JsonLine, SeqCheck, Summary, check_seqs, per_second_line, round3};
 use crate::target::{RATE_LIMIT_HINT, Target, TargetArgs, cpu_secs, machine_busy_secs, own_cpu_secs, pid_of};
 
 /// The variable that lifts the server's per-session rate limit (50 messages/s by default).
@@ -332,19 +332,6 @@ fn report(args: &PublishArgs, outcomes: Vec<Outcome>, cpu: Cpu, setup_s: f64) ->
     }
 }
 
-/// Min, median and max of the full seconds, then every second; the first and last are partial.
-fn per_second_line(per_sec: &[u64]) -> String {
-    let full = if per_sec.len() > 2 { &per_sec[1..per_sec.len() - 1] } else { per_sec };
-    let mut sorted = full.to_vec();
-    sorted.sort_unstable();
-    let (min, median, max) = match sorted.as_slice() {
-        [] => (0, 0, 0),
-        s => (s[0], s[s.len() / 2], s[s.len() - 1]),
-    };
-    let all: Vec<String> = per_sec.iter().map(u64::to_string).collect();
-    format!("min {min} median {median} max {max} over full seconds; each second: [{}]", all.join(" "))
-}
-
 /// The JSON line of one run; `prefix` keeps the keys of two modes apart in a comparison line.
 pub(crate) fn put_figures(out: &mut JsonLine, prefix: &str, f: &Figures) {
     out.set(format!("{prefix}sent"), f.sent);
@@ -398,17 +385,4 @@ pub(crate) fn head(args: &PublishArgs, mode: &str) -> JsonLine {
     out.set("client_mid", args.client_mid);
     out.set("peers_read", args.peers_read);
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn per_second_line_skips_the_partial_ends() {
-        let line = per_second_line(&[5, 100, 300, 200, 7]);
-        assert!(line.starts_with("min 100 median 200 max 300"), "{line}");
-        assert!(line.ends_with("[5 100 300 200 7]"), "{line}");
-        assert!(per_second_line(&[]).starts_with("min 0 median 0 max 0"));
-    }
 }
