@@ -50,11 +50,21 @@ moderation_dir="$PWD/target/plugins/deploy"
   PALAVER_BIN="$PWD/../../target/debug/palaver" PALAVER_PLUGINS__DIR="$moderation_dir" E2E_MODERATION=1 npm test
 )
 
-step "end-to-end: tinode-sdk against two target/debug/palaver nodes sharing MariaDB + Redis + Kafka, business plugins loaded"
+step "end-to-end: tinode-sdk against two target/debug/palaver nodes sharing MariaDB + Redis + Kafka, business plugins loaded, admin commands over Kafka"
 scaleout_dir=$(mktemp -d)
 control_db="palaver_e2e_$(date +%s)"
 # Every node of a cluster must share the token key, or a token minted on one node fails on the other.
 token_key=$(head -c 32 /dev/urandom | base64 -w0)
+# The admin API (plugin settings, the HTTP front of the admin commands) and this run's own Kafka topics and
+# consumer group, so that a rerun on the same broker starts clean. Exported: the nodes and `palaver admin
+# command`, which admin.test.js runs, read the same settings.
+export PALAVER_ADMIN__TOKEN
+PALAVER_ADMIN__TOKEN=$(head -c 24 /dev/urandom | base64 -w0 | tr '+/' '-_')
+kafka_run="e2e_$(date +%s)"
+export PALAVER_KAFKA__GROUP_ID="$kafka_run"
+export PALAVER_KAFKA__TOPICS="{ admin_command = \"$kafka_run.im.admin.command\", admin_result = \"$kafka_run.im.admin.command.result\", \
+admin_event = \"$kafka_run.im.admin.event\", audit = \"$kafka_run.im.audit\", push = \"$kafka_run.im.push.task\", \
+file_security = \"$kafka_run.im.file.security\", dead_letter = \"$kafka_run.im.dlq\" }"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 for node in 1 2; do
@@ -78,6 +88,10 @@ show_logs() { tail -40 "$scaleout_dir/n1.log"; tail -40 "$scaleout_dir/n2.log"; 
   --test-timeout=240000 --test-force-exit test/multinode.test.js) || { show_logs; exit 1; }
 (cd tests/e2e && PALAVER_URLS=127.0.0.1:16061,127.0.0.1:16062 E2E_BUSINESS=1 node --test --test-concurrency=1 \
   --test-timeout=240000 --test-force-exit test/business.test.js) || { show_logs; exit 1; }
+# Every admin command type produced to Kafka by `palaver admin command`, its effect seen on both nodes.
+(cd tests/e2e && PALAVER_URLS=127.0.0.1:16061,127.0.0.1:16062 E2E_ADMIN=1 E2E_ADMIN_CONFIG="$PWD/../../deploy/scaleout.toml" \
+  PALAVER_BIN="$PWD/../../target/debug/palaver" node --test --test-concurrency=1 --test-timeout=240000 \
+  --test-force-exit test/admin.test.js) || { show_logs; exit 1; }
 kill "${pids[@]}" && wait "${pids[@]}" 2>/dev/null || true
 trap - EXIT
 

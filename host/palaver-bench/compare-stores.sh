@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs the write-path matrix of `palaver-bench publish --compare`: every shape against a spawned embedded server
-# and a spawned scale-out server (MariaDB + Redis, fresh databases and key prefix per run), with and without
-# client_mid. Each run's full output goes to a log; the final JSON line of each is printed at the end.
+# and a spawned scale-out server (MariaDB + Redis + Kafka, fresh databases, key prefix and topics per run), with
+# and without client_mid. Each run's full output goes to a log; the final JSON line of each is printed at the end.
 #
 #   host/palaver-bench/compare-stores.sh                 # from the repository root
 #   SHAPES="1:1:25000 64:2:250" MIDS=on host/palaver-bench/compare-stores.sh
 #
 # Settings (environment): SHAPES (topics:publishers-per-topic:messages, space-separated), MIDS (off, on or
 # "off on"), QUIET_CORES (wait until other processes use fewer cores before each mode; 0 turns it off),
-# LOG_DIR (default: a new temp dir). MariaDB and Redis must be running (scripts/lib/services.sh starts them).
+# LOG_DIR (default: a new temp dir). MariaDB, Redis and Kafka must be running (scripts/lib/services.sh starts
+# them).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."

@@ -10,6 +10,8 @@
 //! palaver-bench p2p    --spawn target/release/palaver --pairs 10 --messages 1000
 //! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --messages 5000
 //! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --compare
+//! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --compare-kafka
+//! palaver-bench admin --spawn target/release/palaver --nodes 2 --commands 2000
 //! palaver-bench business --spawn target/release/palaver --server-env PALAVER_PLUGINS__DIR=target/plugins/deploy
 //! palaver-bench topics --spawn target/release/palaver --topics 100000 --server-env PALAVER_LIMITS__RATE_PER_SECOND=0 \
 //!     --server-env PALAVER_LIMITS__MAX_GROUPS_PER_USER=0 --server-env PALAVER_LIMITS__MAX_LOADED_TOPICS=10000
@@ -19,6 +21,7 @@
 //! `GET /readyz` to answer 200 and kills the server at the end; it also lets the tool read the server's RSS
 //! and CPU time from /proc (as `--pid` does for a server started by hand).
 
+mod admin;
 mod business;
 mod client;
 mod fanout;
@@ -32,6 +35,7 @@ mod publish;
 mod pubload;
 mod pubload_compare;
 mod pubload_setup;
+mod scaleout;
 mod stats;
 mod target;
 mod topics;
@@ -65,8 +69,12 @@ enum Command {
     /// Pairs of users ping-pong over P2P topics; print round-trip latency.
     P2p(p2p::P2pArgs),
     /// T groups × P publishers send as fast as their windows allow; print accepted msg/s and ack latency.
-    /// With --compare, the same load against an embedded and a scale-out server, side by side.
+    /// With --compare, the same load against an embedded and a scale-out server, side by side; with
+    /// --compare-kafka, against a scale-out node without and with `[kafka]`.
     Publish(pubload::PublishArgs),
+    /// Admin commands produced to Kafka and their results read back, on a spawned cluster of --nodes nodes;
+    /// print commands/s, produce→result latency and the exactly-once check.
+    Admin(admin::AdminArgs),
     /// Friend requests over the /v1/im/ HTTP API; print requests/s, latency, and the plugin's share of it.
     Business(business::BusinessArgs),
     /// One user creates N groups and publishes once to each; print loaded topics and server RSS growth.
@@ -89,6 +97,7 @@ fn main() -> Result<()> {
                 Command::P2p(args) => p2p::run(args).await,
                 Command::Publish(args) => pubload::run(args).await,
                 Command::Business(args) => business::run(args).await,
+                Command::Admin(args) => admin::run(args).await,
                 Command::Topics(args) => topics::run(args).await,
             }
         };

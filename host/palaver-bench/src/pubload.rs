@@ -10,13 +10,16 @@ use clap::Args;
 use crate::publish::{self, Outcome, Plan};
 use crate::pubload_compare::{self, CompareArgs};
 use crate::pubload_setup::{self, Shape};
-use crate::stats::{JsonLine, SeqCheck, Summary, check_seqs, round3};
+use crate::stats::{JsonLine, SeqCheck, Summary, check_seqs, per_second_line, round3};
 use crate::target::{RATE_LIMIT_HINT, Target, TargetArgs, cpu_secs, machine_busy_secs, own_cpu_secs, pid_of};
 
 /// The variable that lifts the server's per-session rate limit (50 messages/s by default).
 pub(crate) const RATE_ENV: &str = "PALAVER_LIMITS__RATE_PER_SECOND";
-/// Co-located services whose CPU time is reported beside the server's, when they run on this machine.
-const COLOCATED: [&str; 2] = ["mariadbd", "redis-server"];
+/// Co-located services whose CPU time is reported beside the server's, when they run on this machine (`java`:
+/// the Kafka broker that `scripts/lib/services.sh` starts).
+const COLOCATED: [&str; 3] = ["mariadbd", "redis-server", "java"];
+/// The relay's counter of outbox entries produced to the task queue.
+const OUTBOX_PRODUCED: &str = "palaver_outbox_produced_total";
 
 /// Options of the write-path test.
 #[derive(Args, Debug, Clone)]
@@ -75,15 +78,20 @@ pub(crate) struct Figures {
     pub(crate) aborted: usize,
     /// Duplicate and missing seqs over all topics, from the acknowledgements.
     pub(crate) seqs: SeqCheck,
+    /// Outbox entries the server's relay produced to its task queue during the load (from `/metrics`).
+    pub(crate) outbox_produced: Option<f64>,
 }
 
-/// Runs the load once against `--spawn`/`--addr`, or twice with `--compare`.
+/// Runs the load once against `--spawn`/`--addr`, or twice with `--compare` or `--compare-kafka`.
 pub(crate) async fn run(args: PublishArgs) -> Result<()> {
     if args.topics == 0 || args.publishers_per_topic == 0 || args.messages == 0 {
         bail!("--topics, --publishers-per-topic and --messages must all be at least 1");
     }
     if args.compare.compare {
         return pubload_compare::run(&args).await;
+    }
+    if args.compare.compare_kafka {
+        return pubload_compare::run_kafka(&args).await;
     }
     let figures = measure(&args.target, &args, "").await?;
     println!("{}", json_line(&args, "", &figures));
@@ -133,6 +141,7 @@ pub(crate) async fn measure(target_args: &TargetArgs, args: &PublishArgs, label:
     let machine = machine_busy_secs();
     let colocated: Vec<(&'static str, u32, f64)> =
         COLOCATED.iter().filter_map(|name| pid_of(name).and_then(|pid| Some((*name, pid, cpu_secs(pid)?)))).collect();
+    let outbox_before = crate::scaleout::metric(target.addr, OUTBOX_PRODUCED).await.ok();
     let origin = Instant::now();
     let tag = crate::run_tag();
     let tasks: Vec<_> = ready
@@ -167,6 +176,9 @@ pub(crate) async fn measure(target_args: &TargetArgs, args: &PublishArgs, label:
     let cpu = Cpu { server: server_cpu_s, client: client_cpu_s, colocated: colocated_cpu_s, others };
     let mut figures = report(args, outcomes, cpu, setup_s);
     figures.seqs = report_seqs(seqs);
+    // Read after the load, before the server goes: what the publish path put through the outbox meanwhile.
+    let outbox_after = crate::scaleout::metric(target.addr, OUTBOX_PRODUCED).await.ok();
+    figures.outbox_produced = outbox_after.zip(outbox_before).map(|(after, before)| after - before);
     drop(sessions);
     target.report_log_problems();
     target.finish();
@@ -316,20 +328,8 @@ fn report(args: &PublishArgs, outcomes: Vec<Outcome>, cpu: Cpu, setup_s: f64) ->
         setup_s,
         aborted: aborted.len(),
         seqs: SeqCheck::default(),
+        outbox_produced: None,
     }
-}
-
-/// Min, median and max of the full seconds, then every second; the first and last are partial.
-fn per_second_line(per_sec: &[u64]) -> String {
-    let full = if per_sec.len() > 2 { &per_sec[1..per_sec.len() - 1] } else { per_sec };
-    let mut sorted = full.to_vec();
-    sorted.sort_unstable();
-    let (min, median, max) = match sorted.as_slice() {
-        [] => (0, 0, 0),
-        s => (s[0], s[s.len() / 2], s[s.len() - 1]),
-    };
-    let all: Vec<String> = per_sec.iter().map(u64::to_string).collect();
-    format!("min {min} median {median} max {max} over full seconds; each second: [{}]", all.join(" "))
 }
 
 /// The JSON line of one run; `prefix` keeps the keys of two modes apart in a comparison line.
@@ -360,6 +360,9 @@ pub(crate) fn put_figures(out: &mut JsonLine, prefix: &str, f: &Figures) {
     out.set(format!("{prefix}aborted_publishers"), f.aborted);
     out.set(format!("{prefix}seq_duplicates"), f.seqs.duplicates);
     out.set(format!("{prefix}seq_missing"), f.seqs.missing);
+    if let Some(n) = f.outbox_produced {
+        out.set(format!("{prefix}outbox_produced"), n);
+    }
 }
 
 /// The line that leads with `"bench":"publish"` and the shape of the load.
@@ -382,17 +385,4 @@ pub(crate) fn head(args: &PublishArgs, mode: &str) -> JsonLine {
     out.set("client_mid", args.client_mid);
     out.set("peers_read", args.peers_read);
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn per_second_line_skips_the_partial_ends() {
-        let line = per_second_line(&[5, 100, 300, 200, 7]);
-        assert!(line.starts_with("min 100 median 200 max 300"), "{line}");
-        assert!(line.ends_with("[5 100 300 200 7]"), "{line}");
-        assert!(per_second_line(&[]).starts_with("min 0 median 0 max 0"));
-    }
 }

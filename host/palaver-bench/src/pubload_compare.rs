@@ -1,112 +1,81 @@
 //! `publish --compare`: the same load against a spawned embedded server and a spawned scale-out server
-//! (MariaDB + Redis, each run on fresh databases and a fresh Redis key prefix), printed side by side.
+//! (MariaDB + Redis + Kafka, each run on fresh databases, a fresh Redis key prefix and fresh topics), printed side
+//! by side. `publish --compare-kafka`: the same load against a scale-out node without `[kafka]` (the embedded
+//! queue) and with it, printed side by side with the ratio: what the outbox and Kafka cost the publish path.
 
-use std::path::PathBuf;
-use std::process::Command;
-
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use clap::Args;
 
 use crate::pubload::{self, Figures, PublishArgs};
+use crate::scaleout::{self, Fresh, ScaleoutArgs};
 use crate::stats::round3;
 
 /// The throughput the scale-out mode should reach per node.
 const TARGET_SCALEOUT_MSG_PER_S: f64 = 10_000.0;
+/// The largest share of accepted msg/s that producing through the outbox to Kafka may cost.
+const MAX_KAFKA_COST: f64 = 0.05;
 
 /// Options of the comparison.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct CompareArgs {
     /// Run the load twice, against a spawned embedded server and a spawned scale-out server (needs --spawn).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "compare_kafka")]
     pub(crate) compare: bool,
-    /// The scale-out configuration file given to the second server.
-    #[arg(long, default_value = "deploy/scaleout.toml")]
-    pub(crate) scaleout_config: PathBuf,
-    /// MariaDB for the scale-out run, without a database name; every run creates fresh databases there.
-    #[arg(long, default_value = "mysql://palaver:palaver@127.0.0.1:3306")]
-    pub(crate) mysql: String,
-    /// Redis for the scale-out run, as host:port; every run uses a fresh key prefix.
-    #[arg(long, default_value = "127.0.0.1:6379")]
-    pub(crate) redis: String,
-    /// Keep the scale-out run's databases and Redis keys instead of removing them afterwards.
+    /// Run the load twice against a spawned scale-out node (needs --spawn): its configuration without `[kafka]`
+    /// (the embedded queue), then with it (fresh topics); prints both and the ratio.
     #[arg(long)]
-    pub(crate) keep_data: bool,
+    pub(crate) compare_kafka: bool,
+    #[command(flatten)]
+    pub(crate) scaleout: ScaleoutArgs,
 }
 
 /// Runs both modes, prints the table, the verdict and the final JSON line.
 pub(crate) async fn run(args: &PublishArgs) -> Result<()> {
-    let compare = &args.compare;
+    let so = &args.compare.scaleout;
     ensure!(args.target.spawn.is_some(), "--compare starts both servers itself, so it needs --spawn PATH");
-    ensure!(
-        compare.scaleout_config.is_file(),
-        "--scaleout-config {} is not a file (run from the repository root or pass the path)",
-        compare.scaleout_config.display()
-    );
+    scaleout::check_config(&so.scaleout_config)?;
     let embedded = pubload::measure(&args.target, args, "embedded").await.context("the embedded run")?;
     println!();
-
-    let tag = crate::run_tag();
-    let control = format!("palaver_bench_{tag}");
-    let tenant_prefix = format!("pb_{tag}_t_");
-    let key_prefix = format!("im_bench_{tag}");
-    let mut scaleout_target = args.target.clone();
-    // --dev: the load speaks with Tinode's demo API key, which a scale-out node refuses without it.
-    let config = ["--dev".to_owned(), "--config".to_owned(), compare.scaleout_config.display().to_string()];
-    scaleout_target.server_args.splice(0..0, config);
-    let env = [
-        ("PALAVER_STORE__URL", format!("{}/{control}", compare.mysql.trim_end_matches('/'))),
-        // A tenant database is named prefix + tenant code; a fresh prefix keeps `default` from reusing an old one.
-        ("PALAVER_STORE__TENANT_DATABASE_PREFIX", tenant_prefix.clone()),
-        ("PALAVER_STORE_CONFIG__REDIS", format!(r#"{{ addr = "{}", key_prefix = "{key_prefix}" }}"#, compare.redis)),
-    ];
-    scaleout_target.server_env.extend(env.into_iter().map(|(k, v)| (k.to_owned(), v)));
-    println!("scale-out run: control database {control}, tenant databases {tenant_prefix}*, Redis keys {key_prefix}*");
-    let scaleout = pubload::measure(&scaleout_target, args, "scale-out").await;
-    if compare.keep_data {
-        println!("kept the scale-out data (--keep-data)");
-    } else {
-        clean_up(compare, &control, &tenant_prefix, &key_prefix);
-    }
-    let scaleout = scaleout.context("the scale-out run")?;
+    let scaleout = scaleout_run(args, &so.scaleout_config, true, "scale-out").await?;
     print_table(args, &embedded, &scaleout);
+    Ok(())
+}
+
+/// One run against a spawned scale-out node on fresh names; `kafka` says whether the node's configuration keeps
+/// its `[kafka]` tables (on fresh topics).
+async fn scaleout_run(args: &PublishArgs, config: &std::path::Path, kafka: bool, label: &str) -> Result<Figures> {
+    let so = &args.compare.scaleout;
+    let fresh = Fresh::new(&crate::run_tag(), kafka);
+    let mut target = args.target.clone();
+    target.server_args.splice(0..0, scaleout::server_args(config));
+    target.server_env.extend(fresh.env(so));
+    println!("{label} run: {}", fresh.describe());
+    let figures = pubload::measure(&target, args, label).await;
+    fresh.clean_up(so).await;
+    figures.with_context(|| format!("the {label} run"))
+}
+
+/// `--compare-kafka`: the scale-out node without and with `[kafka]`, side by side with the ratio.
+pub(crate) async fn run_kafka(args: &PublishArgs) -> Result<()> {
+    let so = &args.compare.scaleout;
+    ensure!(args.target.spawn.is_some(), "--compare-kafka starts the servers itself, so it needs --spawn PATH");
+    scaleout::check_config(&so.scaleout_config)?;
+    let text = std::fs::read_to_string(&so.scaleout_config)
+        .with_context(|| format!("reading {}", so.scaleout_config.display()))?;
+    ensure!(text.contains("[kafka]"), "--compare-kafka needs a --scaleout-config with a [kafka] table");
+    let dir = tempfile::tempdir().context("a temp dir for the configuration without [kafka]")?;
+    let plain = dir.path().join("no-kafka.toml");
+    std::fs::write(&plain, scaleout::without_kafka(&text)).context("writing the configuration without [kafka]")?;
+    let without = scaleout_run(args, &plain, false, "no kafka").await?;
+    println!();
+    let with = scaleout_run(args, &so.scaleout_config, true, "kafka").await?;
+    print_kafka_table(args, &without, &with);
     Ok(())
 }
 
 /// Prints both runs side by side, the verdict on the scale-out target and the final JSON line.
 fn print_table(args: &PublishArgs, embedded: &Figures, scaleout: &Figures) {
-    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
-    let per_msg = |s: f64, f: &Figures| s * 1e6 / f.acked.max(1) as f64;
-    let cpu_per_msg = |f: &Figures| f.server_cpu_s.map_or(f64::NAN, |s| per_msg(s, f));
-    // Server, client and the co-located MariaDB and Redis: what one message costs the whole 2-core box.
-    let box_per_msg = |f: &Figures| {
-        let colocated: f64 = f.colocated_cpu_s.iter().map(|(_, s)| s).sum();
-        per_msg(f.server_cpu_s.unwrap_or(0.0) + f.client_cpu_s + colocated, f)
-    };
-    println!();
-    println!(
-        "publish compare: {} topics × {} publishers × {} messages, window {}, client_mid {}",
-        args.topics,
-        args.publishers_per_topic,
-        args.messages,
-        args.window,
-        if args.client_mid { "on" } else { "off" }
-    );
-    println!("  {:<26} {:>12} {:>12} {:>12}", "", "embedded", "scale-out", "ratio s/e");
-    let rows: [(&str, f64, f64); 8] = [
-        ("accepted msg/s", embedded.msg_per_s, scaleout.msg_per_s),
-        ("ack p50 ms", embedded.ack.p50_ms, scaleout.ack.p50_ms),
-        ("ack p99 ms", embedded.ack.p99_ms, scaleout.ack.p99_ms),
-        ("ack p99.9 ms", embedded.ack.p999_ms, scaleout.ack.p999_ms),
-        ("ack max ms", embedded.ack.max_ms, scaleout.ack.max_ms),
-        ("server CPU µs per message", cpu_per_msg(embedded), cpu_per_msg(scaleout)),
-        ("box CPU µs per message", box_per_msg(embedded), box_per_msg(scaleout)),
-        ("rejected", embedded.rejected as f64, scaleout.rejected as f64),
-    ];
-    for (name, e, s) in rows {
-        let r = ratio(s, e);
-        let r = if r.is_finite() { format!("{r:.3}") } else { String::from("-") };
-        println!("  {name:<26} {e:>12.3} {s:>12.3} {r:>12}");
-    }
+    side_by_side(args, ["publish compare", "ratio s/e"], ("embedded", embedded), ("scale-out", scaleout));
     let verdict = if scaleout.msg_per_s >= TARGET_SCALEOUT_MSG_PER_S { "meets" } else { "MISSES" };
     println!(
         "verdict: scale-out {:.0} accepted msg/s (target ≥ {TARGET_SCALEOUT_MSG_PER_S:.0} per node: {verdict}); \
@@ -122,61 +91,83 @@ fn print_table(args: &PublishArgs, embedded: &Figures, scaleout: &Figures) {
     println!("{out}");
 }
 
-/// Drops the run's databases and deletes its Redis keys with the `mariadb` and `redis-cli` clients.
-///
-/// The bench carries no database drivers of its own; when a client is missing, the names to clean are printed.
-fn clean_up(compare: &CompareArgs, control: &str, tenant_prefix: &str, key_prefix: &str) {
-    match drop_databases(&compare.mysql, control, tenant_prefix) {
-        Ok(dropped) => println!("cleanup: dropped databases {}", dropped.join(", ")),
-        Err(err) => println!("cleanup: could not drop {control} and {tenant_prefix}* ({err:#}); drop them by hand"),
-    }
-    match delete_keys(&compare.redis, key_prefix) {
-        Ok(n) => println!("cleanup: deleted {n} Redis keys under {key_prefix}"),
-        Err(err) => println!("cleanup: could not delete Redis keys {key_prefix}* ({err:#})"),
-    }
+/// Prints the node without and with Kafka side by side, the cost against the target and the final JSON line.
+fn print_kafka_table(args: &PublishArgs, without: &Figures, with: &Figures) {
+    side_by_side(
+        args,
+        ["publish compare-kafka (one scale-out node)", "ratio k/nk"],
+        ("no kafka", without),
+        ("kafka", with),
+    );
+    let relayed = |f: &Figures| f.outbox_produced.map_or(String::from("unknown"), |n| format!("{n:.0}"));
+    println!(
+        "  outbox entries relayed to the queue during the load: {} without, {} with Kafka",
+        relayed(without),
+        relayed(with)
+    );
+    let cost = 1.0 - ratio(with.msg_per_s, without.msg_per_s);
+    let cpu = |f: &Figures| f.server_cpu_s.map_or(f64::NAN, |s| s * 1e6 / f.acked.max(1) as f64);
+    let cpu_cost = ratio(cpu(with), cpu(without)) - 1.0;
+    let verdict = if cost <= MAX_KAFKA_COST { "meets" } else { "MISSES" };
+    // A negative cost is the noise of one run each on a shared machine, not a speed-up Kafka brings.
+    let shown = if cost < 0.0 {
+        String::from("nothing measurable (faster with Kafka)")
+    } else {
+        format!("{:.1} %", cost * 100.0)
+    };
+    println!(
+        "verdict: Kafka costs {shown} of accepted msg/s (target ≤ {:.0} %: {verdict}) and {:+.1} % server CPU per \
+         message; one run each, on a shared 2-core machine (see other processes' CPU above)",
+        MAX_KAFKA_COST * 100.0,
+        cpu_cost * 100.0
+    );
+    let mut out = pubload::head(args, "compare-kafka");
+    pubload::put_figures(&mut out, "nokafka_", without);
+    pubload::put_figures(&mut out, "kafka_", with);
+    out.set("ratio_msg_per_s", round3(ratio(with.msg_per_s, without.msg_per_s)));
+    out.set("ratio_ack_p99", round3(ratio(with.ack.p99_ms, without.ack.p99_ms)));
+    out.set("kafka_cost", round3(cost));
+    out.set("kafka_cost_target", MAX_KAFKA_COST);
+    println!("{out}");
 }
 
-/// Runs `mariadb` against the server of `url` (`mysql://user:pass@host:port`) and returns its output.
-fn mariadb(url: &str, sql: &str) -> Result<String> {
-    let rest = url.trim_start_matches("mysql://").trim_end_matches('/');
-    let (auth, hostport) = rest.rsplit_once('@').context("the MariaDB URL has no user@")?;
-    let (user, password) = auth.split_once(':').unwrap_or((auth, ""));
-    let (host, port) = hostport.split_once(':').unwrap_or((hostport, "3306"));
-    let output = Command::new("mariadb")
-        .args(["--protocol=tcp", "-h", host, "-P", port, "-u", user, "-N", "-B", "-e", sql])
-        .env("MYSQL_PWD", password)
-        .output()
-        .context("running mariadb")?;
-    if !output.status.success() {
-        bail!("mariadb failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { f64::NAN }
+}
+
+/// The rows both comparisons print: throughput, ack latency, CPU per message and rejections, with b/a.
+fn side_by_side(args: &PublishArgs, title: [&str; 2], (name_a, a): (&str, &Figures), (name_b, b): (&str, &Figures)) {
+    let [title, head] = title;
+    let per_msg = |s: f64, f: &Figures| s * 1e6 / f.acked.max(1) as f64;
+    let cpu_per_msg = |f: &Figures| f.server_cpu_s.map_or(f64::NAN, |s| per_msg(s, f));
+    // Server, client and the co-located services: what one message costs the whole 2-core box.
+    let box_per_msg = |f: &Figures| {
+        let colocated: f64 = f.colocated_cpu_s.iter().map(|(_, s)| s).sum();
+        per_msg(f.server_cpu_s.unwrap_or(0.0) + f.client_cpu_s + colocated, f)
+    };
+    println!();
+    println!(
+        "{title}: {} topics × {} publishers × {} messages, window {}, client_mid {}",
+        args.topics,
+        args.publishers_per_topic,
+        args.messages,
+        args.window,
+        if args.client_mid { "on" } else { "off" }
+    );
+    println!("  {:<26} {name_a:>12} {name_b:>12} {head:>12}", "");
+    let rows: [(&str, f64, f64); 8] = [
+        ("accepted msg/s", a.msg_per_s, b.msg_per_s),
+        ("ack p50 ms", a.ack.p50_ms, b.ack.p50_ms),
+        ("ack p99 ms", a.ack.p99_ms, b.ack.p99_ms),
+        ("ack p99.9 ms", a.ack.p999_ms, b.ack.p999_ms),
+        ("ack max ms", a.ack.max_ms, b.ack.max_ms),
+        ("server CPU µs per message", cpu_per_msg(a), cpu_per_msg(b)),
+        ("box CPU µs per message", box_per_msg(a), box_per_msg(b)),
+        ("rejected", a.rejected as f64, b.rejected as f64),
+    ];
+    for (name, x, y) in rows {
+        let r = ratio(y, x);
+        let r = if r.is_finite() { format!("{r:.3}") } else { String::from("-") };
+        println!("  {name:<26} {x:>12.3} {y:>12.3} {r:>12}");
     }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-/// Drops the control database and every tenant database of the run; returns their names.
-fn drop_databases(url: &str, control: &str, tenant_prefix: &str) -> Result<Vec<String>> {
-    // The names are made of [a-z0-9_] by this tool, so they are safe to splice into SQL; `_` is escaped
-    // because it is a wildcard in LIKE.
-    let like = tenant_prefix.replace('_', "\\_");
-    let listed = mariadb(url, &format!("SHOW DATABASES LIKE '{like}%'"))?;
-    let mut names: Vec<String> = listed.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect();
-    names.push(control.to_owned());
-    let sql: String = names.iter().map(|name| format!("DROP DATABASE IF EXISTS `{name}`;")).collect();
-    mariadb(url, &sql)?;
-    Ok(names)
-}
-
-/// Deletes every key under `prefix` in one server-side script; returns how many went.
-fn delete_keys(addr: &str, prefix: &str) -> Result<u64> {
-    let (host, port) = addr.split_once(':').unwrap_or((addr, "6379"));
-    // KEYS is fine on a bench Redis and keeps this to one round trip.
-    let script = "local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) n = n + 1 end \
-                  return n";
-    let output = Command::new("redis-cli")
-        .args(["-h", host, "-p", port, "EVAL", script, "0", &format!("{prefix}*")])
-        .output()
-        .context("running redis-cli")?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let text = text.trim().trim_start_matches("(integer) ");
-    text.parse().with_context(|| format!("unexpected redis-cli answer {text:?}"))
 }

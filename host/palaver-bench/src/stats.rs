@@ -213,9 +213,30 @@ pub(crate) fn check_seqs(seqs: &mut [i64]) -> SeqCheck {
     check
 }
 
+/// Min, median and max of the full seconds, then every second; the first and last are partial.
+pub(crate) fn per_second_line(per_sec: &[u64]) -> String {
+    let full = if per_sec.len() > 2 { &per_sec[1..per_sec.len() - 1] } else { per_sec };
+    let mut sorted = full.to_vec();
+    sorted.sort_unstable();
+    let (min, median, max) = match sorted.as_slice() {
+        [] => (0, 0, 0),
+        s => (s[0], s[s.len() / 2], s[s.len() - 1]),
+    };
+    let all: Vec<String> = per_sec.iter().map(u64::to_string).collect();
+    format!("min {min} median {median} max {max} over full seconds; each second: [{}]", all.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn per_second_line_skips_the_partial_ends() {
+        let line = per_second_line(&[5, 100, 300, 200, 7]);
+        assert!(line.starts_with("min 100 median 200 max 300"), "{line}");
+        assert!(line.ends_with("[5 100 300 200 7]"), "{line}");
+        assert!(per_second_line(&[]).starts_with("min 0 median 0 max 0"));
+    }
 
     #[test]
     fn nearest_rank_percentiles() {

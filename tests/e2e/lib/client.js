@@ -63,7 +63,7 @@ let clientSeq = 0;
 class Client {
   /**
    * @param {string} host "host:port"
-   * @param {object} [opts] {transport:'ws'|'lp', apiKey, name}
+   * @param {object} [opts] {transport:'ws'|'lp', apiKey, name, device}
    */
   constructor(host, opts = {}) {
     this.host = host;
@@ -87,6 +87,9 @@ class Client {
     if (process.env.E2E_DEBUG) {
       this.tn.enableLogging(true, true);
     }
+    // A device id rides in {hi dev} (set before connecting, so the first {hi} carries it): session control can
+    // then close this device's sessions alone.
+    if (opts.device) this.tn.setDeviceToken(opts.device);
     this.tn.onMessage = pkt => this._onPacket(pkt);
     this.tn.onDisconnect = err => {
       this.disconnects.push(err || new Error('disconnected'));
