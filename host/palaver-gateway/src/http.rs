@@ -24,11 +24,23 @@ pub(crate) async fn route(
     let started = std::time::Instant::now();
     let method = req.method().clone();
     let label = route_label(&method, &path);
-    let resp = route_inner(&shared, req, remote, routes, &path).await;
+    // The caller's `X-Request-Id` when it is a plain token, else a fresh one; every log line of the request
+    // carries it (and the access line too).
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        })
+        .map_or_else(|| format!("{:016x}", rand::random::<u64>()), str::to_owned);
+    let span = tracing::info_span!("http", request_id = %request_id);
+    let resp = tracing::Instrument::instrument(route_inner(&shared, req, remote, routes, &path), span.clone()).await;
     if let Some(label) = label {
         shared.service.metrics().http_request(label, started.elapsed());
     }
     if shared.cfg.access_log {
+        let _in = span.enter();
         // The path only: the query may carry an API key or an auth token.
         tracing::info!(target: "palaver::access", %method, path = %path, status = resp.status().as_u16(),
             micros = started.elapsed().as_micros() as u64, client = %remote, "http request");

@@ -134,7 +134,8 @@ fn counter(value: u64, family: prometheus_client::encoding::MetricEncoder<'_>) -
 pub(crate) fn encode(rows: &[Row<'_>], mut e: DescriptorEncoder<'_>) -> std::fmt::Result {
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     {
-        let mut m = e.encode_descriptor("palaver_plugin_info", "The live version of each plugin", None, MetricType::Gauge)?;
+        let mut m =
+            e.encode_descriptor("palaver_plugin_info", "The live version of each plugin", None, MetricType::Gauge)?;
         for r in rows {
             let labels = [("plugin", r.name), ("version", r.version.unwrap_or("")), ("hash", r.hash.unwrap_or(""))];
             ConstGauge::new(1i64).encode(m.encode_family(&labels)?)?;
@@ -199,9 +200,12 @@ pub(crate) fn encode(rows: &[Row<'_>], mut e: DescriptorEncoder<'_>) -> std::fmt
         }
     }
     let per_plugin: [PerPlugin; 6] = [
-        ("palaver_plugin_breaker_open", MetricType::Gauge, "Tenants for which the circuit breaker keeps the plugin off", |r| {
-            u64::try_from(r.breaker_open).unwrap_or(u64::MAX)
-        }),
+        (
+            "palaver_plugin_breaker_open",
+            MetricType::Gauge,
+            "Tenants for which the circuit breaker keeps the plugin off",
+            |r| u64::try_from(r.breaker_open).unwrap_or(u64::MAX),
+        ),
         ("palaver_plugin_breaker_trips", MetricType::Counter, "How often a tenant's circuit breaker opened", |r| {
             r.breaker_trips
         }),
@@ -214,15 +218,19 @@ pub(crate) fn encode(rows: &[Row<'_>], mut e: DescriptorEncoder<'_>) -> std::fmt
         ("palaver_plugin_load_refusals", MetricType::Counter, "Versions the load gate refused", |r| {
             r.metrics.loads_refused.load(Ordering::Relaxed)
         }),
-        ("palaver_plugin_effect_errors", MetricType::Counter, "Events or notifications that could not be delivered", |r| {
-            r.metrics.effect_errors.load(Ordering::Relaxed)
-        }),
+        (
+            "palaver_plugin_effect_errors",
+            MetricType::Counter,
+            "Events or notifications that could not be delivered",
+            |r| r.metrics.effect_errors.load(Ordering::Relaxed),
+        ),
     ];
     for (name, kind, help, value) in per_plugin {
         let gauge = matches!(kind, MetricType::Gauge);
         let mut m = e.encode_descriptor(name, help, None, kind)?;
         for r in rows {
-            let family = m.encode_family(&[("plugin", r.name)])?;
+            let labels = [("plugin", r.name)];
+            let family = m.encode_family(&labels)?;
             if gauge {
                 ConstGauge::new(i64::try_from(value(r)).unwrap_or(i64::MAX)).encode(family)?;
             } else {
@@ -275,8 +283,14 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(text.contains("palaver_plugin_calls_total{plugin=\"p\",hook=\"before-publish\"} 3"), "{text}");
-        let bucket = |le: &str| format!("palaver_plugin_call_duration_seconds_bucket{{le=\"{le}\",plugin=\"p\",hook=\"before-publish\"}}");
-        assert!(text.contains(&format!("{} 1", bucket(&format!("{}", 0.000005f64)))) || text.contains(&format!("{} 1", bucket("5e-6"))), "{text}");
+        let bucket = |le: &str| {
+            format!("palaver_plugin_call_duration_seconds_bucket{{le=\"{le}\",plugin=\"p\",hook=\"before-publish\"}}")
+        };
+        assert!(
+            text.contains(&format!("{} 1", bucket(&format!("{}", 0.000005f64))))
+                || text.contains(&format!("{} 1", bucket("5e-6"))),
+            "{text}"
+        );
         assert!(text.contains(&format!("{} 3", bucket("+Inf"))), "{text}");
         assert!(text.contains("kind=\"fuel\"} 1"), "{text}");
         assert!(text.contains("palaver_plugin_rejects_total{plugin=\"p\",hook=\"before-publish\"} 1"), "{text}");

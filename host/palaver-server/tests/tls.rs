@@ -19,10 +19,34 @@ fn certificates(dir: &Path) -> bool {
     std::fs::write(dir.join("ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1").unwrap();
     let ca = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1"];
     openssl(&[&ca[..], &["-subj", "/CN=Palaver test CA"]].concat())
-        && openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=localhost"])
         && openssl(&[
-            "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "srv.pem",
-            "-days", "1", "-extfile", "ext",
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+            "-subj",
+            "/CN=localhost",
+        ])
+        && openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "srv.pem",
+            "-days",
+            "1",
+            "-extfile",
+            "ext",
         ])
 }
 

@@ -130,7 +130,17 @@ impl Session {
         let id = msg.id().map(str::to_owned);
         let topic = msg.topic().map(str::to_owned);
         let started = std::time::Instant::now();
-        let outcome = self.dispatch(msg).await;
+        // Every log line of the request carries who and what it is about (flattened into JSON logs).
+        let span = tracing::info_span!(
+            "request",
+            tenant = self.handle.tenant.0,
+            user = self.user.map(|u| u.to_string()),
+            session = %self.handle.sid,
+            topic = topic.as_deref(),
+            request_id = id.as_deref(),
+            kind,
+        );
+        let outcome = tracing::Instrument::instrument(self.dispatch(msg), span).await;
         self.svc.metrics.request_done(kind, started.elapsed());
         if let Err(e) = outcome {
             self.svc.metrics.error(e.code().code());

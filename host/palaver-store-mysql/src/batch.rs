@@ -8,8 +8,8 @@
 
 use crate::append;
 use palaver_core::{AppendOutcome, Message, StoreError, StoreResult};
-use sqlx::MySqlPool;
 use prometheus_client::metrics::histogram::Histogram;
+use sqlx::MySqlPool;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;

@@ -234,29 +234,39 @@ const FAMILIES: [Family; 20] = [
     ("palaver_redis_cache_hits", "Cache-aside reads answered from Redis", |m| &m.cache_hits),
     ("palaver_redis_cache_misses", "Cache-aside reads that found nothing usable in Redis", |m| &m.cache_misses),
     ("palaver_redis_fallbacks", "Reads answered by the database because Redis failed", |m| &m.fallbacks),
-    (
-        "palaver_redis_invalidation_failures",
-        "Database writes whose Redis copy could not be dropped or updated",
-        |m| &m.invalidation_failures,
-    ),
+    ("palaver_redis_invalidation_failures", "Database writes whose Redis copy could not be dropped or updated", |m| {
+        &m.invalidation_failures
+    }),
     ("palaver_redis_fill_failures", "Cache copies that could not be written after a miss", |m| &m.fill_failures),
     ("palaver_redis_hot_hits", "History windows answered from hot message copies", |m| &m.hot_hits),
     ("palaver_redis_hot_misses", "History windows the hot message copies could not answer whole", |m| &m.hot_misses),
-    ("palaver_redis_hot_write_failures", "Stored messages whose hot copy could not be written", |m| &m.hot_write_failures),
+    ("palaver_redis_hot_write_failures", "Stored messages whose hot copy could not be written", |m| {
+        &m.hot_write_failures
+    }),
     ("palaver_redis_presence_unknown", "Presence reads answered unknown because Redis failed", |m| &m.presence_unknown),
     ("palaver_redis_bus_published", "Envelopes the Redis bus handed to Redis", |m| &m.bus_published),
     ("palaver_redis_bus_publish_commands", "PUBLISH commands the bus envelopes cost", |m| &m.bus_publish_commands),
-    ("palaver_redis_bus_dropped_full", "Envelopes refused because the bus publish queue was full", |m| &m.bus_dropped_full),
-    ("palaver_redis_bus_publish_errors", "Envelopes dropped because Redis failed their batch", |m| &m.bus_publish_errors),
+    ("palaver_redis_bus_dropped_full", "Envelopes refused because the bus publish queue was full", |m| {
+        &m.bus_dropped_full
+    }),
+    ("palaver_redis_bus_publish_errors", "Envelopes dropped because Redis failed their batch", |m| {
+        &m.bus_publish_errors
+    }),
     ("palaver_redis_bus_received", "Messages the bus subscriber read, before any drop", |m| &m.bus_received),
-    ("palaver_redis_bus_loopback_dropped", "Bus messages dropped because this node published them", |m| &m.bus_loopback_dropped),
-    ("palaver_redis_bus_duplicate_dropped", "Bus messages dropped because their event was delivered", |m| &m.bus_duplicate_dropped),
+    ("palaver_redis_bus_loopback_dropped", "Bus messages dropped because this node published them", |m| {
+        &m.bus_loopback_dropped
+    }),
+    ("palaver_redis_bus_duplicate_dropped", "Bus messages dropped because their event was delivered", |m| {
+        &m.bus_duplicate_dropped
+    }),
     (
         "palaver_redis_bus_cross_tenant_dropped",
         "Bus messages dropped because they named another tenant than their channel or did not decode",
         |m| &m.bus_cross_tenant_dropped,
     ),
-    ("palaver_redis_bus_reconnects", "Times the bus subscriber connection was established again", |m| &m.bus_reconnects),
+    ("palaver_redis_bus_reconnects", "Times the bus subscriber connection was established again", |m| {
+        &m.bus_reconnects
+    }),
 ];
 
 /// The metrics in the node's registry, next to the service's own.

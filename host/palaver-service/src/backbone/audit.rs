@@ -11,7 +11,6 @@ use super::Backbone;
 use palaver_core::ports::{AuditEvent, AuditStore, Delivery, QueueConsumer, QueueRecord, QueueTopic, TaskQueue};
 use palaver_core::{StoreError, StoreResult};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The longest wait between retries of a failing store or queue.

@@ -13,7 +13,6 @@ use super::Backbone;
 use palaver_core::ports::{OutboxStore, TaskQueue, TenantStore};
 use palaver_core::{StoreResult, TenantId, TenantState};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The relay's settings (`[outbox]`).

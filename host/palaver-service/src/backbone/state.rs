@@ -4,11 +4,11 @@
 
 use palaver_core::{MetricsSource, TenantId};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
@@ -91,7 +91,9 @@ impl Backbone {
     }
 
     fn export_depth(&self, tenant: TenantId, depth: u64) {
-        self.depth_gauges.get_or_create(&TenantLabel { tenant: tenant.0 }).set(i64::try_from(depth).unwrap_or(i64::MAX));
+        self.depth_gauges
+            .get_or_create(&TenantLabel { tenant: tenant.0 })
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
     }
 
     fn warn_full(&self, tenant: TenantId, depth: u64) {

@@ -140,10 +140,10 @@ impl Default for Metrics {
         };
         // Every request kind and transport shows from the start, so that rates exist before the first use.
         for kind in KINDS {
-            m.requests.get_or_create(&Kind { kind });
+            drop(m.requests.get_or_create(&Kind { kind }));
         }
         for transport in ["ws", "lp"] {
-            m.sessions_by_transport.get_or_create(&TransportLabel { transport });
+            drop(m.sessions_by_transport.get_or_create(&TransportLabel { transport }));
         }
         m
     }
@@ -225,7 +225,11 @@ impl Metrics {
     }
 
     pub(crate) fn fanout(&self, delivered: bool) {
-        if delivered { self.fanout_frames.inc() } else { self.fanout_dropped.inc() };
+        if delivered {
+            self.fanout_frames.inc()
+        } else {
+            self.fanout_dropped.inc()
+        };
     }
 
     /// Times the application of one event to this node's sessions.
@@ -234,7 +238,11 @@ impl Metrics {
     }
 
     pub(crate) fn bus_published(&self, kind: &'static str, ok: bool) {
-        if ok { self.bus_published.get_or_create(&Kind { kind }).inc() } else { self.bus_publish_failed.inc() };
+        if ok {
+            self.bus_published.get_or_create(&Kind { kind }).inc()
+        } else {
+            self.bus_publish_failed.inc()
+        };
     }
 
     pub(crate) fn bus_received(&self, outcome: &'static str) {

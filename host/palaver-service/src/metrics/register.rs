@@ -73,7 +73,11 @@ impl MetricsSource for Metrics {
             "Realtime envelopes the bus refused (queue full or closed)",
             self.bus_publish_failed.clone(),
         );
-        r.register("palaver_bus_received", "Realtime envelopes received from the bus, by outcome", self.bus_received.clone());
+        r.register(
+            "palaver_bus_received",
+            "Realtime envelopes received from the bus, by outcome",
+            self.bus_received.clone(),
+        );
         r.register(
             "palaver_bus_fanout",
             "Remote events by what they found here (deliver, no_local_topic, no_local_session, hub_full)",
