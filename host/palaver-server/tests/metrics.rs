@@ -51,7 +51,7 @@ async fn plugin_metrics_reach_the_exposition() {
         "palaver_plugin_rejects_total",
         "palaver_plugin_skipped_total",
         "palaver_plugin_fuel_consumed_total",
-        "palaver_plugin_call_duration_seconds",
+        "palaver_plugin_call_duration_seconds_bucket",
         "palaver_plugin_breaker_open",
         "palaver_plugin_breaker_trips_total",
         "palaver_plugin_instantiations_total",

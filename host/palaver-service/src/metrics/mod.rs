@@ -138,9 +138,24 @@ impl Default for Metrics {
             dependency_up: Family::default(),
             config_refreshes: Family::default(),
         };
-        // Every request kind and transport shows from the start, so that rates exist before the first use.
+        // The known label values show from the start (at zero), so that rates and alerts exist before the first use.
         for kind in KINDS {
             drop(m.requests.get_or_create(&Kind { kind }));
+        }
+        for outcome in ["deliver", "no_local_topic", "no_local_session", "hub_full"] {
+            drop(m.bus_fanout.get_or_create(&Outcome { outcome }));
+        }
+        for outcome in ["applied", "loopback", "duplicate", "malformed", "mismatch", "queue_full"] {
+            drop(m.bus_received.get_or_create(&Outcome { outcome }));
+        }
+        for reason in ["after_close", "lp_total", "lp_per_ip", "send_deadline"] {
+            drop(m.refused.get_or_create(&Reason { reason }));
+        }
+        for code in [400, 401, 403, 404, 409, 429, 500, 503] {
+            drop(m.errors.get_or_create(&ErrorCode { code }));
+        }
+        for route in ["/livez", "/readyz", "/metrics"] {
+            drop(m.http_seconds.get_or_create(&Route { route }));
         }
         for transport in ["ws", "lp"] {
             drop(m.sessions_by_transport.get_or_create(&TransportLabel { transport }));
