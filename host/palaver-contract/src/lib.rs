@@ -221,6 +221,7 @@ macro_rules! tenant_contract_tests {
             registry_tenant_state_round_trips,
             registry_list_tenants_by_id,
             registry_missing_tenant,
+            registry_api_key_removal,
         );
     };
 }

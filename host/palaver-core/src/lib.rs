@@ -22,7 +22,7 @@ pub use ids::{
     p2p_users, topic_kind,
 };
 pub use login::normalize_login;
-pub use metrics::MetricsSource;
+pub use metrics::{LATENCY_BUCKETS, MetricsSource, Registry, latency_histogram, render as render_metrics};
 pub use model::*;
 pub use recent::RecentIds;
 

@@ -50,6 +50,26 @@ pub(crate) fn bearer_matches(headers: &http::HeaderMap, token: &str) -> bool {
     constant_time_eq(given.as_bytes(), token.as_bytes())
 }
 
+/// The route pattern of an admin path, for metrics (ids and names as `{…}`, so the series stay bounded).
+pub(crate) fn route_path(path: &str) -> &'static str {
+    let parts: Vec<&str> = path.trim_end_matches('/').trim_start_matches("/v1/admin/").split('/').collect();
+    match parts.as_slice() {
+        ["plugins"] => "/v1/admin/plugins",
+        ["plugins", "rescan"] => "/v1/admin/plugins/rescan",
+        ["plugins", _, "reload"] => "/v1/admin/plugins/{name}/reload",
+        ["plugins", _, "rollback"] => "/v1/admin/plugins/{name}/rollback",
+        ["tenants", _, "plugins", _] => "/v1/admin/tenants/{tenant}/plugins/{name}",
+        ["tenants", _, "users", _, _] => "/v1/admin/tenants/{tenant}/users/{user}/{action}",
+        ["tenants", _, "commands"] => "/v1/admin/tenants/{tenant}/commands",
+        ["tenants", _, "commands", _] => "/v1/admin/tenants/{tenant}/commands/{id}",
+        ["tenants", _, "reports"] => "/v1/admin/tenants/{tenant}/reports",
+        ["tenants", _, "topics", _, "messages", _, "audit"] => {
+            "/v1/admin/tenants/{tenant}/topics/{topic}/messages/{seq}/audit"
+        }
+        _ => "/v1/admin/(unknown)",
+    }
+}
+
 /// Handles `/v1/admin/…`. Without a configured admin the API does not exist (404).
 pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let Some((admin, token)) = shared.admin.as_ref() else {

@@ -23,8 +23,24 @@ pub(crate) async fn route(
     let path = req.uri().path().to_owned();
     let started = std::time::Instant::now();
     let method = req.method().clone();
-    let resp = route_inner(&shared, req, remote, routes, &path).await;
+    let label = route_label(&method, &path);
+    // The caller's `X-Request-Id` when it is a plain token, else a fresh one; every log line of the request
+    // carries it (and the access line too).
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        })
+        .map_or_else(|| format!("{:016x}", rand::random::<u64>()), str::to_owned);
+    let span = tracing::info_span!("http", request_id = %request_id);
+    let resp = tracing::Instrument::instrument(route_inner(&shared, req, remote, routes, &path), span.clone()).await;
+    if let Some(label) = label {
+        shared.service.metrics().http_request(label, started.elapsed());
+    }
     if shared.cfg.access_log {
+        let _in = span.enter();
         // The path only: the query may carry an API key or an auth token.
         tracing::info!(target: "palaver::access", %method, path = %path, status = resp.status().as_u16(),
             micros = started.elapsed().as_micros() as u64, client = %remote, "http request");
@@ -42,14 +58,14 @@ async fn route_inner(
     let shared = shared.clone();
     if routes == Routes::Metrics {
         return match (req.method(), path) {
-            (&Method::GET, "/metrics") => metrics(&shared, &req),
+            (&Method::GET, "/metrics") => metrics(&shared, &req).await,
             _ => text(StatusCode::NOT_FOUND, "not found"),
         };
     }
     match (req.method(), path) {
         (&Method::GET, "/livez") => text(StatusCode::OK, "ok"),
         (&Method::GET, "/readyz") => crate::ready::handle(&shared).await,
-        (&Method::GET, "/metrics") if !shared.cfg.metrics_listener => metrics(&shared, &req),
+        (&Method::GET, "/metrics") if !shared.cfg.metrics_listener => metrics(&shared, &req).await,
         (_, p) if p.starts_with("/v1/admin/") => crate::admin::handle(&shared, req).await,
         (&Method::GET, "/v1/openapi.json") => crate::im::openapi(),
         (_, p) if p.starts_with("/v1/im/") => crate::im::handle(&shared, req).await,
@@ -59,8 +75,27 @@ async fn route_inner(
     }
 }
 
+/// The route an HTTP API request is timed under in `palaver_http_request_duration_seconds`: a path pattern
+/// (ids left out, so the series stay bounded), `None` for the long-lived WebSocket and long-poll channels.
+fn route_label(method: &Method, path: &str) -> Option<&'static str> {
+    Some(match path {
+        "/livez" => "/livez",
+        "/readyz" => "/readyz",
+        "/metrics" => "/metrics",
+        "/v1/openapi.json" => "/v1/openapi.json",
+        p if p.starts_with("/v0/channels") => return None,
+        p if p.starts_with("/v1/im/") => {
+            crate::im::route_path(method.as_str(), p.trim_start_matches("/v1/im")).unwrap_or("/v1/im/(unknown)")
+        }
+        p if p.starts_with("/v1/admin/") => crate::admin::route_path(p),
+        _ => "(unknown)",
+    })
+}
+
 /// The Prometheus metrics; with `protect_metrics`, only for the admin token (refused if the node has none).
-fn metrics(shared: &Shared, req: &Request<Incoming>) -> Response<Body> {
+/// The readiness checks run first (their report is reused for a second), so `palaver_dependency_up` is
+/// current in every scrape.
+async fn metrics(shared: &Shared, req: &Request<Incoming>) -> Response<Body> {
     if shared.cfg.protect_metrics {
         let allowed =
             shared.admin.as_ref().is_some_and(|(_, token)| crate::admin::bearer_matches(req.headers(), token));
@@ -70,9 +105,11 @@ fn metrics(shared: &Shared, req: &Request<Incoming>) -> Response<Body> {
             return resp;
         }
     }
+    crate::ready::export(shared).await;
     let mut resp = text(StatusCode::OK, "");
     *resp.body_mut() = Full::new(Bytes::from(shared.service.render_metrics()));
-    resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; version=0.0.4"));
+    let content_type = header::HeaderValue::from_static(palaver_service::METRICS_CONTENT_TYPE);
+    resp.headers_mut().insert(header::CONTENT_TYPE, content_type);
     resp
 }
 

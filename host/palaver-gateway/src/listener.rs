@@ -283,7 +283,7 @@ mod tests {
         })
         .await;
         assert_eq!(runs.load(Ordering::SeqCst), 3, "restarted after the error and after the panic");
-        assert!(metrics.render(0).contains("palaver_accept_restarts_total 2"));
+        assert!(palaver_core::render_metrics(&metrics).contains("palaver_accept_restarts_total 2"));
     }
 
     #[tokio::test]

@@ -73,6 +73,15 @@ impl Readiness {
     }
 }
 
+/// Sets `palaver_dependency_up` from the current report (the checks run if it is older than `REUSE_FOR`).
+pub(crate) async fn export(shared: &Shared) {
+    let report = shared.readiness.report().await;
+    for check in &shared.readiness.checks {
+        let up = report.checks.get(check.name()).is_some_and(|c| c["ok"] == true);
+        shared.service.metrics().dependency_up(check.name(), up);
+    }
+}
+
 /// Answers `/readyz`.
 pub(crate) async fn handle(shared: &Shared) -> Response<Body> {
     let draining = !shared.ready.load(Ordering::Relaxed) || shared.service.is_draining();

@@ -1,14 +1,20 @@
-//! Per-plugin counters and latency histograms, rendered in the Prometheus text format under `palaver_plugin_*`.
-//! Counters are plain atomics bumped on the call path; rendering walks them on demand.
+//! Per-plugin counters and latency histograms under `palaver_plugin_*`. Counters are plain atomics bumped on
+//! the call path; the registry's collector ([`encode`]) reads them on each scrape through `prometheus-client`'s
+//! encoder, since the set of plugins (and their versions) changes at run time.
 
 use crate::error::FaultKind;
 use crate::manifest::Hook;
-use std::fmt::Write;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// Latency bucket bounds, in microseconds.
-const BUCKETS_US: [u64; 14] = [5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000];
+/// Latency bucket bounds, in seconds: 5 µs to 100 ms, as a warm call takes about a microsecond.
+const BUCKETS: [f64; 14] =
+    [0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
 
 /// What a call ended with, for the verdict counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,22 +43,18 @@ impl Outcome {
     }
 }
 
-/// A fixed-bucket latency histogram.
-#[derive(Default)]
-pub(crate) struct Histogram {
-    buckets: [AtomicU64; BUCKETS_US.len()],
-    count: AtomicU64,
-    sum_ns: AtomicU64,
+/// A call latency histogram over [`BUCKETS`].
+pub(crate) struct Latency(Histogram);
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency(Histogram::new(BUCKETS))
+    }
 }
 
-impl Histogram {
+impl Latency {
     pub(crate) fn observe(&self, d: Duration) {
-        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        if let Some(i) = BUCKETS_US.iter().position(|b| us <= *b) {
-            self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        }
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_ns.fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.0.observe(d.as_secs_f64());
     }
 }
 
@@ -65,7 +67,7 @@ pub(crate) struct HookMetrics {
     /// Calls not made because the breaker was open.
     pub(crate) skipped: AtomicU64,
     pub(crate) fuel: AtomicU64,
-    pub(crate) latency: Histogram,
+    pub(crate) latency: Latency,
 }
 
 impl HookMetrics {
@@ -105,7 +107,7 @@ impl PluginMetrics {
     }
 }
 
-/// What the renderer needs to know about one plugin.
+/// What the collector needs to know about one plugin.
 pub(crate) struct Row<'a> {
     pub(crate) name: &'a str,
     pub(crate) version: Option<&'a str>,
@@ -116,183 +118,184 @@ pub(crate) struct Row<'a> {
     pub(crate) metrics: &'a PluginMetrics,
 }
 
-/// A per-plugin number: its metric name, type, help text and how to read it from a row.
-type Gauge = (&'static str, &'static str, &'static str, fn(&Row<'_>) -> u64);
+/// A per-plugin number: its metric name (counters without `_total`), type, help text and how to read it.
+type PerPlugin = (&'static str, MetricType, &'static str, fn(&Row<'_>) -> u64);
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+/// A per-hook counter: its name (without `_total`), help text and how to read it.
+type PerHook = (&'static str, &'static str, fn(&HookMetrics) -> u64);
+
+const HOOKS: [Hook; 2] = [Hook::BeforePublish, Hook::OnCommand];
+
+fn counter(value: u64, family: prometheus_client::encoding::MetricEncoder<'_>) -> std::fmt::Result {
+    ConstCounter::new(value).encode(family)
 }
 
-/// Renders every row in the Prometheus text exposition format.
-pub(crate) fn render(rows: &[Row<'_>]) -> String {
-    let mut o = String::new();
-    let hooks = [Hook::BeforePublish, Hook::OnCommand];
+/// Encodes every row's families, each family once with all plugins under it.
+pub(crate) fn encode(rows: &[Row<'_>], mut e: DescriptorEncoder<'_>) -> std::fmt::Result {
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    family(&mut o, "palaver_plugin_info", "gauge", "The live version of each plugin.");
-    for r in rows {
-        let (v, h) = (r.version.unwrap_or(""), r.hash.unwrap_or(""));
-        let _ = writeln!(o, "palaver_plugin_info{{plugin=\"{}\",version=\"{v}\",hash=\"{h}\"}} 1", r.name);
-    }
-    family(&mut o, "palaver_plugin_calls_total", "counter", "Hook calls, including faulted ones.");
-    for r in rows {
-        for h in hooks {
-            let _ = writeln!(
-                o,
-                "palaver_plugin_calls_total{{plugin=\"{}\",hook=\"{h}\"}} {}",
-                r.name,
-                load(&r.metrics.hook(h).calls)
-            );
+    {
+        let mut m =
+            e.encode_descriptor("palaver_plugin_info", "The live version of each plugin", None, MetricType::Gauge)?;
+        for r in rows {
+            let labels = [("plugin", r.name), ("version", r.version.unwrap_or("")), ("hash", r.hash.unwrap_or(""))];
+            ConstGauge::new(1i64).encode(m.encode_family(&labels)?)?;
         }
     }
-    family(&mut o, "palaver_plugin_faults_total", "counter", "Calls stopped by a trap or a limit, by kind.");
-    for r in rows {
-        for h in hooks {
-            for k in FaultKind::ALL {
-                let n = r.metrics.hook(h).faults_of(k);
-                let _ = writeln!(
-                    o,
-                    "palaver_plugin_faults_total{{plugin=\"{}\",hook=\"{h}\",kind=\"{}\"}} {n}",
-                    r.name,
-                    k.as_str()
-                );
-            }
-        }
-    }
-    family(&mut o, "palaver_plugin_verdicts_total", "counter", "Successful calls, by verdict or outcome.");
-    for r in rows {
-        for h in hooks {
-            for v in Outcome::ALL {
-                let n = load(&r.metrics.hook(h).outcomes[v as usize]);
-                let _ = writeln!(
-                    o,
-                    "palaver_plugin_verdicts_total{{plugin=\"{}\",hook=\"{h}\",verdict=\"{}\"}} {n}",
-                    r.name,
-                    v.as_str()
-                );
-            }
-        }
-    }
-    family(&mut o, "palaver_plugin_rejects_total", "counter", "Messages and commands a plugin refused.");
-    for r in rows {
-        let p = load(&r.metrics.publish.outcomes[Outcome::Reject as usize]);
-        let c = load(&r.metrics.command.outcomes[Outcome::Rejected as usize]);
-        let _ = writeln!(o, "palaver_plugin_rejects_total{{plugin=\"{}\",hook=\"before-publish\"}} {p}", r.name);
-        let _ = writeln!(o, "palaver_plugin_rejects_total{{plugin=\"{}\",hook=\"on-command\"}} {c}", r.name);
-    }
-    family(&mut o, "palaver_plugin_skipped_total", "counter", "Calls skipped because the circuit breaker was open.");
-    for r in rows {
-        for h in hooks {
-            let _ = writeln!(
-                o,
-                "palaver_plugin_skipped_total{{plugin=\"{}\",hook=\"{h}\"}} {}",
-                r.name,
-                load(&r.metrics.hook(h).skipped)
-            );
-        }
-    }
-    family(&mut o, "palaver_plugin_fuel_consumed_total", "counter", "Fuel burned by successful calls.");
-    for r in rows {
-        for h in hooks {
-            let _ = writeln!(
-                o,
-                "palaver_plugin_fuel_consumed_total{{plugin=\"{}\",hook=\"{h}\"}} {}",
-                r.name,
-                load(&r.metrics.hook(h).fuel)
-            );
-        }
-    }
-    family(&mut o, "palaver_plugin_call_duration_seconds", "histogram", "Wall time of hook calls.");
-    for r in rows {
-        for h in hooks {
-            let hist = &r.metrics.hook(h).latency;
-            let mut cumulative = 0;
-            for (i, b) in BUCKETS_US.iter().enumerate() {
-                cumulative += load(&hist.buckets[i]);
-                let le = *b as f64 / 1e6;
-                let _ = writeln!(
-                    o,
-                    "palaver_plugin_call_duration_seconds_bucket{{plugin=\"{}\",hook=\"{h}\",le=\"{le}\"}} {cumulative}",
-                    r.name
-                );
-            }
-            let count = load(&hist.count);
-            let _ = writeln!(
-                o,
-                "palaver_plugin_call_duration_seconds_bucket{{plugin=\"{}\",hook=\"{h}\",le=\"+Inf\"}} {count}",
-                r.name
-            );
-            let _ = writeln!(
-                o,
-                "palaver_plugin_call_duration_seconds_sum{{plugin=\"{}\",hook=\"{h}\"}} {}",
-                r.name,
-                load(&hist.sum_ns) as f64 / 1e9
-            );
-            let _ =
-                writeln!(o, "palaver_plugin_call_duration_seconds_count{{plugin=\"{}\",hook=\"{h}\"}} {count}", r.name);
-        }
-    }
-    let gauges: [Gauge; 6] = [
-        ("palaver_plugin_breaker_open", "gauge", "Tenants for which the circuit breaker keeps the plugin off.", |r| {
-            u64::try_from(r.breaker_open).unwrap_or(u64::MAX)
+    let per_hook: [PerHook; 3] = [
+        ("palaver_plugin_calls", "Hook calls, including faulted ones", |h| h.calls.load(Ordering::Relaxed)),
+        ("palaver_plugin_skipped", "Calls skipped because the circuit breaker was open", |h| {
+            h.skipped.load(Ordering::Relaxed)
         }),
-        ("palaver_plugin_breaker_trips_total", "counter", "How often a tenant's circuit breaker opened.", |r| {
+        ("palaver_plugin_fuel_consumed", "Fuel burned by successful calls", |h| h.fuel.load(Ordering::Relaxed)),
+    ];
+    for (name, help, value) in per_hook {
+        let mut m = e.encode_descriptor(name, help, None, MetricType::Counter)?;
+        for r in rows {
+            for h in HOOKS {
+                counter(value(r.metrics.hook(h)), m.encode_family(&[("plugin", r.name), ("hook", h.as_str())])?)?;
+            }
+        }
+    }
+    {
+        let help = "Calls stopped by a trap or a limit, by kind";
+        let mut m = e.encode_descriptor("palaver_plugin_faults", help, None, MetricType::Counter)?;
+        for r in rows {
+            for h in HOOKS {
+                for k in FaultKind::ALL {
+                    let labels = [("plugin", r.name), ("hook", h.as_str()), ("kind", k.as_str())];
+                    counter(r.metrics.hook(h).faults_of(k), m.encode_family(&labels)?)?;
+                }
+            }
+        }
+    }
+    {
+        let help = "Successful calls, by verdict or outcome";
+        let mut m = e.encode_descriptor("palaver_plugin_verdicts", help, None, MetricType::Counter)?;
+        for r in rows {
+            for h in HOOKS {
+                for v in Outcome::ALL {
+                    let labels = [("plugin", r.name), ("hook", h.as_str()), ("verdict", v.as_str())];
+                    counter(load(&r.metrics.hook(h).outcomes[v as usize]), m.encode_family(&labels)?)?;
+                }
+            }
+        }
+    }
+    {
+        let help = "Messages and commands a plugin refused";
+        let mut m = e.encode_descriptor("palaver_plugin_rejects", help, None, MetricType::Counter)?;
+        for r in rows {
+            let p = load(&r.metrics.publish.outcomes[Outcome::Reject as usize]);
+            let c = load(&r.metrics.command.outcomes[Outcome::Rejected as usize]);
+            counter(p, m.encode_family(&[("plugin", r.name), ("hook", "before-publish")])?)?;
+            counter(c, m.encode_family(&[("plugin", r.name), ("hook", "on-command")])?)?;
+        }
+    }
+    {
+        let help = "Wall time of hook calls";
+        let mut m = e.encode_descriptor("palaver_plugin_call_duration_seconds", help, None, MetricType::Histogram)?;
+        for r in rows {
+            for h in HOOKS {
+                r.metrics.hook(h).latency.0.encode(m.encode_family(&[("plugin", r.name), ("hook", h.as_str())])?)?;
+            }
+        }
+    }
+    let per_plugin: [PerPlugin; 6] = [
+        (
+            "palaver_plugin_breaker_open",
+            MetricType::Gauge,
+            "Tenants for which the circuit breaker keeps the plugin off",
+            |r| u64::try_from(r.breaker_open).unwrap_or(u64::MAX),
+        ),
+        ("palaver_plugin_breaker_trips", MetricType::Counter, "How often a tenant's circuit breaker opened", |r| {
             r.breaker_trips
         }),
-        ("palaver_plugin_instantiations_total", "counter", "Instances created for the live version.", |r| {
+        ("palaver_plugin_instantiations", MetricType::Counter, "Instances created for the live version", |r| {
             r.instantiations
         }),
-        ("palaver_plugin_loads_total", "counter", "Versions that passed the load gate.", |r| {
+        ("palaver_plugin_loads", MetricType::Counter, "Versions that passed the load gate", |r| {
             r.metrics.loads_ok.load(Ordering::Relaxed)
         }),
-        ("palaver_plugin_load_refusals_total", "counter", "Versions the load gate refused.", |r| {
+        ("palaver_plugin_load_refusals", MetricType::Counter, "Versions the load gate refused", |r| {
             r.metrics.loads_refused.load(Ordering::Relaxed)
         }),
         (
-            "palaver_plugin_effect_errors_total",
-            "counter",
-            "Events or notifications that could not be delivered.",
+            "palaver_plugin_effect_errors",
+            MetricType::Counter,
+            "Events or notifications that could not be delivered",
             |r| r.metrics.effect_errors.load(Ordering::Relaxed),
         ),
     ];
-    for (name, kind, help, value) in gauges {
-        family(&mut o, name, kind, help);
+    for (name, kind, help, value) in per_plugin {
+        let gauge = matches!(kind, MetricType::Gauge);
+        let mut m = e.encode_descriptor(name, help, None, kind)?;
         for r in rows {
-            let _ = writeln!(o, "{name}{{plugin=\"{}\"}} {}", r.name, value(r));
+            let labels = [("plugin", r.name)];
+            let family = m.encode_family(&labels)?;
+            if gauge {
+                ConstGauge::new(i64::try_from(value(r)).unwrap_or(i64::MAX)).encode(family)?;
+            } else {
+                counter(value(r), family)?;
+            }
         }
     }
-    o
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[derive(Debug)]
+    struct One(std::sync::Arc<PluginMetrics>);
+
+    impl prometheus_client::collector::Collector for One {
+        fn encode(&self, e: DescriptorEncoder<'_>) -> std::fmt::Result {
+            let row = Row {
+                name: "p",
+                version: Some("1.0.0"),
+                hash: Some("ab"),
+                breaker_open: 0,
+                breaker_trips: 0,
+                instantiations: 2,
+                metrics: &self.0,
+            };
+            encode(&[row], e)
+        }
+    }
+
+    impl std::fmt::Debug for PluginMetrics {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("PluginMetrics")
+        }
+    }
+
     #[test]
     fn the_histogram_counts_into_cumulative_buckets() {
-        let m = PluginMetrics::default();
+        let m = std::sync::Arc::new(PluginMetrics::default());
         m.publish.latency.observe(Duration::from_micros(3));
         m.publish.latency.observe(Duration::from_micros(7));
         m.publish.latency.observe(Duration::from_secs(1));
         m.publish.calls.fetch_add(3, Ordering::Relaxed);
         m.publish.fault(FaultKind::Fuel);
         m.publish.outcome(Outcome::Reject);
-        let row = Row {
-            name: "p",
-            version: Some("1.0.0"),
-            hash: Some("ab"),
-            breaker_open: 0,
-            breaker_trips: 0,
-            instantiations: 2,
-            metrics: &m,
-        };
-        let text = render(&[row]);
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(One(m.clone())));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(text.contains("palaver_plugin_calls_total{plugin=\"p\",hook=\"before-publish\"} 3"), "{text}");
-        assert!(text.contains("le=\"0.000005\"} 1"), "{text}");
-        assert!(text.contains("le=\"0.00001\"} 2"), "{text}");
-        assert!(text.contains("le=\"+Inf\"} 3"), "{text}");
+        let bucket = |le: &str| {
+            format!("palaver_plugin_call_duration_seconds_bucket{{le=\"{le}\",plugin=\"p\",hook=\"before-publish\"}}")
+        };
+        assert!(
+            text.contains(&format!("{} 1", bucket(&format!("{}", 0.000005f64))))
+                || text.contains(&format!("{} 1", bucket("5e-6"))),
+            "{text}"
+        );
+        assert!(text.contains(&format!("{} 3", bucket("+Inf"))), "{text}");
         assert!(text.contains("kind=\"fuel\"} 1"), "{text}");
         assert!(text.contains("palaver_plugin_rejects_total{plugin=\"p\",hook=\"before-publish\"} 1"), "{text}");
         assert!(text.contains("palaver_plugin_info{plugin=\"p\",version=\"1.0.0\",hash=\"ab\"} 1"), "{text}");
+        assert!(text.contains("palaver_plugin_instantiations_total{plugin=\"p\"} 2"), "{text}");
         assert_eq!(m.publish.faults(), 1);
     }
 }

@@ -72,7 +72,7 @@ pub struct Rollback {
 /// The loaded plugins and everything needed to run them.
 pub struct PluginRegistry {
     pub(crate) rt: Runtime,
-    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
+    slots: Arc<RwLock<BTreeMap<String, Arc<Slot>>>>,
     /// Slots with a live version, by priority then name: what the call path walks.
     pub(crate) order: ArcSwap<Vec<Arc<Slot>>>,
     pub(crate) tenants: TenantTable,
@@ -87,7 +87,7 @@ impl PluginRegistry {
     pub fn new(config: RuntimeConfig, services: HostServices) -> Result<PluginRegistry, RuntimeError> {
         Ok(PluginRegistry {
             rt: Runtime::new(config, services)?,
-            slots: RwLock::new(BTreeMap::new()),
+            slots: Arc::new(RwLock::new(BTreeMap::new())),
             order: ArcSwap::from_pointee(Vec::new()),
             tenants: TenantTable::new(),
             dirs: Mutex::new(Vec::new()),
@@ -389,9 +389,25 @@ impl PluginRegistry {
         self.slots.read().values().cloned().collect()
     }
 
-    /// Every counter and histogram in the Prometheus text format, under `palaver_plugin_*`.
+    /// Every counter and histogram in the OpenMetrics text format, under `palaver_plugin_*` (what the node's
+    /// `/metrics` shows of the plugins).
     pub fn render_metrics(&self) -> String {
-        let slots = self.slots();
+        palaver_core::render_metrics(self)
+    }
+}
+
+/// Reads the plugins' counters on each scrape: plugins come and go at run time.
+struct Collector(Arc<RwLock<BTreeMap<String, Arc<Slot>>>>);
+
+impl std::fmt::Debug for Collector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PluginCollector")
+    }
+}
+
+impl prometheus_client::collector::Collector for Collector {
+    fn encode(&self, encoder: prometheus_client::encoding::DescriptorEncoder<'_>) -> std::fmt::Result {
+        let slots: Vec<Arc<Slot>> = self.0.read().values().cloned().collect();
         let versions: Vec<Option<Arc<PluginVersion>>> = slots.iter().map(|s| s.current.load_full()).collect();
         let rows: Vec<metrics::Row<'_>> = slots
             .iter()
@@ -406,14 +422,14 @@ impl PluginRegistry {
                 metrics: &s.metrics,
             })
             .collect();
-        metrics::render(&rows)
+        metrics::encode(&rows, encoder)
     }
 }
 
-/// The registry's counters in the node's `/metrics`, after the service's own.
+/// The registry's metrics in the node's one registry, read on each scrape.
 impl palaver_core::MetricsSource for PluginRegistry {
-    fn render(&self, out: &mut String) {
-        out.push_str(&self.render_metrics());
+    fn register(&self, registry: &mut palaver_core::Registry) {
+        registry.register_collector(Box::new(Collector(self.slots.clone())));
     }
 }
 

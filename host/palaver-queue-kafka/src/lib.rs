@@ -31,6 +31,8 @@ use std::time::Duration;
 pub struct KafkaQueue {
     cfg: Arc<KafkaConfig>,
     producer: FutureProducer,
+    /// Each consumed partition's lag, as librdkafka's statistics last reported it.
+    lag: consumer::Lag,
 }
 
 impl KafkaQueue {
@@ -54,7 +56,7 @@ impl KafkaQueue {
             .set("linger.ms", "2")
             .create()
             .map_err(kafka_error)?;
-        Ok(KafkaQueue { cfg: Arc::new(cfg), producer })
+        Ok(KafkaQueue { cfg: Arc::new(cfg), producer, lag: consumer::Lag::default() })
     }
 
     /// The configuration the queue runs with.
@@ -149,7 +151,18 @@ impl TaskQueue for KafkaQueue {
     }
 
     async fn subscribe(&self, topic: QueueTopic, group: &str) -> StoreResult<Box<dyn QueueConsumer>> {
-        Ok(Box::new(consumer::KafkaConsumer::join(&self.cfg, topic, group)?))
+        Ok(Box::new(consumer::KafkaConsumer::join(&self.cfg, topic, group, self.lag.clone())?))
+    }
+}
+
+/// The consumers' lag in the node's registry.
+impl palaver_core::MetricsSource for KafkaQueue {
+    fn register(&self, registry: &mut palaver_core::Registry) {
+        registry.register(
+            "palaver_kafka_consumer_lag",
+            "Records between a consumed partition's committed offset and its end, by topic and partition",
+            self.lag.clone(),
+        );
     }
 }
 

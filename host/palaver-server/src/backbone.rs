@@ -36,6 +36,8 @@ pub(crate) struct Backbone {
     pub(crate) queue: Arc<dyn TaskQueue>,
     /// Kafka's check for `/readyz` (the embedded queue lives in a SQLite file the database check covers).
     pub(crate) health: Option<Arc<dyn HealthCheck>>,
+    /// Kafka's consumer lag, for the node's registry (`None` for the embedded queue).
+    pub(crate) metrics: Option<Arc<dyn palaver_core::MetricsSource>>,
     /// The prefix of every consumer group this node joins (`kafka.group_id`, `palaver` when embedded).
     pub(crate) group_id: String,
     /// The embedded queue's own file, closed on stop (`None` on Kafka or on the store's file).
@@ -48,6 +50,7 @@ pub(crate) struct Backbone {
 /// Opens the configured queue. `sqlite` is the embedded store, whose file also holds the embedded queue.
 pub(crate) async fn open_queue(cfg: &Config, sqlite: Option<&SqliteStore>) -> anyhow::Result<Backbone> {
     type Opened = (Arc<dyn TaskQueue>, Option<Arc<dyn HealthCheck>>, String, Option<SqliteStore>, Vec<Task>);
+    let mut metrics: Option<Arc<dyn palaver_core::MetricsSource>> = None;
     let (queue, health, group_id, own_file, tasks): Opened = match (&cfg.kafka, sqlite) {
         (Some(k), _) => {
             let queue = KafkaQueue::new(k.clone()).context("configuring the Kafka client")?;
@@ -61,6 +64,7 @@ pub(crate) async fn open_queue(cfg: &Config, sqlite: Option<&SqliteStore>) -> an
                 }
             });
             let health: Arc<dyn HealthCheck> = Arc::new(queue.clone());
+            metrics = Some(Arc::new(queue.clone()));
             (Arc::new(queue), Some(health), k.group_id.clone(), None, vec![topics])
         }
         (None, Some(store)) => {
@@ -73,7 +77,7 @@ pub(crate) async fn open_queue(cfg: &Config, sqlite: Option<&SqliteStore>) -> an
         }
     };
     let (admin_stop, _) = tokio::sync::watch::channel(false);
-    Ok(Backbone { queue, health, group_id, own_file, tasks, admin_stop })
+    Ok(Backbone { queue, health, metrics, group_id, own_file, tasks, admin_stop })
 }
 
 impl Backbone {

@@ -61,9 +61,13 @@ impl Heartbeat {
                     Err(e @ NodeError::Taken { .. }) => {
                         // Our claim expired (Redis was unreachable for longer than its TTL) and another process
                         // took the id: two nodes now share it, which the operator must resolve.
+                        service.metrics().heartbeat_failed("node");
                         tracing::error!(error = %e, "this node's id was taken over by another process");
                     }
-                    Err(e) => tracing::warn!(error = %e, "node heartbeat failed"),
+                    Err(e) => {
+                        service.metrics().heartbeat_failed("node");
+                        tracing::warn!(error = %e, "node heartbeat failed");
+                    }
                 }
                 if !bus.subscriber_connected() {
                     tracing::warn!("the realtime bus subscriber is not connected; remote events are not arriving");

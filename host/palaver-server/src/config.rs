@@ -570,7 +570,7 @@ impl Config {
             hazards.push(
                 "api.key_salt is the Tinode demo salt, so anyone can make API keys for this server: set \
                  PALAVER_API__KEY_SALT (e.g. head -c 32 /dev/urandom | base64) and hand out keys from \
-                 `palaver tenant key`"
+                 `palaver tenant key add`"
                     .to_owned(),
             );
         }

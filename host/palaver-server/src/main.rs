@@ -72,8 +72,21 @@ enum TenantCmd {
     Disable { code: String },
     /// Enables a disabled tenant.
     Enable { code: String },
-    /// Adds a fresh API key to a tenant and prints it.
-    Key { code: String },
+    /// Manages a tenant's API keys.
+    Key {
+        #[command(subcommand)]
+        command: KeyCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeyCmd {
+    /// Adds a fresh API key to a tenant and prints it; the tenant's other keys keep working.
+    Add { code: String },
+    /// Adds a fresh API key, prints it, and revokes every other key of the tenant.
+    Rotate { code: String },
+    /// Revokes one API key of a tenant.
+    Revoke { code: String, key: String },
 }
 
 #[derive(Subcommand)]
@@ -176,7 +189,9 @@ fn main() -> anyhow::Result<()> {
                 TenantCmd::List => TenantCommand::List,
                 TenantCmd::Disable { code } => TenantCommand::SetState { code, active: false },
                 TenantCmd::Enable { code } => TenantCommand::SetState { code, active: true },
-                TenantCmd::Key { code } => TenantCommand::NewKey { code },
+                TenantCmd::Key { command: KeyCmd::Add { code } } => TenantCommand::NewKey { code },
+                TenantCmd::Key { command: KeyCmd::Rotate { code } } => TenantCommand::RotateKeys { code },
+                TenantCmd::Key { command: KeyCmd::Revoke { code, key } } => TenantCommand::RevokeKey { code, key },
             };
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(palaver_server::tenants::run(&cfg, command))

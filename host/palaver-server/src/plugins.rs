@@ -124,6 +124,9 @@ impl Plugins {
         let registry = self.registry.clone();
         let report = tokio::task::spawn_blocking(move || registry.rescan()).await.unwrap_or_default();
         log_report(&report);
+        if let Ok(service) = self.effects.service() {
+            service.metrics().config_refreshed(report.refused.is_empty());
+        }
         report
     }
 }

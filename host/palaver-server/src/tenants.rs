@@ -19,6 +19,15 @@ pub enum TenantCommand {
     SetState { code: String, active: bool },
     /// Adds a fresh API key to a tenant.
     NewKey { code: String },
+    /// Adds a fresh API key and revokes every other key of the tenant.
+    RotateKeys { code: String },
+    /// Revokes one API key of a tenant.
+    RevokeKey { code: String, key: String },
+}
+
+/// A fresh key of tenant `id`: the sequence bytes differ per key, so a tenant can hold several at once.
+fn fresh_key(id: palaver_core::TenantId, salt: &[u8]) -> String {
+    make_key(id.0 as u32 ^ (rand::random::<u32>() & 0xffff_0000), salt)
 }
 
 /// Runs one registry command against the configured MySQL store.
@@ -54,10 +63,31 @@ pub async fn run(cfg: &Config, command: TenantCommand) -> anyhow::Result<()> {
             }
             TenantCommand::NewKey { code } => {
                 let t = store.find_tenant_by_code(&code).await?.context("no such tenant")?;
-                // The sequence bytes differ per key, so a tenant can hold several keys at once.
-                let key = make_key(t.id.0 as u32 ^ (rand::random::<u32>() & 0xffff_0000), &salt);
+                let key = fresh_key(t.id, &salt);
                 store.add_api_key(t.id, &key).await?;
                 println!("{key}");
+            }
+            TenantCommand::RotateKeys { code } => {
+                let t = store.find_tenant_by_code(&code).await?.context("no such tenant")?;
+                // The new key is stored before any old one goes, so the tenant is never left without a key.
+                let key = fresh_key(t.id, &salt);
+                store.add_api_key(t.id, &key).await?;
+                for old in t.api_keys.iter().filter(|k| **k != key) {
+                    store.remove_api_key(t.id, old).await?;
+                }
+                eprintln!(
+                    "revoked {} key(s); nodes stop accepting them within a minute (their key cache)",
+                    t.api_keys.len()
+                );
+                println!("{key}");
+            }
+            TenantCommand::RevokeKey { code, key } => {
+                let t = store.find_tenant_by_code(&code).await?.context("no such tenant")?;
+                match store.remove_api_key(t.id, key.trim()).await {
+                    Ok(()) => println!("revoked; nodes stop accepting it within a minute (their key cache)"),
+                    Err(palaver_core::StoreError::NotFound) => anyhow::bail!("{} holds no such key", t.code),
+                    Err(e) => return Err(e.into()),
+                }
             }
         }
         anyhow::Ok(())

@@ -166,10 +166,10 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let plugins = plugins.map(Arc::new);
     if let Some(p) = &plugins {
         p.effects.bind(service.clone());
-        service.add_metrics_source(p.registry.clone());
+        service.add_metrics_source(p.registry.as_ref());
     }
     if let Some(c) = &cluster {
-        service.add_metrics_source(c.metrics.clone());
+        service.add_metrics_source(c.metrics.as_ref());
     }
     // The admin API exists whenever a token is configured; without plugins its plugin endpoints say so.
     let admin = match (&plugins, cfg.admin.token.is_empty()) {
@@ -186,7 +186,13 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         Backend::Sqlite(s) => Some(s.as_ref()),
         Backend::Mysql(_) => None,
     };
+    if let Backend::Mysql(m) = &backend {
+        service.add_metrics_source(m);
+    }
     let mut backbone = open_queue(&cfg, sqlite).await?;
+    if let Some(m) = &backbone.metrics {
+        service.add_metrics_source(m.as_ref());
+    }
     let registry: Option<Arc<dyn TenantStore>> = match &backend {
         Backend::Sqlite(_) => None,
         Backend::Mysql(m) => Some(Arc::new(m.clone())),

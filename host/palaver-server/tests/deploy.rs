@@ -79,8 +79,7 @@ async fn every_metric_the_dashboard_and_the_alerts_read_is_exported() {
     assert_eq!(c.req("pub", json!({ "topic": grp, "content": "counted" })).await["code"], 202);
     let (status, metrics) = http(node.addr(), "GET", "/metrics", "").await;
     assert_eq!(status, 200);
-    let exported: BTreeSet<&str> =
-        metrics.lines().filter_map(|l| l.strip_prefix("# TYPE ")?.split_whitespace().next()).collect();
+    let exported = common::exported_names(&metrics);
     let missing: Vec<&String> = used.iter().filter(|name| !exported.contains(name.as_str())).collect();
     assert!(missing.is_empty(), "used by deploy/ but not exported: {missing:?}");
 

@@ -42,6 +42,7 @@ async fn plugin_metrics_reach_the_exposition() {
     let (status, metrics) = http(node.addr(), "GET", "/metrics", "").await;
     assert_eq!(status, 200);
     let types = type_lines(&metrics);
+    let exported = common::exported_names(&metrics);
     for name in [
         "palaver_plugin_info",
         "palaver_plugin_calls_total",
@@ -50,7 +51,7 @@ async fn plugin_metrics_reach_the_exposition() {
         "palaver_plugin_rejects_total",
         "palaver_plugin_skipped_total",
         "palaver_plugin_fuel_consumed_total",
-        "palaver_plugin_call_duration_seconds",
+        "palaver_plugin_call_duration_seconds_bucket",
         "palaver_plugin_breaker_open",
         "palaver_plugin_breaker_trips_total",
         "palaver_plugin_instantiations_total",
@@ -58,7 +59,7 @@ async fn plugin_metrics_reach_the_exposition() {
         "palaver_plugin_load_refusals_total",
         "palaver_plugin_effect_errors_total",
     ] {
-        assert!(types.contains_key(name), "{name} missing from /metrics:\n{metrics}");
+        assert!(exported.contains(name), "{name} missing from /metrics:\n{metrics}");
     }
     assert!(
         metrics.contains("palaver_plugin_calls_total{plugin=\"moderation\",hook=\"before-publish\"} 1"),
@@ -85,6 +86,7 @@ async fn redis_and_bus_counters_reach_the_exposition() {
     let (status, metrics) = http(node.addr(), "GET", "/metrics", "").await;
     assert_eq!(status, 200);
     let types = type_lines(&metrics);
+    let exported = common::exported_names(&metrics);
     for name in [
         "palaver_redis_commands_total",
         "palaver_redis_command_failures_total",
@@ -100,9 +102,15 @@ async fn redis_and_bus_counters_reach_the_exposition() {
         "palaver_redis_bus_duplicate_dropped_total",
         "palaver_redis_bus_cross_tenant_dropped_total",
         "palaver_redis_bus_reconnects_total",
+        "palaver_redis_invalidations_total",
+        "palaver_redis_degraded",
+        "palaver_redis_command_duration_seconds_bucket",
     ] {
-        assert!(types.contains_key(name), "{name} missing from /metrics:\n{metrics}");
+        assert!(exported.contains(name), "{name} missing from /metrics:\n{metrics}");
     }
+    let timed = common::sample(&metrics, "palaver_redis_command_duration_seconds_count").unwrap_or(0.0);
+    assert!(timed > 0.0, "Redis commands were timed:\n{metrics}");
+    assert_eq!(common::sample(&metrics, "palaver_redis_degraded"), Some(0.0), "Redis answered");
     let commands: u64 = metrics
         .lines()
         .find_map(|l| l.strip_prefix("palaver_redis_commands_total ")?.parse().ok())

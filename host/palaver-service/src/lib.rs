@@ -23,7 +23,10 @@ pub use business::{BizError, BizResult};
 pub use delivery::control::Eviction;
 pub use delivery::hub::{Attached, Frame, Hub, Outbound, SessionHandle, SessionRx};
 pub use error::{ServiceError, ServiceResult};
-pub use metrics::Metrics;
+pub use metrics::{LiveGauge, Metrics};
+
+/// The content type of [`Service::render_metrics`]: the OpenMetrics text format, which Prometheus reads.
+pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 pub use render::ctrl_frame;
 pub use session::{Session, Transport};
 pub use throttle::{LoginLimits, MAX_TRACKED};
@@ -148,8 +151,9 @@ pub(crate) struct Inner {
     pub(crate) backbone: Arc<Backbone>,
     /// The push tasks' buffer and the push counters.
     pub(crate) push: Arc<backbone::push::PushState>,
-    /// Counters of other components (plugins, Redis) appended to the exposition after the service's own.
-    metric_sources: parking_lot::RwLock<Vec<Arc<dyn palaver_core::MetricsSource>>>,
+    /// The node's one metrics registry: the service's own, the backbone's, and every component's the server
+    /// adds (plugins, Redis, the queue).
+    registry: parking_lot::Mutex<palaver_core::Registry>,
     next_sid: AtomicU64,
     draining: AtomicBool,
     /// Sessions between leaving the hub and finishing their clean-up (presence, last seen), which shutdown
@@ -173,7 +177,11 @@ impl Service {
         let topics = LoadedTopics::new(cfg.max_loaded_topics, cfg.topic_idle.as_millis() as i64);
         let backbone = Arc::new(Backbone::new(cfg.outbox_max_depth));
         let (push, push_rx) = backbone::push::buffer(&cfg.push);
-        let sources: Vec<Arc<dyn palaver_core::MetricsSource>> = vec![backbone.clone(), push.clone()];
+        let metrics = Arc::new(Metrics::default());
+        let mut registry = palaver_core::Registry::default();
+        palaver_core::MetricsSource::register(metrics.as_ref(), &mut registry);
+        palaver_core::MetricsSource::register(backbone.as_ref(), &mut registry);
+        palaver_core::MetricsSource::register(push.as_ref(), &mut registry);
         let svc = Service {
             inner: Arc::new(Inner {
                 ports,
@@ -181,13 +189,13 @@ impl Service {
                 cfg,
                 signer,
                 topics,
-                metrics: Arc::new(Metrics::default()),
+                metrics,
                 hasher,
                 logins,
                 api_limiter,
                 backbone,
                 push,
-                metric_sources: parking_lot::RwLock::new(sources),
+                registry: parking_lot::Mutex::new(registry),
                 next_sid: AtomicU64::new(seed << 24),
                 draining: AtomicBool::new(false),
                 closing: std::sync::atomic::AtomicUsize::new(0),
@@ -215,9 +223,12 @@ impl Service {
         let (tx, rx) = delivery::hub::queue(self.inner.cfg.session_queue.max(8), self.inner.cfg.session_queue_bytes);
         let metrics = self.inner.metrics.clone();
         let handle = Arc::new(SessionHandle::new(sid, tenant, tx, metrics, self.inner.cfg.send_deadline));
-        self.inner.metrics.session_opened();
+        let live = self.inner.metrics.session_opened(match transport {
+            Transport::WebSocket => "ws",
+            Transport::LongPoll => "lp",
+        });
         self.inner.hub.register(handle.clone());
-        (Session::new(self.inner.clone(), handle, transport, remote), rx)
+        (Session::new(self.inner.clone(), handle, transport, remote, live), rx)
     }
 
     /// How many topics this node has loaded (see `limits.max_loaded_topics`).
@@ -240,20 +251,24 @@ impl Service {
         &self.inner.metrics
     }
 
-    /// The Prometheus text exposition of the node's metrics: the service's own, then each registered source's.
+    /// The OpenMetrics text exposition of the node's registry (see [`METRICS_CONTENT_TYPE`]).
     pub fn render_metrics(&self) -> String {
         self.inner.metrics.set_loaded_topics(self.inner.topics.len());
-        let mut out = self.inner.metrics.render(self.inner.hub.session_count());
-        for source in self.inner.metric_sources.read().iter() {
-            source.render(&mut out);
+        self.inner.metrics.set_sessions(self.inner.hub.session_count());
+        let mut out = String::with_capacity(16 * 1024);
+        let registry = self.inner.registry.lock();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
+            // Only a collector's own formatting error gets here; a partial page would mislead the scraper.
+            tracing::error!(error = %e, "metrics encoding failed");
+            out.clear();
         }
         out
     }
 
-    /// Adds a component's counters to [`Service::render_metrics`]; the server registers the plugin runtime's
-    /// and the Redis adapters' here.
-    pub fn add_metrics_source(&self, source: Arc<dyn palaver_core::MetricsSource>) {
-        self.inner.metric_sources.write().push(source);
+    /// Adds a component's metrics to the node's registry; the server registers the plugin runtime's, the
+    /// Redis adapters' and the queue's here.
+    pub fn add_metrics_source(&self, source: &dyn palaver_core::MetricsSource) {
+        source.register(&mut self.inner.registry.lock());
     }
 
     /// The service's settings.

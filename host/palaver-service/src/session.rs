@@ -41,6 +41,8 @@ pub struct Session {
     pub(crate) fnd_query: Vec<String>,
     /// When presence was last refreshed, so that a busy session refreshes at most every few seconds.
     last_touch: i64,
+    /// Counts the session in `palaver_sessions_by_transport` until it is dropped.
+    _live: crate::LiveGauge,
 }
 
 impl Session {
@@ -49,6 +51,7 @@ impl Session {
         handle: Arc<SessionHandle>,
         transport: Transport,
         remote: Option<String>,
+        live: crate::LiveGauge,
     ) -> Self {
         Session {
             svc,
@@ -60,6 +63,7 @@ impl Session {
             attached: HashSet::new(),
             fnd_query: Vec::new(),
             last_touch: 0,
+            _live: live,
         }
     }
 
@@ -122,10 +126,24 @@ impl Session {
             self.svc.metrics.refused_after_close();
             return;
         }
-        self.svc.metrics.request(msg.kind());
+        let kind = msg.kind();
+        self.svc.metrics.request(kind);
         let id = msg.id().map(str::to_owned);
         let topic = msg.topic().map(str::to_owned);
-        if let Err(e) = self.dispatch(msg).await {
+        let started = std::time::Instant::now();
+        // Every log line of the request carries who and what it is about (flattened into JSON logs).
+        let span = tracing::info_span!(
+            "request",
+            tenant = self.handle.tenant.0,
+            user = self.user.map(|u| u.to_string()),
+            session = %self.handle.sid,
+            topic = topic.as_deref(),
+            request_id = id.as_deref(),
+            kind,
+        );
+        let outcome = tracing::Instrument::instrument(self.dispatch(msg), span).await;
+        self.svc.metrics.request_done(kind, started.elapsed());
+        if let Err(e) = outcome {
             self.svc.metrics.error(e.code().code());
             match e.code() {
                 Code::InternalError => tracing::error!(error = %e, sid = %self.handle.sid, "request failed"),

@@ -141,8 +141,7 @@ async fn the_relay_drains_in_order_and_one_relay_holds_a_tenant() {
         queue.records(QueueTopic::Audit).iter().map(|r| String::from_utf8(r.payload.clone()).unwrap()).collect();
     assert_eq!(got, (0..25).map(|n| format!("1-{n}")).collect::<Vec<_>>());
     assert_eq!(outbox.depth(T).await.unwrap(), 0);
-    let mut text = String::new();
-    palaver_core::MetricsSource::render(state.as_ref(), &mut text);
+    let text = palaver_core::render_metrics(state.as_ref());
     assert!(text.contains("palaver_outbox_produced_total 25\n"), "{text}");
     assert!(text.contains("palaver_outbox_depth{tenant=\"1\"} 0\n"), "{text}");
 }
@@ -196,8 +195,7 @@ async fn the_outbox_grows_while_the_queue_is_down_and_drains_in_order_after() {
     let got: Vec<String> =
         flaky.inner.records(QueueTopic::Audit).iter().map(|r| String::from_utf8(r.payload.clone()).unwrap()).collect();
     assert_eq!(got, (0..30).map(|n| format!("1-{n}")).collect::<Vec<_>>(), "the backlog drains oldest first");
-    let mut text = String::new();
-    palaver_core::MetricsSource::render(state.as_ref(), &mut text);
+    let text = palaver_core::render_metrics(state.as_ref());
     assert!(!text.contains("palaver_outbox_produce_failures_total 0\n"), "failures were counted: {text}");
 }
 
@@ -245,8 +243,7 @@ async fn the_audit_consumer_stores_each_event_once_and_dead_letters_garbage() {
 }
 
 fn state_count(state: &Backbone, name: &str) -> u64 {
-    let mut text = String::new();
-    palaver_core::MetricsSource::render(state, &mut text);
+    let text = palaver_core::render_metrics(state);
     text.lines().find_map(|l| l.strip_prefix(&format!("{name} "))).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 

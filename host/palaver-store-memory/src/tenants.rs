@@ -97,6 +97,18 @@ impl TenantStore for MemoryTenants {
         Ok(())
     }
 
+    async fn remove_api_key(&self, id: TenantId, api_key: &str) -> StoreResult<()> {
+        let mut registry = self.inner.lock();
+        let tenant = registry.tenants.get_mut(&id).ok_or(StoreError::NotFound)?;
+        let before = tenant.api_keys.len();
+        tenant.api_keys.retain(|k| k != api_key);
+        if tenant.api_keys.len() == before {
+            return Err(StoreError::NotFound);
+        }
+        tenant.updated = now();
+        Ok(())
+    }
+
     async fn add_api_key(&self, id: TenantId, api_key: &str) -> StoreResult<()> {
         let mut registry = self.inner.lock();
         if !registry.tenants.contains_key(&id) {

@@ -8,17 +8,48 @@
 
 use crate::append;
 use palaver_core::{AppendOutcome, Message, StoreError, StoreResult};
+use prometheus_client::metrics::histogram::Histogram;
 use sqlx::MySqlPool;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-/// How the writer groups appends.
-#[derive(Debug, Clone, Copy)]
+/// How the writer groups appends, and the histograms every tenant's writer adds to.
+#[derive(Debug, Clone)]
 pub(crate) struct BatchSettings {
     pub(crate) max_rows: usize,
     pub(crate) max_delay: Duration,
+    pub(crate) metrics: BatchMetrics,
+}
+
+/// Rows per batch and the time each batch's transaction took.
+#[derive(Debug, Clone)]
+pub(crate) struct BatchMetrics {
+    pub(crate) rows: Histogram,
+    pub(crate) seconds: Histogram,
+}
+
+impl Default for BatchMetrics {
+    fn default() -> Self {
+        BatchMetrics {
+            rows: Histogram::new([1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]),
+            seconds: palaver_core::latency_histogram(),
+        }
+    }
+}
+
+/// The batch writers' histograms in the node's registry.
+impl palaver_core::MetricsSource for crate::MysqlStore {
+    fn register(&self, r: &mut palaver_core::Registry) {
+        let m = self.inner.pools.batch_metrics();
+        r.register("palaver_mysql_append_batch_rows", "Messages written per batch transaction", m.rows.clone());
+        r.register(
+            "palaver_mysql_append_batch_seconds",
+            "Time of one batch transaction of message appends, commit included",
+            m.seconds.clone(),
+        );
+    }
 }
 
 /// One queued append and where its outcome goes.
@@ -57,10 +88,13 @@ impl Writer {
 /// The writer task: collects a batch, writes it, answers every caller, and repeats until the queue closes.
 async fn run(pool: MySqlPool, settings: BatchSettings, mut requests: mpsc::Receiver<AppendRequest>) {
     while let Some(first) = requests.recv().await {
-        let batch = collect(first, &mut requests, settings).await;
+        let batch = collect(first, &mut requests, &settings).await;
         let rows = batch.len();
         let span = tracing::debug_span!("palaver.store.append_batch", rows);
+        let started = Instant::now();
         let outcomes = append::write_batch(&pool, &batch).instrument(span).await;
+        settings.metrics.seconds.observe(started.elapsed().as_secs_f64());
+        settings.metrics.rows.observe(rows as f64);
         for (request, outcome) in batch.into_iter().zip(outcomes) {
             // A caller that gave up waiting no longer needs its answer; the row is stored either way.
             let _ = request.reply.send(outcome);
@@ -74,7 +108,7 @@ async fn run(pool: MySqlPool, settings: BatchSettings, mut requests: mpsc::Recei
 async fn collect(
     first: AppendRequest,
     requests: &mut mpsc::Receiver<AppendRequest>,
-    settings: BatchSettings,
+    settings: &BatchSettings,
 ) -> Vec<AppendRequest> {
     let deadline = Instant::now() + settings.max_delay;
     let mut batch = Vec::with_capacity(settings.max_rows.min(64));

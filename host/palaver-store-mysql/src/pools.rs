@@ -19,7 +19,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// Limits of tenant pools.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct PoolSettings {
     pub(crate) max_connections: u32,
     pub(crate) max_pools: usize,
@@ -56,6 +56,11 @@ impl TenantPools {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// The histograms every tenant's batch writer adds to.
+    pub(crate) fn batch_metrics(&self) -> &crate::batch::BatchMetrics {
+        &self.settings.batch.metrics
+    }
+
     /// The open database of an active tenant, opening it if needed. `NotFound` for unknown and disabled tenants.
     pub(crate) async fn get(&self, id: TenantId) -> StoreResult<Arc<TenantDb>> {
         if let Some(db) = self.open.lock().get(&id) {
@@ -81,7 +86,7 @@ impl TenantPools {
             .idle_timeout(Some(self.settings.idle_timeout))
             .connect_lazy_with(self.base.clone().database(&database));
         let fresh = Arc::new(TenantDb {
-            writer: Writer::spawn(pool.clone(), self.settings.batch),
+            writer: Writer::spawn(pool.clone(), self.settings.batch.clone()),
             pool,
             last_used: AtomicU64::new(self.now()),
         });

@@ -127,6 +127,31 @@ mod tests {
     }
 
     #[test]
+    fn tls_settings_in_the_url_reach_the_connect_options() {
+        let (options, _) = split_url("mysql://u:p@db.example/ctl?ssl-mode=VERIFY_IDENTITY&ssl-ca=/etc/ca.pem").unwrap();
+        let shown = format!("{options:?}");
+        assert!(shown.contains("VerifyIdentity") && shown.contains("/etc/ca.pem"), "{shown}");
+        assert!(split_url("mysql://u:p@db.example/ctl?ssl-mode=SOMETIMES").is_err(), "an unknown mode is refused");
+    }
+
+    /// The MariaDB of the tests has TLS off: a client built with TLS fails the upgrade the server cannot do,
+    /// where one built without TLS would refuse to try. Needs MariaDB on 127.0.0.1:3306 (or
+    /// `PALAVER_TEST_MYSQL_URL`'s server).
+    #[test]
+    fn the_client_is_built_with_tls() {
+        use sqlx::ConnectOptions;
+        let url = std::env::var("PALAVER_TEST_MYSQL_URL")
+            .unwrap_or_else(|_| "mysql://palaver:palaver@127.0.0.1:3306/palaver_control".into());
+        let (options, _) = split_url(&url).unwrap();
+        let options = options.ssl_mode(sqlx::mysql::MySqlSslMode::Required);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let err = rt.block_on(options.connect()).map(drop).expect_err("the server has TLS off");
+        let text = err.to_string();
+        assert!(!text.contains("without TLS support"), "sqlx lacks TLS: {text}");
+        assert!(text.to_lowercase().contains("tls"), "the TLS upgrade was tried: {text}");
+    }
+
+    #[test]
     fn only_plain_names_are_spliced() {
         assert!(spliceable("palaver_t_other-1"));
         assert!(!spliceable("x`; DROP DATABASE y") && !spliceable("") && !spliceable(&"a".repeat(65)));

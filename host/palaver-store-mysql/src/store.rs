@@ -59,7 +59,11 @@ impl MysqlStore {
             max_pools: config.max_tenant_pools,
             idle_timeout: config.idle_pool_timeout,
             acquire_timeout: config.acquire_timeout,
-            batch: BatchSettings { max_rows: config.batch_max_rows, max_delay: config.batch_max_delay },
+            batch: BatchSettings {
+                max_rows: config.batch_max_rows,
+                max_delay: config.batch_max_delay,
+                metrics: Default::default(),
+            },
         };
         let pools = TenantPools::new(control.clone(), base.clone(), settings);
         spawn_reaper(&pools);

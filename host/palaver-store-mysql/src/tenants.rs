@@ -223,6 +223,17 @@ impl TenantStore for MysqlStore {
         Ok(())
     }
 
+    #[tracing::instrument(name = "palaver.store.remove_api_key", skip_all, fields(tenant = %id))]
+    async fn remove_api_key(&self, id: TenantId, api_key: &str) -> StoreResult<()> {
+        let removed = sqlx::query("DELETE FROM api_keys WHERE api_key = ? AND tenant_id = ?")
+            .bind(api_key)
+            .bind(id.0)
+            .execute(&self.inner.control)
+            .await
+            .map_err(db_error)?;
+        if removed.rows_affected() == 0 { Err(StoreError::NotFound) } else { Ok(()) }
+    }
+
     #[tracing::instrument(name = "palaver.store.add_api_key", skip_all, fields(tenant = %id))]
     async fn add_api_key(&self, id: TenantId, api_key: &str) -> StoreResult<()> {
         let inserted = sqlx::query("INSERT INTO api_keys (api_key, tenant_id, created_at) VALUES (?, ?, ?)")

@@ -98,6 +98,9 @@ impl TenantStore for Registry {
     async fn add_api_key(&self, id: TenantId, key: &str) -> StoreResult<()> {
         self.store.add_api_key(id, key).await
     }
+    async fn remove_api_key(&self, id: TenantId, key: &str) -> StoreResult<()> {
+        self.store.remove_api_key(id, key).await
+    }
 }
 
 palaver_contract::outbox_contract_tests!(

@@ -50,6 +50,9 @@ fn filled(redis: &Coherence, what: &str, result: StoreResult<()>) {
 
 /// Logs and counts a copy that could not be dropped after a successful write.
 fn invalidated(redis: &Coherence, what: &str, result: StoreResult<()>) {
+    if result.is_ok() {
+        redis.client.metrics().invalidated();
+    }
     if let Err(e) = result {
         tracing::warn!(error = %e, "could not drop cached {what} after a write; it may be stale until its TTL");
         redis.client.metrics().invalidation_failed();

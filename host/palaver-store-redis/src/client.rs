@@ -183,6 +183,7 @@ impl RedisClient {
         self.metrics.command();
         if !self.circuit.allows() {
             self.metrics.command_failed();
+            self.metrics.circuit_open();
             return Err(StoreError::Unavailable("redis circuit open after repeated failures".into()));
         }
         let run = async {
@@ -198,6 +199,7 @@ impl RedisClient {
                 error
             })
         };
+        let started = Instant::now();
         let result = match tokio::time::timeout(self.command_timeout, run).await {
             Ok(result) => result,
             Err(_) => {
@@ -205,13 +207,22 @@ impl RedisClient {
                 Err(StoreError::Unavailable(format!("redis command timed out after {:?}", self.command_timeout)))
             }
         };
+        let took = started.elapsed();
         match &result {
-            Ok(_) => self.circuit.succeeded(),
+            Ok(_) => {
+                self.circuit.succeeded();
+                self.metrics.command_done(took, false);
+            }
             Err(StoreError::Unavailable(_)) => {
                 self.metrics.command_failed();
+                self.metrics.command_done(took, true);
                 self.circuit.failed();
             }
-            Err(_) => self.metrics.command_failed(),
+            Err(_) => {
+                self.metrics.command_failed();
+                // Redis answered (a script error, a bad reply): the transport is fine.
+                self.metrics.command_done(took, false);
+            }
         }
         result
     }
@@ -366,5 +377,25 @@ impl palaver_core::ports::HealthCheck for RedisClient {
 
     async fn check(&self) -> Result<(), String> {
         self.ping().await.map_err(|e| format!("Redis: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rediss_url_connects_over_tls_and_a_plain_address_does_not() {
+        let tls = connection_info(&RedisConfig::with_addr("rediss://cache.example:6380/2")).unwrap();
+        match tls.addr() {
+            ConnectionAddr::TcpTls { host, port, insecure, .. } => {
+                assert_eq!((host.as_str(), *port, *insecure), ("cache.example", 6380, false));
+            }
+            other => panic!("not TLS: {other:?}"),
+        }
+        assert_eq!(tls.redis_settings().db(), 2);
+        let plain = connection_info(&RedisConfig::with_addr("127.0.0.1:6379")).unwrap();
+        assert!(matches!(plain.addr(), ConnectionAddr::Tcp(..)), "{:?}", plain.addr());
+        assert!(connection_info(&RedisConfig::with_addr("rediss://")).is_err());
     }
 }

@@ -2,35 +2,73 @@
 //! the database because Redis failed or missed, invalidations that could not be applied, and the realtime
 //! bus's traffic and losses.
 //!
-//! The counters are plain atomics owned by one `RedisClient` (no globals); as a
-//! [`palaver_core::MetricsSource`] they render under `palaver_redis_*` in the node's `/metrics`.
+//! The counters are `prometheus-client` handles owned by one `RedisClient` (no globals); as a
+//! [`palaver_core::MetricsSource`] they register under `palaver_redis_*` in the node's registry. Besides the
+//! counters: the command latency histogram and the degradation gauge (1 while Redis fails).
 
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use std::time::Duration;
 
 /// Live counters, shared by every adapter built on the same client.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RedisMetrics {
-    commands: AtomicU64,
-    command_failures: AtomicU64,
-    cache_hits: AtomicU64,
-    cache_misses: AtomicU64,
-    fallbacks: AtomicU64,
-    invalidation_failures: AtomicU64,
-    fill_failures: AtomicU64,
-    hot_hits: AtomicU64,
-    hot_misses: AtomicU64,
-    hot_write_failures: AtomicU64,
-    presence_unknown: AtomicU64,
-    bus_published: AtomicU64,
-    bus_publish_commands: AtomicU64,
-    bus_dropped_full: AtomicU64,
-    bus_publish_errors: AtomicU64,
-    bus_received: AtomicU64,
-    bus_loopback_dropped: AtomicU64,
-    bus_duplicate_dropped: AtomicU64,
-    bus_cross_tenant_dropped: AtomicU64,
-    bus_reconnects: AtomicU64,
+    command_seconds: Histogram,
+    degraded: Gauge,
+    invalidations: Counter,
+    presence_expired: Counter,
+    commands: Counter,
+    command_failures: Counter,
+    cache_hits: Counter,
+    cache_misses: Counter,
+    fallbacks: Counter,
+    invalidation_failures: Counter,
+    fill_failures: Counter,
+    hot_hits: Counter,
+    hot_misses: Counter,
+    hot_write_failures: Counter,
+    presence_unknown: Counter,
+    bus_published: Counter,
+    bus_publish_commands: Counter,
+    bus_dropped_full: Counter,
+    bus_publish_errors: Counter,
+    bus_received: Counter,
+    bus_loopback_dropped: Counter,
+    bus_duplicate_dropped: Counter,
+    bus_cross_tenant_dropped: Counter,
+    bus_reconnects: Counter,
+}
+
+impl Default for RedisMetrics {
+    fn default() -> Self {
+        RedisMetrics {
+            command_seconds: palaver_core::latency_histogram(),
+            degraded: Gauge::default(),
+            invalidations: Counter::default(),
+            presence_expired: Counter::default(),
+            commands: Counter::default(),
+            command_failures: Counter::default(),
+            cache_hits: Counter::default(),
+            cache_misses: Counter::default(),
+            fallbacks: Counter::default(),
+            invalidation_failures: Counter::default(),
+            fill_failures: Counter::default(),
+            hot_hits: Counter::default(),
+            hot_misses: Counter::default(),
+            hot_write_failures: Counter::default(),
+            presence_unknown: Counter::default(),
+            bus_published: Counter::default(),
+            bus_publish_commands: Counter::default(),
+            bus_dropped_full: Counter::default(),
+            bus_publish_errors: Counter::default(),
+            bus_received: Counter::default(),
+            bus_loopback_dropped: Counter::default(),
+            bus_duplicate_dropped: Counter::default(),
+            bus_cross_tenant_dropped: Counter::default(),
+            bus_reconnects: Counter::default(),
+        }
+    }
 }
 
 /// A point-in-time copy of [`RedisMetrics`].
@@ -79,14 +117,14 @@ pub struct MetricsSnapshot {
     pub bus_reconnects: u64,
 }
 
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
+fn bump(counter: &Counter) {
+    counter.inc();
 }
 
 impl RedisMetrics {
     /// Copies every counter.
     pub fn snapshot(&self) -> MetricsSnapshot {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let get = |c: &Counter| c.get();
         MetricsSnapshot {
             commands: get(&self.commands),
             command_failures: get(&self.command_failures),
@@ -113,6 +151,22 @@ impl RedisMetrics {
 
     pub(crate) fn command(&self) {
         bump(&self.commands);
+    }
+    /// Times a command (or pipeline, or script) and records whether Redis answered: the degradation gauge
+    /// is 1 from a transport failure or timeout until the next command succeeds.
+    pub(crate) fn command_done(&self, took: Duration, redis_unavailable: bool) {
+        self.command_seconds.observe(took.as_secs_f64());
+        self.degraded.set(i64::from(redis_unavailable));
+    }
+    /// A command refused without trying, because the circuit is open: Redis is still taken as down.
+    pub(crate) fn circuit_open(&self) {
+        self.degraded.set(1);
+    }
+    pub(crate) fn presence_expired(&self, sessions: u64) {
+        self.presence_expired.inc_by(sessions);
+    }
+    pub(crate) fn invalidated(&self) {
+        bump(&self.invalidations);
     }
     pub(crate) fn command_failed(&self) {
         bump(&self.command_failures);
@@ -145,14 +199,14 @@ impl RedisMetrics {
         bump(&self.presence_unknown);
     }
     pub(crate) fn bus_published(&self, envelopes: u64, commands: u64) {
-        self.bus_published.fetch_add(envelopes, Ordering::Relaxed);
-        self.bus_publish_commands.fetch_add(commands, Ordering::Relaxed);
+        self.bus_published.inc_by(envelopes);
+        self.bus_publish_commands.inc_by(commands);
     }
     pub(crate) fn bus_dropped_full(&self) {
         bump(&self.bus_dropped_full);
     }
     pub(crate) fn bus_publish_failed(&self, envelopes: u64) {
-        self.bus_publish_errors.fetch_add(envelopes, Ordering::Relaxed);
+        self.bus_publish_errors.inc_by(envelopes);
     }
     pub(crate) fn bus_received(&self) {
         bump(&self.bus_received);
@@ -172,64 +226,75 @@ impl RedisMetrics {
 }
 
 /// Every counter: its metric name, help text and where it is in a snapshot.
-type Family = (&'static str, &'static str, fn(&MetricsSnapshot) -> u64);
+type Family = (&'static str, &'static str, fn(&RedisMetrics) -> &Counter);
 
 const FAMILIES: [Family; 20] = [
-    ("palaver_redis_commands_total", "Redis commands, pipelines and scripts sent.", |s| s.commands),
-    ("palaver_redis_command_failures_total", "Redis commands that failed or timed out.", |s| s.command_failures),
-    ("palaver_redis_cache_hits_total", "Cache-aside reads answered from Redis.", |s| s.cache_hits),
-    ("palaver_redis_cache_misses_total", "Cache-aside reads that found nothing usable in Redis.", |s| s.cache_misses),
-    ("palaver_redis_fallbacks_total", "Reads answered by the database because Redis failed.", |s| s.fallbacks),
-    (
-        "palaver_redis_invalidation_failures_total",
-        "Database writes whose Redis copy could not be dropped or updated.",
-        |s| s.invalidation_failures,
-    ),
-    ("palaver_redis_fill_failures_total", "Cache copies that could not be written after a miss.", |s| s.fill_failures),
-    ("palaver_redis_hot_hits_total", "History windows answered from hot message copies.", |s| s.hot_hits),
-    ("palaver_redis_hot_misses_total", "History windows the hot message copies could not answer whole.", |s| {
-        s.hot_misses
+    ("palaver_redis_commands", "Redis commands, pipelines and scripts sent", |m| &m.commands),
+    ("palaver_redis_command_failures", "Redis commands that failed or timed out", |m| &m.command_failures),
+    ("palaver_redis_cache_hits", "Cache-aside reads answered from Redis", |m| &m.cache_hits),
+    ("palaver_redis_cache_misses", "Cache-aside reads that found nothing usable in Redis", |m| &m.cache_misses),
+    ("palaver_redis_fallbacks", "Reads answered by the database because Redis failed", |m| &m.fallbacks),
+    ("palaver_redis_invalidation_failures", "Database writes whose Redis copy could not be dropped or updated", |m| {
+        &m.invalidation_failures
     }),
-    ("palaver_redis_hot_write_failures_total", "Stored messages whose hot copy could not be written.", |s| {
-        s.hot_write_failures
+    ("palaver_redis_fill_failures", "Cache copies that could not be written after a miss", |m| &m.fill_failures),
+    ("palaver_redis_hot_hits", "History windows answered from hot message copies", |m| &m.hot_hits),
+    ("palaver_redis_hot_misses", "History windows the hot message copies could not answer whole", |m| &m.hot_misses),
+    ("palaver_redis_hot_write_failures", "Stored messages whose hot copy could not be written", |m| {
+        &m.hot_write_failures
     }),
-    ("palaver_redis_presence_unknown_total", "Presence reads answered unknown because Redis failed.", |s| {
-        s.presence_unknown
+    ("palaver_redis_presence_unknown", "Presence reads answered unknown because Redis failed", |m| &m.presence_unknown),
+    ("palaver_redis_bus_published", "Envelopes the Redis bus handed to Redis", |m| &m.bus_published),
+    ("palaver_redis_bus_publish_commands", "PUBLISH commands the bus envelopes cost", |m| &m.bus_publish_commands),
+    ("palaver_redis_bus_dropped_full", "Envelopes refused because the bus publish queue was full", |m| {
+        &m.bus_dropped_full
     }),
-    ("palaver_redis_bus_published_total", "Envelopes the Redis bus handed to Redis.", |s| s.bus_published),
-    ("palaver_redis_bus_publish_commands_total", "PUBLISH commands the bus envelopes cost.", |s| {
-        s.bus_publish_commands
+    ("palaver_redis_bus_publish_errors", "Envelopes dropped because Redis failed their batch", |m| {
+        &m.bus_publish_errors
     }),
-    ("palaver_redis_bus_dropped_full_total", "Envelopes refused because the bus publish queue was full.", |s| {
-        s.bus_dropped_full
+    ("palaver_redis_bus_received", "Messages the bus subscriber read, before any drop", |m| &m.bus_received),
+    ("palaver_redis_bus_loopback_dropped", "Bus messages dropped because this node published them", |m| {
+        &m.bus_loopback_dropped
     }),
-    ("palaver_redis_bus_publish_errors_total", "Envelopes dropped because Redis failed their batch.", |s| {
-        s.bus_publish_errors
-    }),
-    ("palaver_redis_bus_received_total", "Messages the bus subscriber read, before any drop.", |s| s.bus_received),
-    ("palaver_redis_bus_loopback_dropped_total", "Bus messages dropped because this node published them.", |s| {
-        s.bus_loopback_dropped
-    }),
-    ("palaver_redis_bus_duplicate_dropped_total", "Bus messages dropped because their event was delivered.", |s| {
-        s.bus_duplicate_dropped
+    ("palaver_redis_bus_duplicate_dropped", "Bus messages dropped because their event was delivered", |m| {
+        &m.bus_duplicate_dropped
     }),
     (
-        "palaver_redis_bus_cross_tenant_dropped_total",
-        "Bus messages dropped because they named another tenant than their channel or did not decode.",
-        |s| s.bus_cross_tenant_dropped,
+        "palaver_redis_bus_cross_tenant_dropped",
+        "Bus messages dropped because they named another tenant than their channel or did not decode",
+        |m| &m.bus_cross_tenant_dropped,
     ),
-    ("palaver_redis_bus_reconnects_total", "Times the bus subscriber connection was established again.", |s| {
-        s.bus_reconnects
+    ("palaver_redis_bus_reconnects", "Times the bus subscriber connection was established again", |m| {
+        &m.bus_reconnects
     }),
 ];
 
-/// The counters in the node's `/metrics`, after the service's own.
+/// The metrics in the node's registry, next to the service's own.
 impl palaver_core::MetricsSource for RedisMetrics {
-    fn render(&self, out: &mut String) {
-        let snap = self.snapshot();
-        for (name, help, value) in FAMILIES {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value(&snap));
+    fn register(&self, r: &mut palaver_core::Registry) {
+        for (name, help, counter) in FAMILIES {
+            r.register(name, help, counter(self).clone());
         }
+        r.register(
+            "palaver_redis_invalidations",
+            "Cached copies dropped or updated after a database write",
+            self.invalidations.clone(),
+        );
+        r.register(
+            "palaver_redis_presence_expired",
+            "Sessions aged out of the shared presence because their TTL passed without a heartbeat",
+            self.presence_expired.clone(),
+        );
+        r.register(
+            "palaver_redis_command_duration_seconds",
+            "Time of Redis commands, pipelines and scripts, timeouts included",
+            self.command_seconds.clone(),
+        );
+        r.register(
+            "palaver_redis_degraded",
+            "1 while Redis fails (its last command failed in transport or timed out), else 0",
+            self.degraded.clone(),
+        );
     }
 }
 
@@ -264,11 +329,16 @@ mod tests {
         let m = RedisMetrics::default();
         m.bus_reconnected();
         m.cache_hit();
+        m.command_done(Duration::from_millis(2), true);
+        let mut registry = palaver_core::Registry::default();
+        m.register(&mut registry);
         let mut out = String::new();
-        m.render(&mut out);
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
         assert!(out.contains("palaver_redis_bus_reconnects_total 1\n"), "{out}");
         assert!(out.contains("palaver_redis_cache_hits_total 1\n"), "{out}");
-        assert_eq!(out.matches("# TYPE ").count(), 20, "{out}");
+        assert!(out.contains("palaver_redis_degraded 1\n"), "{out}");
+        assert!(out.contains("palaver_redis_command_duration_seconds_count 1\n"), "{out}");
+        assert_eq!(out.matches("# TYPE ").count(), 24, "{out}");
         let names: std::collections::BTreeSet<&str> = FAMILIES.iter().map(|f| f.0).collect();
         assert_eq!(names.len(), FAMILIES.len());
     }

@@ -18,10 +18,11 @@ use tracing::Instrument;
 const CLOCK: &str =
     "local t = redis.call('TIME') local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n";
 
-/// KEYS: user hash, sessions, node users. ARGV: member, uid, node id, now, ttl, device, ua.
+/// KEYS: user hash, sessions, node users. ARGV: member, uid, node id, now, ttl, device, ua. Answers the live
+/// session count and how many sessions it aged out (their TTL passed without a heartbeat: a crashed node's).
 const MARK_ONLINE: &str = r"
 local ttl = tonumber(ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', clock - ttl * 1000)
+local expired = redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', clock - ttl * 1000)
 redis.call('ZADD', KEYS[2], clock, ARGV[1])
 local count = redis.call('ZCARD', KEYS[2])
 local last = tonumber(redis.call('HGET', KEYS[1], 'last_active_at') or '0')
@@ -32,7 +33,7 @@ if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'ua', ARGV[7]) else redis.call
 redis.call('EXPIRE', KEYS[1], ttl)
 redis.call('EXPIRE', KEYS[2], ttl)
 redis.call('SADD', KEYS[3], ARGV[2])
-return count
+return {count, expired}
 ";
 
 /// KEYS: user hash, sessions. ARGV: member, node id, now, ttl. An unknown session is left alone, as the
@@ -53,9 +54,10 @@ return 1
 ";
 
 /// KEYS: user hash, sessions, node users. ARGV: member, uid, node member prefix, now, ttl, last-seen ttl.
+/// Answers the live session count and how many sessions it aged out.
 const MARK_OFFLINE: &str = r"
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', clock - tonumber(ARGV[5]) * 1000)
+local expired = redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', clock - tonumber(ARGV[5]) * 1000)
 local count = redis.call('ZCARD', KEYS[2])
 local here = false
 for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
@@ -71,7 +73,7 @@ if count == 0 then
 else
   redis.call('HSET', KEYS[1], 'session_count', count)
 end
-return count
+return {count, expired}
 ";
 
 /// KEYS: user hash, sessions. ARGV: ttl. Answers live sessions, node, last activity, last seen.
@@ -178,7 +180,9 @@ impl PresenceStore for RedisPresence {
                 .arg(self.ttl())
                 .arg(meta.device.as_deref().unwrap_or(""))
                 .arg(meta.user_agent.as_deref().unwrap_or(""));
-            self.client.script(&call).await
+            let (count, expired): (u32, u64) = self.client.script(&call).await?;
+            self.client.metrics().presence_expired(expired);
+            Ok(count)
         }
         .instrument(span)
         .await
@@ -214,7 +218,9 @@ impl PresenceStore for RedisPresence {
                 .arg(now)
                 .arg(self.ttl())
                 .arg(self.client.config().presence_last_seen_ttl_seconds);
-            self.client.script(&call).await
+            let (count, expired): (u32, u64) = self.client.script(&call).await?;
+            self.client.metrics().presence_expired(expired);
+            Ok(count)
         }
         .instrument(span)
         .await

@@ -89,3 +89,21 @@ pub async fn registry_missing_tenant<R: TenantStore>(r: R) {
     assert_not_found(r.add_api_key(missing, "key-x").await, "add_api_key on a missing id");
     assert_eq!(r.find_tenant_by_api_key("key-x").await.unwrap(), None, "the refused key was not stored");
 }
+
+/// A removed key resolves to nothing, the tenant's other keys still resolve, and another tenant's key cannot be
+/// removed through the wrong tenant.
+pub async fn registry_api_key_removal<R: TenantStore>(r: R) {
+    let acme = r.create_tenant("acme", "Acme Corp").await.unwrap();
+    let other = r.create_tenant("other", "Other").await.unwrap();
+    r.add_api_key(acme.id, "key-old").await.unwrap();
+    r.add_api_key(acme.id, "key-new").await.unwrap();
+    r.add_api_key(other.id, "key-o").await.unwrap();
+    r.remove_api_key(acme.id, "key-old").await.unwrap();
+    assert_eq!(r.find_tenant_by_api_key("key-old").await.unwrap(), None, "a removed key resolves to nothing");
+    assert_eq!(r.find_tenant_by_api_key("key-new").await.unwrap().map(|t| t.id), Some(acme.id));
+    assert_eq!(r.get_tenant(acme.id).await.unwrap().unwrap().api_keys, vec!["key-new".to_owned()]);
+    assert_not_found(r.remove_api_key(acme.id, "key-old").await, "removing a key twice");
+    assert_not_found(r.remove_api_key(acme.id, "key-o").await, "another tenant's key");
+    assert_eq!(r.find_tenant_by_api_key("key-o").await.unwrap().map(|t| t.id), Some(other.id), "it stays");
+    assert_not_found(r.remove_api_key(TenantId(other.id.0 + 1000), "key-o").await, "a missing tenant");
+}

@@ -27,4 +27,8 @@ pub trait TenantStore: Send + Sync {
 
     /// Adds an API key to a tenant. `Conflict` if another tenant has it; `NotFound` if the tenant is absent.
     async fn add_api_key(&self, id: TenantId, api_key: &str) -> StoreResult<()>;
+
+    /// Removes an API key from a tenant, so that it resolves to nothing. `NotFound` if the tenant does not hold
+    /// it (absent, or another tenant's key, which stays).
+    async fn remove_api_key(&self, id: TenantId, api_key: &str) -> StoreResult<()>;
 }

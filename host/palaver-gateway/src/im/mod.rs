@@ -56,6 +56,11 @@ pub(crate) fn openapi() -> Response<Body> {
     json(StatusCode::OK, DOC.get_or_init(|| Bytes::from(openapi::document().to_string())).clone())
 }
 
+/// The route pattern (below `/v1/im`, `{name}` for parameters) that `method` and `path` select, for metrics.
+pub(crate) fn route_path(method: &str, path: &str) -> Option<&'static str> {
+    routes::find(method, path).map(|(route, _)| route.path)
+}
+
 /// Handles one request under `/v1/im/`.
 pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().trim_start_matches("/v1/im").to_owned();

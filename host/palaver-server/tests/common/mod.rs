@@ -113,6 +113,33 @@ impl Client {
     }
 }
 
+/// The names an exposition exports, as PromQL sees them: every sample's name, and the series names of every
+/// declared family (`x_total` of a counter, `x_bucket`/`_sum`/`_count` of a histogram), which a labelled
+/// family has before its first sample.
+pub fn exported_names(metrics: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for line in metrics.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut words = rest.split_whitespace();
+            let (Some(name), Some(kind)) = (words.next(), words.next()) else { continue };
+            let suffixes: &[&str] = match kind {
+                "counter" => &["_total"],
+                "histogram" => &["_bucket", "_sum", "_count"],
+                _ => &[""],
+            };
+            names.extend(suffixes.iter().map(|s| format!("{name}{s}")));
+        } else if !line.starts_with('#') {
+            names.extend(line.split(['{', ' ']).next().filter(|n| !n.is_empty()).map(str::to_owned));
+        }
+    }
+    names
+}
+
+/// The value of the sample `series` (name and labels exactly as exported), if present.
+pub fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.split(' ').next()?.parse().ok())
+}
+
 /// A minimal HTTP/1.1 request; returns the status and the body.
 pub async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
     http_with(addr, method, path, &[], body).await

@@ -235,6 +235,7 @@ async fn resolve_report(svc: &Service, tenant: TenantId, cmd: &AdminCommand, p: 
         Ok(r) => r,
         Err(StoreError::NotFound) => return Err(BizError::new(Reason::ReportNotFound, format!("no report {id}"))),
         Err(StoreError::Conflict(why)) if why == REPORT_CLOSED => {
+            svc.inner.metrics.conditional_failed("report_resolution");
             return Err(BizError::new(Reason::ReportClosed, format!("report {id} is resolved already")));
         }
         Err(e) => return Err(e.into()),

@@ -11,7 +11,6 @@ use super::Backbone;
 use palaver_core::ports::{AuditEvent, AuditStore, Delivery, QueueConsumer, QueueRecord, QueueTopic, TaskQueue};
 use palaver_core::{StoreError, StoreResult};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The longest wait between retries of a failing store or queue.
@@ -64,7 +63,7 @@ impl AuditConsumer {
         let event: AuditEvent = match serde_json::from_slice(&delivery.record.payload) {
             Ok(e) => e,
             Err(err) => {
-                self.state.audit_invalid.fetch_add(1, Ordering::Relaxed);
+                self.state.audit_invalid.inc_by(1);
                 return self.dead_letter(delivery, &format!("not an audit event: {err}")).await;
             }
         };
@@ -72,11 +71,11 @@ impl AuditConsumer {
         loop {
             match self.store.record_audit(event.tenant, &event).await {
                 Ok(true) => {
-                    self.state.audit_stored.fetch_add(1, Ordering::Relaxed);
+                    self.state.audit_stored.inc_by(1);
                     return Ok(());
                 }
                 Ok(false) => {
-                    self.state.audit_repeats.fetch_add(1, Ordering::Relaxed);
+                    self.state.audit_repeats.inc_by(1);
                     return Ok(());
                 }
                 Err(StoreError::Unavailable(err)) => {

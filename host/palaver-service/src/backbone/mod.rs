@@ -54,7 +54,7 @@ impl Inner {
                 Ok(())
             }
             Err(err) => {
-                self.backbone.write_failures.fetch_add(records.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                self.backbone.write_failures.inc_by(records.len() as u64);
                 Err(err)
             }
         }

@@ -13,7 +13,6 @@ use super::Backbone;
 use palaver_core::ports::{OutboxStore, TaskQueue, TenantStore};
 use palaver_core::{StoreResult, TenantId, TenantState};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The relay's settings (`[outbox]`).
@@ -137,13 +136,13 @@ impl Relay {
         let records = entries.into_iter().map(|e| e.record).collect();
         // In id order; deleted only once all are durable (a failure leaves them all for the next try).
         if let Err(err) = self.queue.produce_batch(records).await {
-            self.state.produce_failures.fetch_add(1, Ordering::Relaxed);
+            self.state.produce_failures.inc_by(1);
             if let Ok(depth) = self.outbox.depth(tenant).await {
                 self.state.set_depth(tenant, depth);
             }
             return Err(err);
         }
-        self.state.produced.fetch_add(ids.len() as u64, Ordering::Relaxed);
+        self.state.produced.inc_by(ids.len() as u64);
         self.outbox.remove(tenant, &ids).await?;
         let depth = self.outbox.depth(tenant).await?;
         self.state.set_depth(tenant, depth);

@@ -1,12 +1,14 @@
 //! What the outbox writers, the relay and the audit consumer share on a node: each tenant's outbox depth as last
-//! seen (the bound `outbox_max_depth` is checked against it), a wake-up for the relay, and their counters, rendered
-//! as a [`MetricsSource`] in the node's `/metrics`.
+//! seen (the bound `outbox_max_depth` is checked against it), a wake-up for the relay, and their counters,
+//! registered as a [`MetricsSource`] in the node's registry.
 
 use palaver_core::{MetricsSource, TenantId};
 use parking_lot::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
@@ -22,13 +24,20 @@ pub struct Backbone {
     warned: Mutex<HashMap<TenantId, Instant>>,
     /// Woken when this node writes to an outbox, so the relay need not wait for its next poll.
     pub(crate) written: Notify,
-    pub(crate) produced: AtomicU64,
-    pub(crate) produce_failures: AtomicU64,
-    pub(crate) refused: AtomicU64,
-    pub(crate) write_failures: AtomicU64,
-    pub(crate) audit_stored: AtomicU64,
-    pub(crate) audit_repeats: AtomicU64,
-    pub(crate) audit_invalid: AtomicU64,
+    /// `depths` as exported, set whenever a depth changes.
+    depth_gauges: Family<TenantLabel, Gauge>,
+    pub(crate) produced: Counter,
+    pub(crate) produce_failures: Counter,
+    pub(crate) refused: Counter,
+    pub(crate) write_failures: Counter,
+    pub(crate) audit_stored: Counter,
+    pub(crate) audit_repeats: Counter,
+    pub(crate) audit_invalid: Counter,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TenantLabel {
+    tenant: u64,
 }
 
 impl Backbone {
@@ -38,13 +47,14 @@ impl Backbone {
             depths: Mutex::default(),
             warned: Mutex::default(),
             written: Notify::new(),
-            produced: AtomicU64::new(0),
-            produce_failures: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-            write_failures: AtomicU64::new(0),
-            audit_stored: AtomicU64::new(0),
-            audit_repeats: AtomicU64::new(0),
-            audit_invalid: AtomicU64::new(0),
+            depth_gauges: Family::default(),
+            produced: Counter::default(),
+            produce_failures: Counter::default(),
+            refused: Counter::default(),
+            write_failures: Counter::default(),
+            audit_stored: Counter::default(),
+            audit_repeats: Counter::default(),
+            audit_invalid: Counter::default(),
         }
     }
 
@@ -56,6 +66,7 @@ impl Backbone {
     /// Records the relay's count of the tenant's outbox.
     pub(crate) fn set_depth(&self, tenant: TenantId, depth: u64) {
         self.depths.lock().insert(tenant, depth);
+        self.export_depth(tenant, depth);
         if self.max_depth > 0 && depth >= self.max_depth {
             self.warn_full(tenant, depth);
         }
@@ -68,12 +79,21 @@ impl Backbone {
         if self.max_depth > 0 && *depth >= self.max_depth {
             let at = *depth;
             drop(depths);
-            self.refused.fetch_add(n as u64, Ordering::Relaxed);
+            self.refused.inc_by(n as u64);
             self.warn_full(tenant, at);
             return false;
         }
         *depth += n as u64;
+        let now = *depth;
+        drop(depths);
+        self.export_depth(tenant, now);
         true
+    }
+
+    fn export_depth(&self, tenant: TenantId, depth: u64) {
+        self.depth_gauges
+            .get_or_create(&TenantLabel { tenant: tenant.0 })
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
     }
 
     fn warn_full(&self, tenant: TenantId, depth: u64) {
@@ -88,37 +108,35 @@ impl Backbone {
 }
 
 impl MetricsSource for Backbone {
-    fn render(&self, out: &mut String) {
-        let name = "palaver_outbox_depth";
-        let _ = writeln!(out, "# HELP {name} Entries waiting in a tenant's outbox, as last counted by the relay.");
-        let _ = writeln!(out, "# TYPE {name} gauge");
-        for (tenant, depth) in self.depths.lock().iter() {
-            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {depth}", tenant.0);
-        }
-        let counters: [(&str, &str, &AtomicU64); 7] = [
-            ("palaver_outbox_produced_total", "Outbox entries the relay produced to the queue.", &self.produced),
+    fn register(&self, r: &mut palaver_core::Registry) {
+        r.register(
+            "palaver_outbox_depth",
+            "Entries waiting in a tenant's outbox, as last counted by the relay",
+            self.depth_gauges.clone(),
+        );
+        let counters: [(&str, &str, &Counter); 7] = [
+            ("palaver_outbox_produced", "Outbox entries the relay produced to the queue", &self.produced),
             (
-                "palaver_outbox_produce_failures_total",
-                "Relay batches the queue refused (retried with backoff).",
+                "palaver_outbox_produce_failures",
+                "Relay batches the queue refused (retried with backoff)",
                 &self.produce_failures,
             ),
             (
-                "palaver_outbox_refused_total",
-                "Records not written because the tenant's outbox was at outbox.max_depth.",
+                "palaver_outbox_refused",
+                "Records not written because the tenant's outbox was at outbox.max_depth",
                 &self.refused,
             ),
-            ("palaver_outbox_write_failures_total", "Records the outbox store failed to write.", &self.write_failures),
-            ("palaver_audit_stored_total", "Audit events the consumer wrote to audit_log.", &self.audit_stored),
+            ("palaver_outbox_write_failures", "Records the outbox store failed to write", &self.write_failures),
+            ("palaver_audit_stored", "Audit events the consumer wrote to audit_log", &self.audit_stored),
             (
-                "palaver_audit_repeats_total",
-                "Audit events delivered again whose row existed already (not stored twice).",
+                "palaver_audit_repeats",
+                "Audit events delivered again whose row existed already (not stored twice)",
                 &self.audit_repeats,
             ),
-            ("palaver_audit_invalid_total", "Audit records that did not decode (skipped).", &self.audit_invalid),
+            ("palaver_audit_invalid", "Audit records that did not decode (skipped)", &self.audit_invalid),
         ];
-        for (name, help, value) in counters {
-            let _ =
-                writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value.load(Ordering::Relaxed));
+        for (name, help, counter) in counters {
+            r.register(name, help, counter.clone());
         }
     }
 }

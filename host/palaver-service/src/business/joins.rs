@@ -188,6 +188,7 @@ pub(super) async fn decide_join(cx: &Cx<'_>, decision: JoinDecision) -> BizResul
         Ok(r) => r,
         Err(StoreError::NotFound) => return Err(BizError::new(Reason::RequestNotFound, format!("no request {id}"))),
         Err(StoreError::Conflict(why)) if why == REQUEST_NOT_PENDING => {
+            cx.svc.metrics.conditional_failed("join_request_decision");
             return Err(BizError::new(Reason::RequestNotPending, "the request was decided already"));
         }
         Err(StoreError::Conflict(why)) if why == REQUEST_NOT_YOURS => {

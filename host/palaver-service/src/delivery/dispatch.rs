@@ -13,7 +13,6 @@ use palaver_core::{AccessMode, AuditStatus, Message, RecentIds, Seq, SessionId, 
 use palaver_proto::{MsgPres, SeqRange};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use tokio::sync::mpsc;
 
@@ -155,7 +154,9 @@ impl Inner {
     /// Applies `event` to this node's sessions (except `skip`) and publishes it for the other nodes.
     pub(crate) async fn dispatch(&self, tenant: TenantId, event: Event, skip: Option<SessionId>, from: Option<UserId>) {
         self.publish_event(tenant, &event, skip, from);
+        let started = std::time::Instant::now();
         self.apply(tenant, event, skip).await;
+        self.metrics.fanout_took(started.elapsed());
     }
 
     /// Publishes `event` for the other nodes only. Cheap when there are none: nothing is encoded.
@@ -193,14 +194,15 @@ impl Inner {
 /// order on one task.
 pub(crate) struct Receiver {
     tx: mpsc::Sender<Envelope>,
-    dropped: AtomicU64,
+    metrics: Arc<crate::Metrics>,
 }
 
 impl BusSink for Receiver {
     fn deliver(&self, envelope: Envelope) {
         if self.tx.try_send(envelope).is_err() {
             // The applying task is behind; like a full session queue, clients recover by seq.
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+            self.metrics.bus_received("queue_full");
+            self.metrics.bus_fanout("hub_full");
         }
     }
 }
@@ -211,7 +213,7 @@ pub(crate) fn start(inner: &Arc<Inner>, queue: usize) {
         return;
     }
     let (tx, mut rx) = mpsc::channel::<Envelope>(queue.max(64));
-    inner.ports.bus.subscribe(Arc::new(Receiver { tx, dropped: AtomicU64::new(0) }));
+    inner.ports.bus.subscribe(Arc::new(Receiver { tx, metrics: inner.metrics.clone() }));
     let weak: Weak<Inner> = Arc::downgrade(inner);
     tokio::spawn(async move {
         let mut seen = RecentIds::new(DEDUP_CAPACITY);
@@ -249,7 +251,36 @@ impl Inner {
             return;
         }
         self.metrics.bus_received("applied");
+        let age = crate::now_millis().saturating_sub(envelope.occurred_at);
+        self.metrics.bus_latency(std::time::Duration::from_millis(u64::try_from(age).unwrap_or(0)));
+        // Counted only: the event is applied either way (a topic event also reaches members online on `me`
+        // who are not attached, and applying to no one costs little).
+        let outcome = match (self.has_local_target(envelope.tenant, &envelope.target), &envelope.target) {
+            (true, _) => "deliver",
+            (false, BusTarget::Topic(_)) => "no_local_topic",
+            (false, _) => "no_local_session",
+        };
+        self.metrics.bus_fanout(outcome);
+        let started = std::time::Instant::now();
         self.apply(envelope.tenant, event, None).await;
+        self.metrics.fanout_took(started.elapsed());
+    }
+}
+
+impl Inner {
+    /// True if a session of this node is what `target` names: attached to the topic, or of the user(s). A
+    /// `Session` target is checked by the control code itself.
+    fn has_local_target(&self, tenant: TenantId, target: &BusTarget) -> bool {
+        let mut any = false;
+        match target {
+            BusTarget::Topic(topic) => {
+                self.hub.for_each_attached(tenant, topic, |_| any = true);
+                any
+            }
+            BusTarget::User(user) | BusTarget::Device { user, .. } => self.hub.user_session_count(tenant, *user) > 0,
+            BusTarget::Users(users) => users.iter().any(|u| self.hub.user_session_count(tenant, *u) > 0),
+            _ => true,
+        }
     }
 }
 

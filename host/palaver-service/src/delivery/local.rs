@@ -264,6 +264,7 @@ impl crate::Service {
             .filter_map(|s| Some(SessionBeat { tenant: s.tenant, user: s.user()?, session: s.sid.to_string() }))
             .collect();
         if let Err(e) = inner.ports.presence.heartbeat(&beats, &inner.hub.joined_topics()).await {
+            inner.metrics.heartbeat_failed("presence");
             tracing::debug!(error = %e, "presence heartbeat failed");
         }
         for s in &sessions {

@@ -98,12 +98,14 @@ impl Messages<'_> {
         let mid = msg.client_mid.clone();
         if let Some(mid) = mid.as_deref() {
             match ports.idempotency.claim(tenant, &msg.topic, msg.from, mid).await? {
-                Claim::Acquired => {}
+                Claim::Acquired => self.svc.metrics.idempotency("acquired"),
                 Claim::Done { seq } => {
+                    self.svc.metrics.idempotency("done");
                     self.svc.metrics.message_retry();
                     return Ok((seq, false));
                 }
                 Claim::Pending => {
+                    self.svc.metrics.idempotency("pending");
                     return Err(ServiceError::Unavailable {
                         reason: "a message with this client_mid is being stored".into(),
                         retry_after_ms: 500,
@@ -122,14 +124,19 @@ impl Messages<'_> {
             };
             for _ in 0..SEQ_RETRIES {
                 msg.seq = ports.seq.next_seq(tenant, &msg.topic, floor).await?;
-                match ports.messages.append(tenant, &msg).await {
+                let appending = std::time::Instant::now();
+                let appended = ports.messages.append(tenant, &msg).await;
+                self.svc.metrics.db_append(appending.elapsed());
+                match appended {
                     Ok(AppendOutcome::Stored) => return Ok((msg.seq, true)),
                     Ok(AppendOutcome::Duplicate { seq }) => return Ok((seq, false)),
                     Err(StoreError::Conflict(_)) => {
                         // The seq source fell behind what is stored (a lost counter): move it above the
                         // stored maximum and try again. A seq is never reused and no message overwritten.
+                        self.svc.metrics.conditional_failed("message_append");
                         floor = ports.messages.max_seq(tenant, &msg.topic).await?;
                         ports.seq.rebaseline(tenant, &msg.topic, floor).await?;
+                        self.svc.metrics.seq_rebaselined();
                         tracing::warn!(topic = %msg.topic, floor, "seq re-baselined after a conflict");
                     }
                     Err(e) => return Err(ServiceError::from(e)),

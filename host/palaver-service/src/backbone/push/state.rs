@@ -1,149 +1,132 @@
-//! The push side's shared state on a node: the buffer's sender and the counters, rendered as a
-//! [`MetricsSource`] in the node's `/metrics`.
+//! The push side's shared state on a node: the buffer's sender and the counters, registered as a
+//! [`MetricsSource`] in the node's one registry.
 
 use palaver_core::MetricsSource;
 use palaver_core::ports::PushTask;
-use parking_lot::Mutex;
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Upper bounds of the provider latency histogram, in seconds.
+/// Upper bounds of the provider latency histogram, in seconds: a provider answers in tens of milliseconds to
+/// seconds, coarser than the node's own latencies.
 const BUCKETS: [f64; 8] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
 
-#[derive(Default)]
-struct Latency {
-    counts: [u64; BUCKETS.len()],
-    sum: f64,
-    count: u64,
+fn provider_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderLabel {
+    provider: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FailureLabel {
+    provider: String,
+    reason: String,
 }
 
 /// Counters of the push path.
 pub struct PushState {
     tx: mpsc::Sender<PushTask>,
-    pub(crate) triggered: AtomicU64,
-    pub(crate) dropped: AtomicU64,
-    pub(crate) deduplicated: AtomicU64,
-    pub(crate) dead_lettered: AtomicU64,
-    pub(crate) removed_devices: AtomicU64,
-    succeeded: Mutex<BTreeMap<String, u64>>,
-    failed: Mutex<BTreeMap<(String, String), u64>>,
-    latency: Mutex<BTreeMap<String, Latency>>,
+    pub(crate) triggered: Counter,
+    pub(crate) dropped: Counter,
+    pub(crate) deduplicated: Counter,
+    pub(crate) dead_lettered: Counter,
+    pub(crate) removed_devices: Counter,
+    succeeded: Family<ProviderLabel, Counter>,
+    failed: Family<FailureLabel, Counter>,
+    latency: Family<ProviderLabel, Histogram, fn() -> Histogram>,
 }
 
 impl PushState {
     pub(crate) fn new(tx: mpsc::Sender<PushTask>) -> PushState {
         PushState {
             tx,
-            triggered: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            deduplicated: AtomicU64::new(0),
-            dead_lettered: AtomicU64::new(0),
-            removed_devices: AtomicU64::new(0),
-            succeeded: Mutex::default(),
-            failed: Mutex::default(),
-            latency: Mutex::default(),
+            triggered: Counter::default(),
+            dropped: Counter::default(),
+            deduplicated: Counter::default(),
+            dead_lettered: Counter::default(),
+            removed_devices: Counter::default(),
+            succeeded: Family::default(),
+            failed: Family::default(),
+            latency: Family::new_with_constructor(provider_histogram),
         }
     }
 
     /// Offers a task to the buffer; a full buffer drops it (counted).
     pub(crate) fn offer(&self, task: PushTask) {
         match self.tx.try_send(task) {
-            Ok(()) => {
-                self.triggered.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(_) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+            Ok(()) => self.triggered.inc(),
+            Err(_) => self.dropped.inc(),
+        };
     }
 
     /// Tasks that reached the buffer but not the outbox.
     pub(crate) fn lost(&self, n: usize) {
-        self.dropped.fetch_add(n as u64, Ordering::Relaxed);
+        self.dropped.inc_by(n as u64);
     }
 
     pub(crate) fn sent(&self, provider: &str, took: Duration) {
-        *self.succeeded.lock().entry(provider.to_owned()).or_default() += 1;
+        self.succeeded.get_or_create(&ProviderLabel { provider: provider.to_owned() }).inc();
         self.observe(provider, took);
     }
 
     pub(crate) fn failed(&self, provider: &str, reason: &str, took: Option<Duration>) {
-        *self.failed.lock().entry((provider.to_owned(), reason.to_owned())).or_default() += 1;
+        let label = FailureLabel { provider: provider.to_owned(), reason: reason.to_owned() };
+        self.failed.get_or_create(&label).inc();
         if let Some(t) = took {
             self.observe(provider, t);
         }
     }
 
     fn observe(&self, provider: &str, took: Duration) {
-        let secs = took.as_secs_f64();
-        let mut l = self.latency.lock();
-        let l = l.entry(provider.to_owned()).or_default();
-        for (i, b) in BUCKETS.iter().enumerate() {
-            if secs <= *b {
-                l.counts[i] += 1;
-            }
-        }
-        l.sum += secs;
-        l.count += 1;
+        self.latency.get_or_create(&ProviderLabel { provider: provider.to_owned() }).observe(took.as_secs_f64());
     }
 
     /// Successful sends by provider, for tests.
     pub fn succeeded(&self, provider: &str) -> u64 {
-        self.succeeded.lock().get(provider).copied().unwrap_or(0)
+        self.succeeded.get_or_create(&ProviderLabel { provider: provider.to_owned() }).get()
     }
 }
 
 impl MetricsSource for PushState {
-    fn render(&self, out: &mut String) {
-        let counters: [(&str, &str, &AtomicU64); 5] = [
-            ("palaver_push_triggered_total", "Push tasks made for stored messages.", &self.triggered),
+    fn register(&self, r: &mut palaver_core::Registry) {
+        let counters: [(&str, &str, &Counter); 5] = [
+            ("palaver_push_triggered", "Push tasks made for stored messages", &self.triggered),
             (
-                "palaver_push_dropped_total",
-                "Push tasks dropped: the buffer was full or the outbox refused them.",
+                "palaver_push_dropped",
+                "Push tasks dropped: the buffer was full or the outbox refused them",
                 &self.dropped,
             ),
             (
-                "palaver_push_deduplicated_total",
-                "Pushes skipped because push:dedup already held the (topic, seq, user).",
+                "palaver_push_deduplicated",
+                "Pushes skipped because push:dedup already held the (topic, seq, user)",
                 &self.deduplicated,
             ),
             (
-                "palaver_push_dead_lettered_total",
-                "Pushes that failed for good, recorded on the dead-letter topic.",
+                "palaver_push_dead_lettered",
+                "Pushes that failed for good, recorded on the dead-letter topic",
                 &self.dead_lettered,
             ),
             (
-                "palaver_push_devices_removed_total",
-                "Devices removed because their provider reported the token invalid.",
+                "palaver_push_devices_removed",
+                "Devices removed because their provider reported the token invalid",
                 &self.removed_devices,
             ),
         ];
-        for (name, help, value) in counters {
-            let _ =
-                writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value.load(Ordering::Relaxed));
+        for (name, help, counter) in counters {
+            r.register(name, help, counter.clone());
         }
-        let name = "palaver_push_succeeded_total";
-        let _ = writeln!(out, "# HELP {name} Pushes a provider accepted, by provider.\n# TYPE {name} counter");
-        for (p, n) in self.succeeded.lock().iter() {
-            let _ = writeln!(out, "{name}{{provider=\"{p}\"}} {n}");
-        }
-        let name = "palaver_push_failed_total";
-        let _ = writeln!(out, "# HELP {name} Failed push attempts, by provider and reason.\n# TYPE {name} counter");
-        for ((p, r), n) in self.failed.lock().iter() {
-            let _ = writeln!(out, "{name}{{provider=\"{p}\",reason=\"{r}\"}} {n}");
-        }
-        let name = "palaver_push_provider_seconds";
-        let _ = writeln!(out, "# HELP {name} How long a provider took to answer one push.\n# TYPE {name} histogram");
-        for (p, l) in self.latency.lock().iter() {
-            for (i, b) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(out, "{name}_bucket{{provider=\"{p}\",le=\"{b}\"}} {}", l.counts[i]);
-            }
-            let _ = writeln!(out, "{name}_bucket{{provider=\"{p}\",le=\"+Inf\"}} {}", l.count);
-            let _ = writeln!(out, "{name}_sum{{provider=\"{p}\"}} {}", l.sum);
-            let _ = writeln!(out, "{name}_count{{provider=\"{p}\"}} {}", l.count);
-        }
+        r.register("palaver_push_succeeded", "Pushes a provider accepted, by provider", self.succeeded.clone());
+        r.register("palaver_push_failed", "Failed push attempts, by provider and reason", self.failed.clone());
+        r.register(
+            "palaver_push_provider_seconds",
+            "How long a provider took to answer one push",
+            self.latency.clone(),
+        );
     }
 }

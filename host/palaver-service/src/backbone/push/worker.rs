@@ -25,7 +25,6 @@ use palaver_core::ports::{
 use palaver_core::{AccessMode, StoreResult};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// The longest wait before joining the group again after a queue failure.
@@ -124,7 +123,7 @@ impl PushWorker {
             }
             let ttl = self.service.inner.cfg.push.dedup_ttl_ms;
             if !self.dedup.claim(task.tenant, &task.topic, task.seq, sub.user, ttl).await? {
-                self.state().deduplicated.fetch_add(1, Ordering::Relaxed);
+                self.state().deduplicated.inc();
                 continue;
             }
             let msg = build_message(task, &wire_name(&task.topic, sub.user), sender);
@@ -163,7 +162,7 @@ impl PushWorker {
                     self.state().failed(provider.name(), "unregistered", Some(took));
                     let ports = &self.service.inner.ports;
                     if ports.devices.delete_device(task.tenant, device.user, &device.device_id).await? {
-                        self.state().removed_devices.fetch_add(1, Ordering::Relaxed);
+                        self.state().removed_devices.inc();
                     }
                     return Ok(());
                 }
@@ -188,7 +187,7 @@ impl PushWorker {
     /// Records a failed push (or an undecodable task) on the dead-letter topic with the reason in its headers.
     async fn dead_letter(&self, delivery: &Delivery, reason: &str, device: Option<&Device>) -> StoreResult<()> {
         tracing::warn!(reason, offset = delivery.offset, "push sent to the dead-letter topic");
-        self.state().dead_lettered.fetch_add(1, Ordering::Relaxed);
+        self.state().dead_lettered.inc();
         let mut record: QueueRecord =
             QueueRecord::new(QueueTopic::DeadLetter, delivery.record.key.clone(), delivery.record.payload.clone());
         record.headers = delivery.record.headers.clone();
