@@ -18,6 +18,7 @@ const TENANT_SQL: &[&str] = &[
     include_str!("../../../migrations/mysql/tenant/0005_outbox.sql"),
     include_str!("../../../migrations/mysql/tenant/0006_audit_lease.sql"),
     include_str!("../../../migrations/mysql/tenant/0007_admin_commands.sql"),
+    include_str!("../../../migrations/mysql/tenant/0008_devices.sql"),
 ];
 
 #[test]
