@@ -141,8 +141,11 @@ for (const transport of TRANSPORTS) {
         await b.waitPres('me', p => p.src === name && p.what === 'upd', { since: mB });
         const mUpd = b.mark();
         // The SDK reacts to pres upd with {get what:"sub" topic:"me" sub:{topic:name}}; the answer has the new name.
+        // An answer to the earlier {sub me} may still be on its way with the old name (the subscribe resolves on
+        // its ctrl, before its meta), so wait for the one that carries the new name rather than the next one.
         const upd = await b.waitFor(p => p.meta && p.meta.topic === 'me' && Array.isArray(p.meta.sub) &&
-          p.meta.sub.some(s => s.topic === name), { since: mUpd, what: 'meta sub on me with the renamed group' });
+          p.meta.sub.some(s => s.topic === name && s.public && s.public.fn === fn),
+        { since: mUpd, what: 'meta sub on me with the renamed group' });
         const s = upd.meta.sub.find(x => x.topic === name);
         assert.deepEqual(s.public, { fn }, j(s));
         const mB2 = b.mark();
