@@ -38,6 +38,9 @@
 //! empty), the outbox [`outbox_contract_tests!`] and the audit log [`audit_contract_tests!`], both in the two forms
 //! of [`storage_contract_tests!`].
 //!
+//! A store that is the user and message ports and the outbox runs [`owed_contract_tests!`] too: a password
+//! change, a token revocation or a moderation decision commits the records it owes in its own transaction.
+//!
 //! The device store (push tokens) runs [`device_contract_tests!`] in the same two forms.
 //!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
@@ -252,6 +255,19 @@ macro_rules! outbox_contract_tests {
             outbox_tenants_are_isolated,
             outbox_remove_and_depth,
             outbox_lease_one_owner,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per case of the records a user change owes the queue (they commit with it),
+/// each on a fresh store that is a `UserStore`, a `MessageStore` and an `OutboxStore`, made like [`storage_contract_tests!`]'s.
+#[macro_export]
+macro_rules! owed_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            set_secret_commits_owed_records,
+            revoke_tokens_commits_owed_records,
+            set_audit_commits_owed_records,
         );
     };
 }

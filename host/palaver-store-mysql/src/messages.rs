@@ -5,7 +5,7 @@ use crate::MysqlStore;
 use crate::codec::{limit_col, now_millis, user_col};
 use crate::error::db_error;
 use crate::table::Table;
-use palaver_core::ports::MessageStore;
+use palaver_core::ports::{MessageStore, QueueRecord};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
     TenantId, UserId,
@@ -81,7 +81,14 @@ impl MessageStore for MysqlStore {
     }
 
     #[tracing::instrument(name = "palaver.store.set_audit", skip_all, fields(tenant = %tenant, seq = seq))]
-    async fn set_audit(&self, tenant: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message> {
+    async fn set_audit(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        seq: Seq,
+        audit: AuditStatus,
+        owed: &[QueueRecord],
+    ) -> StoreResult<Message> {
         let db = self.db(tenant).await?;
         let table = Table::of(topic);
         // The update locks the row until commit, so the read that follows returns exactly what it left.
@@ -100,6 +107,7 @@ impl MessageStore for MysqlStore {
         let row: Option<MessageRow> =
             sqlx::query_as(table.get_sql()).bind(topic).bind(seq).fetch_optional(&mut *tx).await.map_err(db_error)?;
         let message = row.ok_or(StoreError::NotFound)?.into_message(topic)?;
+        crate::outbox::append(&mut tx, owed, now_millis()).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(message)
     }

@@ -3,8 +3,10 @@
 use crate::MysqlStore;
 use crate::codec::{limit_col, state_col, tags_col, user_col, user_of};
 use crate::error::db_error;
-use palaver_core::ports::UserStore;
-use palaver_core::{AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+use palaver_core::ports::{QueueRecord, UserStore};
+use palaver_core::{
+    AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate, now_millis,
+};
 use palaver_store_sql::rows::UserRow;
 use sqlx::MySqlConnection;
 
@@ -131,7 +133,13 @@ impl UserStore for MysqlStore {
     }
 
     #[tracing::instrument(name = "palaver.store.set_secret", skip_all, fields(tenant = %tenant))]
-    async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {
+    async fn set_secret(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        secret_hash: &str,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
         let db = self.db(tenant).await?;
         let uid = user_col(id);
         let mut tx = db.pool.begin().await.map_err(db_error)?;
@@ -156,11 +164,20 @@ impl UserStore for MysqlStore {
             .await
             .map_err(db_error)?;
         let version = version.ok_or(StoreError::NotFound)?;
+        // The audit event commits with the new secret: a crash loses both or neither.
+        crate::outbox::append(&mut tx, owed, now_millis()).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(version)
     }
 
-    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
+    #[tracing::instrument(name = "palaver.store.revoke_tokens", skip_all, fields(tenant = %tenant))]
+    async fn revoke_tokens(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        state: Option<RecordState>,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
         let db = self.db(tenant).await?;
         let uid = user_col(id);
         let mut tx = db.pool.begin().await.map_err(db_error)?;
@@ -179,6 +196,7 @@ impl UserStore for MysqlStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(db_error)?;
+        crate::outbox::append(&mut tx, owed, now_millis()).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(version)
     }

@@ -112,6 +112,15 @@ palaver_contract::outbox_contract_tests!(
     }
 );
 
+palaver_contract::owed_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);
+
 palaver_contract::audit_contract_tests!(
     fixture = {
         if common::skip() {

@@ -9,7 +9,7 @@
 use crate::client::RedisClient;
 use crate::coherence::Coherence;
 use async_trait::async_trait;
-use palaver_core::ports::{SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{QueueRecord, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{
     AccessMode, AuthRecord, RecordState, Seq, StoreError, StoreResult, Subscription, TenantId, Topic, TopicUpdate,
     UnixMillis, User, UserId, UserUpdate,
@@ -116,8 +116,14 @@ impl UserStore for CachedUsers {
         self.inner.find_auth(tenant, login).await
     }
 
-    async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {
-        let version = self.inner.set_secret(tenant, id, secret_hash).await?;
+    async fn set_secret(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        secret_hash: &str,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
+        let version = self.inner.set_secret(tenant, id, secret_hash, owed).await?;
         // The cached user carries `auth_version`, which revokes older tokens: a stale copy would keep them
         // valid, so a failed drop is retried once before it is only logged.
         if self.redis.invalidate_user(tenant, id).await.is_err() {
@@ -126,8 +132,14 @@ impl UserStore for CachedUsers {
         Ok(version)
     }
 
-    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
-        let version = self.inner.revoke_tokens(tenant, id, state).await?;
+    async fn revoke_tokens(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        state: Option<RecordState>,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
+        let version = self.inner.revoke_tokens(tenant, id, state, owed).await?;
         if self.redis.invalidate_user(tenant, id).await.is_err() {
             invalidated(&self.redis, "user after revoking tokens", self.redis.invalidate_user(tenant, id).await);
         }

@@ -15,7 +15,7 @@ use crate::client::RedisClient;
 use crate::coherence::Coherence;
 use crate::policy::HotPolicy;
 use async_trait::async_trait;
-use palaver_core::ports::MessageStore;
+use palaver_core::ports::{MessageStore, QueueRecord};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreResult, TenantId, UserId,
 };
@@ -139,10 +139,17 @@ impl MessageStore for HotMessages {
         .await
     }
 
-    async fn set_audit(&self, tenant: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message> {
+    async fn set_audit(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        seq: Seq,
+        audit: AuditStatus,
+        owed: &[QueueRecord],
+    ) -> StoreResult<Message> {
         let span = tracing::debug_span!("hot.set_audit", tenant = tenant.0, topic, seq);
         async {
-            let message = self.inner.set_audit(tenant, topic, seq, audit).await?;
+            let message = self.inner.set_audit(tenant, topic, seq, audit, owed).await?;
             if let Err(e) = self.redis.on_set_audit(tenant, &message).await {
                 self.write_failed("moderation update", topic, &e, false);
             }

@@ -8,7 +8,7 @@ use crate::coherence::Coherence;
 use crate::hot::HotMessages;
 use crate::policy::HotPolicy;
 use async_trait::async_trait;
-use palaver_core::ports::{MessageStore, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{MessageStore, QueueRecord, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{
     AccessMode, AppendOutcome, AuditStatus, AuthRecord, DeleteMessages, Deletions, Message, MessageQuery, RecordState,
     Seq, StoreResult, Subscription, TenantId, Topic, TopicUpdate, UnixMillis, User, UserId, UserUpdate,
@@ -75,11 +75,23 @@ impl UserStore for CachedStorage {
     async fn find_auth(&self, tenant: TenantId, login: &str) -> StoreResult<Option<AuthRecord>> {
         self.users.find_auth(tenant, login).await
     }
-    async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {
-        self.users.set_secret(tenant, id, secret_hash).await
+    async fn set_secret(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        secret_hash: &str,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
+        self.users.set_secret(tenant, id, secret_hash, owed).await
     }
-    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
-        self.users.revoke_tokens(tenant, id, state).await
+    async fn revoke_tokens(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        state: Option<RecordState>,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
+        self.users.revoke_tokens(tenant, id, state, owed).await
     }
     async fn find_users_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>> {
         self.users.find_users_by_tags(tenant, tags, limit).await
@@ -190,8 +202,15 @@ impl MessageStore for CachedStorage {
     async fn delete_messages(&self, tenant: TenantId, topic: &str, request: &DeleteMessages) -> StoreResult<i64> {
         self.messages.delete_messages(tenant, topic, request).await
     }
-    async fn set_audit(&self, tenant: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message> {
-        self.messages.set_audit(tenant, topic, seq, audit).await
+    async fn set_audit(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        seq: Seq,
+        audit: AuditStatus,
+        owed: &[QueueRecord],
+    ) -> StoreResult<Message> {
+        self.messages.set_audit(tenant, topic, seq, audit, owed).await
     }
     async fn list_deletions(&self, tenant: TenantId, topic: &str, reader: UserId) -> StoreResult<Deletions> {
         self.messages.list_deletions(tenant, topic, reader).await

@@ -3,7 +3,7 @@
 use crate::SqliteStore;
 use crate::codec::{limit_col, now_millis, risk_flags_col, tenant, user_col};
 use crate::error::db_error;
-use palaver_core::ports::MessageStore;
+use palaver_core::ports::{MessageStore, QueueRecord};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
     TenantId, UserId,
@@ -208,18 +208,30 @@ impl MessageStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.set_audit", skip_all, fields(tenant = %tenant_id, seq = seq))]
-    async fn set_audit(&self, tenant_id: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message> {
+    async fn set_audit(
+        &self,
+        tenant_id: TenantId,
+        topic: &str,
+        seq: Seq,
+        audit: AuditStatus,
+        owed: &[QueueRecord],
+    ) -> StoreResult<Message> {
+        let t = tenant(tenant_id);
+        let mut tx = self.begin_write().await?;
         // One statement both changes and returns the row, so no other write can come between the two.
         let row: Option<MessageRow> = sqlx::query_as(Table::of(topic).set_audit_sql())
             .bind(audit.as_str())
             .bind(now_millis())
-            .bind(tenant(tenant_id))
+            .bind(t)
             .bind(topic)
             .bind(seq)
-            .fetch_optional(&self.writer)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(db_error)?;
-        Ok(row.ok_or(StoreError::NotFound)?.into_message(topic)?)
+        let message = row.ok_or(StoreError::NotFound)?.into_message(topic)?;
+        crate::outbox::append(&mut tx, t, owed, now_millis()).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(message)
     }
 
     #[tracing::instrument(name = "palaver.store.list_deletions", skip_all, fields(tenant = %tenant_id))]

@@ -3,8 +3,10 @@
 use crate::SqliteStore;
 use crate::codec::{limit_col, state_col, tags_col, tenant, user_col, user_of};
 use crate::error::db_error;
-use palaver_core::ports::UserStore;
-use palaver_core::{AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+use palaver_core::ports::{QueueRecord, UserStore};
+use palaver_core::{
+    AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate, now_millis,
+};
 use palaver_store_sql::rows::UserRow;
 use sqlx::{Sqlite, Transaction};
 
@@ -136,7 +138,13 @@ impl UserStore for SqliteStore {
     }
 
     #[tracing::instrument(name = "palaver.store.set_secret", skip_all, fields(tenant = %tenant_id))]
-    async fn set_secret(&self, tenant_id: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {
+    async fn set_secret(
+        &self,
+        tenant_id: TenantId,
+        id: UserId,
+        secret_hash: &str,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
         let (t, uid) = (tenant(tenant_id), user_col(id));
         let mut tx = self.begin_write().await?;
         let done = sqlx::query("UPDATE auth SET secret_hash = ? WHERE tenant_id = ? AND user_id = ?")
@@ -158,22 +166,36 @@ impl UserStore for SqliteStore {
         .await
         .map_err(db_error)?;
         let version = version.ok_or(StoreError::NotFound)?;
+        // The audit event commits with the new secret: a crash loses both or neither.
+        crate::outbox::append(&mut tx, t, owed, now_millis()).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(version)
     }
 
-    async fn revoke_tokens(&self, tenant_id: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
+    #[tracing::instrument(name = "palaver.store.revoke_tokens", skip_all, fields(tenant = %tenant_id))]
+    async fn revoke_tokens(
+        &self,
+        tenant_id: TenantId,
+        id: UserId,
+        state: Option<RecordState>,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
+        let t = tenant(tenant_id);
+        let mut tx = self.begin_write().await?;
         let version: Option<i64> = sqlx::query_scalar(
             "UPDATE users SET auth_version = auth_version + 1, state = COALESCE(?, state) \
              WHERE tenant_id = ? AND id = ? RETURNING auth_version",
         )
         .bind(state.map(state_col))
-        .bind(tenant(tenant_id))
+        .bind(t)
         .bind(user_col(id))
-        .fetch_optional(&self.writer)
+        .fetch_optional(&mut *tx)
         .await
         .map_err(db_error)?;
-        version.ok_or(StoreError::NotFound)
+        let version = version.ok_or(StoreError::NotFound)?;
+        crate::outbox::append(&mut tx, t, owed, now_millis()).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(version)
     }
 
     #[tracing::instrument(name = "palaver.store.find_users_by_tags", skip_all, fields(tenant = %tenant_id))]

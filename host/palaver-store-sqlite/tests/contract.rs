@@ -23,6 +23,8 @@ palaver_contract::command_contract_tests!(fixture = fresh());
 
 palaver_contract::outbox_contract_tests!(fixture = fresh());
 
+palaver_contract::owed_contract_tests!(fixture = fresh());
+
 palaver_contract::audit_contract_tests!(fixture = fresh());
 
 palaver_contract::device_contract_tests!(fixture = fresh());

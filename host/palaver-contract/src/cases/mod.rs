@@ -2,7 +2,8 @@
 //! cases, [`crate::relation_contract_tests!`] the relation store's, [`crate::notification_contract_tests!`] the
 //! notification store's, [`crate::group_contract_tests!`] the group store's and
 //! [`crate::tenant_contract_tests!`] the tenant registry's, [`crate::queue_contract_tests!`] the task queue's,
-//! [`crate::outbox_contract_tests!`] the outbox's and [`crate::audit_contract_tests!`] the audit log's,
+//! [`crate::outbox_contract_tests!`] the outbox's, [`crate::owed_contract_tests!`] the records a user change
+//! owes, [`crate::audit_contract_tests!`] the audit log's,
 //! [`crate::device_contract_tests!`] the device store's; an adapter
 //! may also call single cases from its own tests.
 
@@ -17,6 +18,7 @@ mod groups;
 mod messages;
 mod notifications;
 mod outbox;
+mod owed;
 mod queue;
 mod registry;
 mod relations;
@@ -37,6 +39,7 @@ pub use groups::*;
 pub use messages::*;
 pub use notifications::*;
 pub use outbox::*;
+pub use owed::*;
 pub use queue::*;
 pub use registry::*;
 pub use relations::*;

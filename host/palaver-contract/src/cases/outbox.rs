@@ -5,7 +5,7 @@
 use crate::Fixture;
 use palaver_core::ports::{OutboxStore, QueueRecord, QueueTopic};
 
-fn record(key: &str, payload: &str) -> QueueRecord {
+pub(super) fn record(key: &str, payload: &str) -> QueueRecord {
     QueueRecord {
         topic: QueueTopic::Audit,
         key: key.to_owned(),
@@ -14,7 +14,7 @@ fn record(key: &str, payload: &str) -> QueueRecord {
     }
 }
 
-fn payloads(entries: &[palaver_core::ports::OutboxEntry]) -> Vec<String> {
+pub(super) fn payloads(entries: &[palaver_core::ports::OutboxEntry]) -> Vec<String> {
     entries.iter().map(|e| String::from_utf8(e.record.payload.clone()).unwrap()).collect()
 }
 

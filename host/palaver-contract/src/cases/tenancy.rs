@@ -20,7 +20,7 @@ pub async fn tenants_are_isolated<S: Storage>(fx: Fixture<S>) {
     assert_eq!(s.get_user(b, UserId(10)).await.unwrap(), Some(ub));
     assert_eq!(s.find_auth(a, "alice").await.unwrap().unwrap().secret_hash, "ha");
     assert_eq!(s.find_auth(b, "ALICE").await.unwrap().unwrap().secret_hash, "hb");
-    assert_eq!(s.set_secret(a, UserId(10), "ha2").await.unwrap(), 1);
+    assert_eq!(s.set_secret(a, UserId(10), "ha2", &[]).await.unwrap(), 1);
     assert_eq!(s.find_auth(b, "alice").await.unwrap().unwrap().secret_hash, "hb");
     assert_eq!(s.get_user(b, UserId(10)).await.unwrap().unwrap().auth_version, 0);
 

@@ -86,14 +86,14 @@ pub async fn find_auth_folds_look_alikes<S: Storage>(fx: Fixture<S>) {
 pub async fn set_secret_bumps_auth_version<S: Storage>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);
     s.create_user(t, &user(10), Some(&auth(10, "alice", "h1"))).await.unwrap();
-    assert_eq!(s.set_secret(t, UserId(10), "h2").await.unwrap(), 1);
-    assert_eq!(s.set_secret(t, UserId(10), "h3").await.unwrap(), 2);
+    assert_eq!(s.set_secret(t, UserId(10), "h2", &[]).await.unwrap(), 1);
+    assert_eq!(s.set_secret(t, UserId(10), "h3", &[]).await.unwrap(), 2);
     assert_eq!(s.get_user(t, UserId(10)).await.unwrap().unwrap().auth_version, 2);
     assert_eq!(s.find_auth(t, "alice").await.unwrap().unwrap().secret_hash, "h3");
 
     s.create_user(t, &user(11), None).await.unwrap();
-    assert_not_found(s.set_secret(t, UserId(11), "h").await, "user without a credential");
-    assert_not_found(s.set_secret(t, UserId(12), "h").await, "missing user");
+    assert_not_found(s.set_secret(t, UserId(11), "h", &[]).await, "user without a credential");
+    assert_not_found(s.set_secret(t, UserId(12), "h", &[]).await, "missing user");
 }
 
 /// Tag search finds active users having any of the tags, up to the limit, in a stable order.

@@ -1,5 +1,6 @@
 //! The message aggregate: stored history per topic, its deletion log, and the idempotency backstop.
 
+use crate::ports::QueueRecord;
 use crate::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreResult, TenantId, UserId,
 };
@@ -40,8 +41,17 @@ pub trait MessageStore: Send + Sync {
     /// returns the topic's next deletion id.
     async fn delete_messages(&self, tenant: TenantId, topic: &str, request: &DeleteMessages) -> StoreResult<i64>;
 
-    /// Changes a message's moderation state and returns the message. `NotFound` if there is no such message.
-    async fn set_audit(&self, tenant: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message>;
+    /// Changes a message's moderation state and returns the message, appending `owed` (the decision's audit
+    /// event) to the tenant's outbox in the same transaction. `NotFound` (nothing owed written) if there is no
+    /// such message.
+    async fn set_audit(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        seq: Seq,
+        audit: AuditStatus,
+        owed: &[QueueRecord],
+    ) -> StoreResult<Message>;
 
     /// The deletions `reader` sees in the topic: ranges deleted for everyone plus the reader's own.
     async fn list_deletions(&self, tenant: TenantId, topic: &str, reader: UserId) -> StoreResult<Deletions>;

@@ -1,5 +1,6 @@
 //! The user/auth aggregate: accounts, their basic-scheme credential, and tag search.
 
+use crate::ports::QueueRecord;
 use crate::{AuthRecord, RecordState, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
 
 /// Users and their credentials.
@@ -21,13 +22,27 @@ pub trait UserStore: Send + Sync {
     /// The credential for a login (matched lower-cased), or `None`.
     async fn find_auth(&self, tenant: TenantId, login: &str) -> StoreResult<Option<AuthRecord>>;
 
-    /// Replaces the user's secret hash and bumps `auth_version`, returning the new version.
-    /// `NotFound` if the user has no basic credential.
-    async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64>;
+    /// Replaces the user's secret hash and bumps `auth_version`, returning the new version, and appends `owed`
+    /// (the change's audit event) to the tenant's outbox in the same transaction: both happen or neither does.
+    /// `NotFound` (and nothing owed written) if the user has no basic credential.
+    async fn set_secret(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        secret_hash: &str,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64>;
 
     /// Revokes every token of the user by bumping `auth_version`, optionally setting the account's state in the
-    /// same write (disabling an account revokes its tokens). Returns the new version; `NotFound` for no user.
-    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64>;
+    /// same write (disabling an account revokes its tokens), and appends `owed` to the tenant's outbox in that
+    /// transaction. Returns the new version; `NotFound` (nothing owed written) for no user.
+    async fn revoke_tokens(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        state: Option<RecordState>,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64>;
 
     /// Active users having any of `tags`, at most `limit`, in a stable order.
     async fn find_users_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>>;

@@ -76,8 +76,13 @@ impl Client {
 
     /// The next JSON frame, or `None` if the connection closed or nothing came within two seconds.
     pub async fn next(&mut self) -> Option<Value> {
+        self.next_within(Duration::from_secs(2)).await
+    }
+
+    /// The next JSON frame, or `None` if the connection closed or nothing came within `wait`.
+    pub async fn next_within(&mut self, wait: Duration) -> Option<Value> {
         loop {
-            match tokio::time::timeout(Duration::from_secs(2), self.ws.next()).await {
+            match tokio::time::timeout(wait, self.ws.next()).await {
                 Ok(Some(Ok(Message::Text(t)))) => {
                     if let Ok(v) = serde_json::from_str(t.as_str()) {
                         return Some(v);
@@ -96,7 +101,9 @@ impl Client {
         let id = format!("r{}", self.n);
         body["id"] = json!(id);
         self.send_raw(json!({ kind: body }).to_string()).await;
-        while let Some(f) = self.next().await {
+        // An answer may take a while on a loaded machine (a first write on MariaDB creates tables); only a
+        // closed socket or a long silence means it will not come.
+        while let Some(f) = self.next_within(Duration::from_secs(15)).await {
             if f["ctrl"]["id"] == json!(id) {
                 return f["ctrl"].clone();
             }

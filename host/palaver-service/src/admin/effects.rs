@@ -133,7 +133,8 @@ async fn password_reset(svc: &Service, tenant: TenantId, user: UserId, password:
     let inner = &svc.inner;
     let hash =
         inner.hasher.hash(password.to_owned()).await.map_err(|e| BizError::new(Reason::Internal, e.to_string()))?;
-    match inner.ports.users.set_secret(tenant, user, &hash).await {
+    // The command's own audit event commits with its result in the ledger (one write, exactly once per command).
+    match inner.ports.users.set_secret(tenant, user, &hash, &[]).await {
         Ok(_) => {}
         Err(StoreError::NotFound) => {
             return Err(BizError::new(Reason::NoPasswordLogin, format!("{user} has no password login")));

@@ -21,6 +21,16 @@ pub fn new_event_id() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
 
+/// An audit event of this node's: a fresh id, now.
+pub(crate) fn audit_event(
+    tenant: TenantId,
+    action: &str,
+    actor: (&str, Option<i64>),
+    target: (&str, String),
+) -> AuditEvent {
+    AuditEvent::new(new_event_id(), tenant, action, actor, target, now_millis())
+}
+
 /// The record an audit event travels in: keyed by tenant and target, so one target's events keep their order.
 pub fn audit_record(event: &AuditEvent) -> QueueRecord {
     let key = format!("{}:{}:{}", event.tenant.0, event.target_kind, event.target_id);
@@ -60,6 +70,19 @@ impl Inner {
         }
     }
 
+    /// What a state change may carry into its own transaction (the audit event and summaries it owes): `records`
+    /// while the tenant's outbox has room (counted now), none when it is at `outbox.max_depth` (refused, counted
+    /// and warned about, as [`Inner::put_outbox`] does). The state change itself is never refused for it. Call
+    /// [`Inner::owed_written`] after the write.
+    pub(crate) fn owed<'a>(&self, tenant: TenantId, records: &'a [QueueRecord]) -> &'a [QueueRecord] {
+        if self.backbone.admit(tenant, records.len()) { records } else { &[] }
+    }
+
+    /// Wakes the relay after a state change committed records it owed.
+    pub(crate) fn owed_written(&self) {
+        self.backbone.written.notify_one();
+    }
+
     /// Audits an action of this node: an event with a fresh id, now.
     pub(crate) async fn audit_action(
         &self,
@@ -69,7 +92,7 @@ impl Inner {
         target: (&str, String),
         build: impl FnOnce(AuditEvent) -> AuditEvent,
     ) {
-        let event = build(AuditEvent::new(new_event_id(), tenant, action, actor, target, now_millis()));
+        let event = build(audit_event(tenant, action, actor, target));
         self.owe(tenant, &[audit_record(&event)]).await;
     }
 }

@@ -6,6 +6,7 @@
 //! the same whether the control arrives on the bus or is found by the periodic check that covers a lost
 //! bus message; and a control older than the session (a stale one) never closes it.
 
+use crate::backbone::{audit_event, audit_record};
 use crate::delivery::dispatch::Event;
 use crate::delivery::hub::SessionHandle;
 use crate::error::ServiceResult;
@@ -117,21 +118,23 @@ impl Service {
     /// Evicts a user's sessions (all, or one device's) on every node. Returns how many closed on this node.
     pub async fn evict(&self, tenant: TenantId, user: UserId, ev: Eviction) -> ServiceResult<usize> {
         let inner = &self.inner;
-        if ev.revoke_tokens {
-            inner.ports.users.revoke_tokens(tenant, user, None).await?;
-        }
-        let device = ev.device.clone();
-        let scope = ev.device.map_or(ControlScope::User, ControlScope::Device);
         let reason = if ev.reason.is_empty() { "evicted" } else { ev.reason.as_str() };
+        let detail = serde_json::json!({ "device": ev.device, "revoke_tokens": ev.revoke_tokens, "reason": reason });
+        let audit =
+            audit_event(tenant, "session.evict", ("admin", None), ("user", user.to_string())).with_detail(detail);
+        let owed = [audit_record(&audit)];
+        if ev.revoke_tokens {
+            // The revocation is the eviction's durable state change, and its audit event commits with it.
+            inner.ports.users.revoke_tokens(tenant, user, None, inner.owed(tenant, &owed)).await?;
+            inner.owed_written();
+        }
+        let scope = ev.device.clone().map_or(ControlScope::User, ControlScope::Device);
         let closed = inner.control(tenant, user, scope, reason, None).await?;
-        let detail = serde_json::json!({
-            "device": device, "revoke_tokens": ev.revoke_tokens, "reason": reason, "closed_here": closed
-        });
-        inner
-            .audit_action(tenant, "session.evict", ("admin", None), ("user", user.to_string()), |e| {
-                e.with_detail(detail)
-            })
-            .await;
+        if !ev.revoke_tokens {
+            // Closing sessions changes no stored state (the control versions are short state), so the event
+            // follows the effect.
+            inner.owe(tenant, &owed).await;
+        }
         Ok(closed)
     }
 
@@ -139,16 +142,16 @@ impl Service {
     pub async fn set_account_state(&self, tenant: TenantId, user: UserId, active: bool) -> ServiceResult<usize> {
         let inner = &self.inner;
         let state = if active { RecordState::Active } else { RecordState::Suspended };
-        inner.ports.users.revoke_tokens(tenant, user, Some(state)).await?;
+        let (action, word) = if active { ("user.enable", "active") } else { ("user.disable", "suspended") };
+        // The audit event and the Admin side's summary commit with the state change, in its transaction.
+        let audit = audit_event(tenant, action, ("admin", None), ("user", user.to_string()))
+            .with_detail(serde_json::json!({ "state": word }));
+        let summary = crate::Summary::new("user.state", "user", user.to_string(), serde_json::json!({ "state": word }));
+        let owed = [audit_record(&audit), summary.record(tenant)];
+        inner.ports.users.revoke_tokens(tenant, user, Some(state), inner.owed(tenant, &owed)).await?;
+        inner.owed_written();
         let closed =
             if active { 0 } else { inner.control(tenant, user, ControlScope::User, "account disabled", None).await? };
-        let (action, word) = if active { ("user.enable", "active") } else { ("user.disable", "suspended") };
-        let detail = serde_json::json!({ "closed_here": closed });
-        inner
-            .audit_action(tenant, action, ("admin", None), ("user", user.to_string()), |e| e.with_detail(detail))
-            .await;
-        let state = serde_json::json!({ "state": word });
-        inner.summary(tenant, crate::Summary::new("user.state", "user", user.to_string(), state)).await;
         Ok(closed)
     }
 }

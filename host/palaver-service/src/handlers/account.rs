@@ -139,22 +139,19 @@ impl Session {
             if self.svc.cfg.password_change_requires_current {
                 self.check_current_password(me, &m).await?;
             }
+            let audit = crate::backbone::audit_event(
+                self.tenant(),
+                "user.password.change",
+                ("user", Some(me.0 as i64)),
+                ("user", me.to_string()),
+            )
+            .with_detail(json!({ "login": login }))
+            .with_client_ip(self.client_ip());
             // Every older token is revoked and the user's other sessions close; this one gets a fresh token.
-            let version = accounts.set_password(me, password, self.handle.sid).await?;
+            let version = accounts.set_password(me, password, self.handle.sid, &audit).await?;
             let (token, expires) = self.mint_token(me, version);
             params = Some(json!({ "user": me.to_string(), "token": token, "expires": Timestamp(expires) }));
             changed = true;
-            let ip = self.client_ip();
-            let detail = json!({ "login": login, "auth_version": version });
-            self.svc
-                .audit_action(
-                    self.tenant(),
-                    "user.password.change",
-                    ("user", Some(me.0 as i64)),
-                    ("user", me.to_string()),
-                    |e| e.with_detail(detail).with_client_ip(ip),
-                )
-                .await;
         }
         let tags = match m.tags.as_deref() {
             Some(t) => Some(self.validate_tags(t)?),

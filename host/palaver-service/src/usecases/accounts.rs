@@ -5,7 +5,7 @@ use crate::auth::HashError;
 use crate::error::{ServiceError, ServiceResult};
 use crate::throttle::LoginKey;
 use crate::{Inner, now_millis};
-use palaver_core::ports::{Backoff, ControlScope};
+use palaver_core::ports::{AuditEvent, Backoff, ControlScope};
 use palaver_core::{AuthRecord, SessionId, StoreError, TenantId, User, UserId, UserUpdate};
 use std::time::Instant;
 
@@ -54,11 +54,20 @@ impl Accounts<'_> {
     }
 
     /// Sets `user`'s password. The new password revokes every older token and closes the user's other sessions
-    /// on every node; `keep` (the session that changed it) stays. Returns the new `auth_version`.
-    pub(crate) async fn set_password(&self, user: UserId, password: String, keep: SessionId) -> ServiceResult<i64> {
+    /// on every node; `keep` (the session that changed it) stays. `audit` commits with the new secret, in its
+    /// transaction. Returns the new `auth_version`.
+    pub(crate) async fn set_password(
+        &self,
+        user: UserId,
+        password: String,
+        keep: SessionId,
+        audit: &AuditEvent,
+    ) -> ServiceResult<i64> {
         let tenant = self.tenant;
         let hash = self.svc.hasher.hash(password).await.map_err(internal)?;
-        let version = self.svc.ports.users.set_secret(tenant, user, &hash).await?;
+        let owed = [crate::backbone::audit_record(audit)];
+        let version = self.svc.ports.users.set_secret(tenant, user, &hash, self.svc.owed(tenant, &owed)).await?;
+        self.svc.owed_written();
         if let Err(e) = self.svc.control(tenant, user, ControlScope::User, "password changed", Some(keep)).await {
             // The tokens are revoked regardless; sessions still open are closed by their next check.
             tracing::warn!(error = %e, "could not close the user's other sessions");

@@ -234,6 +234,11 @@ impl Messages<'_> {
         let Some(next) = seq.checked_add(1).filter(|_| seq > 0) else { return Err(ServiceError::NotFound) };
         // Under the topic's write lock, so that two reviews of one message on this node cannot both deliver it.
         let loaded = self.svc.topics.get(tenant, topic);
+        // The decision's audit event commits with it, in the store's transaction.
+        let action = if audit == AuditStatus::Pass { "message.release" } else { "message.reject" };
+        let target = ("message", format!("{topic}:{seq}"));
+        let event = crate::backbone::audit_event(tenant, action, ("admin", None), target).with_topic(topic, Some(seq));
+        let owed = [crate::backbone::audit_record(&event)];
         let msg = {
             let _write = loaded.write.lock().await;
             // A reader other than the sender sees only passed messages; no user has id 0, so this finds the
@@ -243,19 +248,14 @@ impl Messages<'_> {
             if passed.iter().any(|m| m.seq == seq) {
                 return Err(ServiceError::NotAllowed);
             }
-            self.svc.ports.messages.set_audit(tenant, topic, seq, audit).await?
+            let msg =
+                self.svc.ports.messages.set_audit(tenant, topic, seq, audit, self.svc.owed(tenant, &owed)).await?;
+            self.svc.owed_written();
+            msg
         };
         if audit == AuditStatus::Pass {
             self.svc.fan_out(tenant, &msg, None).await;
         }
-        let action = if audit == AuditStatus::Pass { "message.release" } else { "message.reject" };
-        let target = ("message", format!("{topic}:{seq}"));
-        let author = serde_json::json!({ "author": msg.from.to_string() });
-        self.svc
-            .audit_action(tenant, action, ("admin", None), target, |e| {
-                e.with_topic(topic, Some(seq)).with_detail(author)
-            })
-            .await;
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! The message port of the in-memory store: history, idempotent appends and the deletion log.
 
 use super::{DelLogEntry, History, MemoryStore, StoredMessage};
-use palaver_core::ports::MessageStore;
+use palaver_core::ports::{MessageStore, QueueRecord};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, SeqRange, StoreError,
     StoreResult, TenantId, UserId,
@@ -118,8 +118,15 @@ impl MessageStore for MemoryStore {
         })
     }
 
-    async fn set_audit(&self, tenant: TenantId, topic: &str, seq: Seq, audit: AuditStatus) -> StoreResult<Message> {
-        self.with_tenant(tenant, |t| {
+    async fn set_audit(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        seq: Seq,
+        audit: AuditStatus,
+        owed: &[QueueRecord],
+    ) -> StoreResult<Message> {
+        let message = self.with_tenant(tenant, |t| {
             let stored = t.history.get_mut(topic).and_then(|h| h.messages.get_mut(&seq)).ok_or(StoreError::NotFound)?;
             // A hard-deleted stub has no content left to review, so it counts as no message at all; the SQL
             // adapters skip such rows the same way.
@@ -128,7 +135,9 @@ impl MessageStore for MemoryStore {
             }
             stored.message.audit = audit;
             Ok(stored.message.clone())
-        })
+        })?;
+        self.owe(tenant, owed).await?;
+        Ok(message)
     }
 
     async fn list_deletions(&self, tenant: TenantId, topic: &str, reader: UserId) -> StoreResult<Deletions> {

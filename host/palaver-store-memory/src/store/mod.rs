@@ -14,6 +14,8 @@ mod subs;
 mod topics;
 mod users;
 
+use palaver_core::StoreResult;
+use palaver_core::ports::{OutboxEntry, OutboxStore, QueueRecord};
 use palaver_core::{AuthRecord, Message, Seq, SeqRange, Subscription, TenantId, Topic, UnixMillis, User, UserId};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -42,6 +44,11 @@ impl MemoryStore {
     /// The outbox the command and report writes append to.
     pub fn outbox(&self) -> &crate::MemoryOutbox {
         &self.outbox
+    }
+
+    /// Appends what a state change owes the queue to the outbox, after that change.
+    async fn owe(&self, tenant: TenantId, owed: &[QueueRecord]) -> StoreResult<()> {
+        if owed.is_empty() { Ok(()) } else { self.outbox.put(tenant, owed).await }
     }
 
     /// Runs `f` on the tenant's data under the lock. The closure is synchronous, so the lock can never be held
@@ -98,4 +105,24 @@ struct DelLogEntry {
     del_id: i64,
     deleted_for: Option<UserId>,
     range: SeqRange,
+}
+
+/// The store's outbox, read through the store itself, so that a contract case can see what a state change owed.
+#[async_trait::async_trait]
+impl OutboxStore for MemoryStore {
+    async fn put(&self, tenant: TenantId, records: &[QueueRecord]) -> StoreResult<()> {
+        self.outbox.put(tenant, records).await
+    }
+    async fn pending(&self, tenant: TenantId, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        self.outbox.pending(tenant, limit).await
+    }
+    async fn remove(&self, tenant: TenantId, ids: &[i64]) -> StoreResult<()> {
+        self.outbox.remove(tenant, ids).await
+    }
+    async fn depth(&self, tenant: TenantId) -> StoreResult<u64> {
+        self.outbox.depth(tenant).await
+    }
+    async fn lease(&self, tenant: TenantId, owner: &str, ttl_ms: i64) -> StoreResult<bool> {
+        self.outbox.lease(tenant, owner, ttl_ms).await
+    }
 }

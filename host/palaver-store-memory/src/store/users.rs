@@ -1,7 +1,7 @@
 //! The user port of the in-memory store: accounts, basic credentials and tag search.
 
 use super::MemoryStore;
-use palaver_core::ports::UserStore;
+use palaver_core::ports::{QueueRecord, UserStore};
 use palaver_core::{AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
 
 #[async_trait::async_trait]
@@ -66,26 +66,43 @@ impl UserStore for MemoryStore {
         Ok(self.with_tenant(tenant, |t| t.auth.get(&palaver_core::normalize_login(login)).cloned()))
     }
 
-    async fn set_secret(&self, tenant: TenantId, id: UserId, secret_hash: &str) -> StoreResult<i64> {
-        self.with_tenant(tenant, |t| {
+    async fn set_secret(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        secret_hash: &str,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
+        let version = self.with_tenant(tenant, |t| {
             let login = t.login_of.get(&id).ok_or(StoreError::NotFound)?;
             let record = t.auth.get_mut(login).ok_or(StoreError::NotFound)?;
             let user = t.users.get_mut(&id).ok_or(StoreError::NotFound)?;
             record.secret_hash = secret_hash.to_owned();
             user.auth_version += 1;
             Ok(user.auth_version)
-        })
+        })?;
+        // In process there is no crash to survive between the two writes; the order matches the SQL adapters'.
+        self.owe(tenant, owed).await?;
+        Ok(version)
     }
 
-    async fn revoke_tokens(&self, tenant: TenantId, id: UserId, state: Option<RecordState>) -> StoreResult<i64> {
-        self.with_tenant(tenant, |t| {
+    async fn revoke_tokens(
+        &self,
+        tenant: TenantId,
+        id: UserId,
+        state: Option<RecordState>,
+        owed: &[QueueRecord],
+    ) -> StoreResult<i64> {
+        let version = self.with_tenant(tenant, |t| {
             let user = t.users.get_mut(&id).ok_or(StoreError::NotFound)?;
             if let Some(state) = state {
                 user.state = state;
             }
             user.auth_version += 1;
             Ok(user.auth_version)
-        })
+        })?;
+        self.owe(tenant, owed).await?;
+        Ok(version)
     }
 
     async fn find_users_by_tags(&self, tenant: TenantId, tags: &[String], limit: usize) -> StoreResult<Vec<User>> {

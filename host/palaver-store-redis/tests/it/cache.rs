@@ -65,7 +65,7 @@ async fn users_are_cached_and_dropped_on_every_write() {
     assert_eq!(stack.get_user(T, UserId(10)).await.unwrap().unwrap().tags, vec!["new".to_owned()]);
     stack.touch_user(T, UserId(10), 77, Some("ua")).await.unwrap();
     assert_eq!(stack.get_user(T, UserId(10)).await.unwrap().unwrap().last_seen, Some(77));
-    assert_eq!(stack.set_secret(T, UserId(10), "$argon2id$OTHER-HASH").await.unwrap(), 1);
+    assert_eq!(stack.set_secret(T, UserId(10), "$argon2id$OTHER-HASH", &[]).await.unwrap(), 1);
     assert_eq!(stack.get_user(T, UserId(10)).await.unwrap().unwrap().auth_version, 1, "revocation is seen at once");
     assert_eq!(stack.find_auth(T, "ALICE").await.unwrap().unwrap().secret_hash, "$argon2id$OTHER-HASH");
     after_grace().await;
