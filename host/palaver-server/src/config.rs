@@ -426,6 +426,61 @@ pub struct LogConfig {
     /// Log every HTTP request at info (target `palaver::access`): method, path without its query (which may
     /// carry an API key or a token), status, duration and client address. A WebSocket is logged at its upgrade.
     pub access: bool,
+    /// Export of the tracing spans to an OpenTelemetry collector; off while `log.otlp.endpoint` is empty.
+    pub otlp: OtlpConfig,
+}
+
+/// OTLP/HTTP (protobuf) export of the tracing spans, batched on a thread of its own so that a slow or absent
+/// collector never slows a request (a full batch queue drops spans).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OtlpConfig {
+    /// The collector's OTLP/HTTP base URL, such as `http://otel-collector:4318`; spans are posted to
+    /// `{endpoint}/v1/traces`. Empty: no export.
+    pub endpoint: String,
+    /// The `service.name` resource attribute (the node id goes in `service.instance.id`).
+    pub service_name: String,
+    /// The share of new traces kept, 0 to 1 (a child span follows its parent's decision).
+    pub sample_ratio: f64,
+    /// How long one export may take before it is abandoned.
+    pub timeout_ms: u64,
+    /// Extra request headers, such as a hosted collector's API key.
+    pub headers: std::collections::BTreeMap<String, String>,
+}
+
+impl OtlpConfig {
+    fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.sample_ratio) {
+            return Err(format!("log.otlp.sample_ratio {} is not between 0 and 1", self.sample_ratio));
+        }
+        if self.endpoint.is_empty() {
+            return Ok(());
+        }
+        if !(self.endpoint.starts_with("http://") || self.endpoint.starts_with("https://"))
+            || self.endpoint.parse::<http::Uri>().is_err()
+        {
+            return Err(format!("log.otlp.endpoint {:?} is not an http:// or https:// URL", self.endpoint));
+        }
+        if self.timeout_ms == 0 {
+            return Err("log.otlp.timeout_ms must be at least 1".into());
+        }
+        if self.service_name.is_empty() {
+            return Err("log.otlp.service_name must not be empty".into());
+        }
+        Ok(())
+    }
+}
+
+impl Default for OtlpConfig {
+    fn default() -> Self {
+        OtlpConfig {
+            endpoint: String::new(),
+            service_name: "palaver".into(),
+            sample_ratio: 1.0,
+            timeout_ms: 10_000,
+            headers: Default::default(),
+        }
+    }
 }
 
 /// How log lines are written to stderr.
@@ -439,7 +494,7 @@ pub enum LogFormat {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        LogConfig { level: "info".into(), format: LogFormat::Text, access: false }
+        LogConfig { level: "info".into(), format: LogFormat::Text, access: false, otlp: OtlpConfig::default() }
     }
 }
 
@@ -598,6 +653,7 @@ impl Config {
         if self.server.heartbeat_ms < 100 {
             return bad("server.heartbeat_ms must be at least 100".into());
         }
+        self.log.otlp.validate().map_err(ConfigError::Invalid)?;
         if self.server.max_connections == 0 {
             return bad("server.max_connections must be at least 1".into());
         }
@@ -1006,6 +1062,23 @@ mod tests {
         // Without Redis nothing expires, so only the floor applies.
         let vars = vec![("PALAVER_SERVER__HEARTBEAT_MS".to_string(), "60000".to_string())];
         assert!(Config::load(None, vars, &CliOverrides::default()).is_ok());
+    }
+
+    #[test]
+    fn otlp_export_is_off_by_default_and_checked_when_on() {
+        let load = |pairs: &[(&str, &str)]| Config::load(None, env(pairs), &CliOverrides::default());
+        let cfg = load(&[]).unwrap();
+        assert_eq!(cfg.log.otlp, OtlpConfig::default());
+        assert!(cfg.log.otlp.endpoint.is_empty(), "no export unless configured");
+        let on = load(&[("PALAVER_LOG__OTLP__ENDPOINT", "https://otel.example:4318")]).unwrap();
+        assert_eq!(on.log.otlp.endpoint, "https://otel.example:4318");
+        for (key, value) in [
+            ("PALAVER_LOG__OTLP__ENDPOINT", "otel.example:4318"),
+            ("PALAVER_LOG__OTLP__ENDPOINT", "ftp://otel.example"),
+            ("PALAVER_LOG__OTLP__SAMPLE_RATIO", "1.5"),
+        ] {
+            assert!(load(&[(key, value)]).is_err(), "{key}={value} is refused");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod backbone;
 mod business;
 mod cluster;
 pub mod config;
+pub mod otlp;
 mod plugins;
 mod plugins_admin;
 pub mod push;

@@ -5,6 +5,7 @@
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use palaver_server::config::{CliOverrides, Config, LogFormat};
+use palaver_server::otlp::Otlp;
 use palaver_server::tenants::TenantCommand;
 use palaver_server::wiring;
 use std::path::PathBuf;
@@ -163,9 +164,19 @@ fn main() -> anyhow::Result<()> {
                     unsafe_settings.join("\n  - ")
                 );
             }
-            init_tracing(&cfg.log.level, cfg.log.format);
+            // Built before the runtime, and shut down after it, since its client blocks on a thread of its own.
+            let otlp = match cfg.log.otlp.endpoint.is_empty() {
+                true => None,
+                false => Some(Otlp::start(&cfg.log.otlp, &cfg.server.node_id)?),
+            };
+            init_tracing(&cfg.log.level, cfg.log.format, otlp.as_ref());
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            runtime.block_on(wiring::serve(cfg))
+            let served = runtime.block_on(wiring::serve(cfg));
+            drop(runtime);
+            if let Some(otlp) = otlp {
+                otlp.shutdown();
+            }
+            served
         }
         Command::Config { command: ConfigCommand::Print(args) } => {
             print!("{}", args.load()?.to_redacted_toml());
@@ -183,7 +194,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Tenant { common, command } => {
             let cfg = common.load()?;
-            init_tracing("warn", cfg.log.format);
+            init_tracing("warn", cfg.log.format, None);
             let command = match command {
                 TenantCmd::Create { code, name } => TenantCommand::Create { code, name },
                 TenantCmd::List => TenantCommand::List,
@@ -201,7 +212,7 @@ fn main() -> anyhow::Result<()> {
             command: AdminCmd::Command { kind, tenant, payload, command_id, wait, timeout_ms },
         } => {
             let cfg = common.load()?;
-            init_tracing("warn", cfg.log.format);
+            init_tracing("warn", cfg.log.format, None);
             let wait = wait.then(|| std::time::Duration::from_millis(timeout_ms));
             let request = palaver_server::admin_cli::CommandRequest { kind, tenant, payload, command_id, wait };
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -222,14 +233,20 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-fn init_tracing(level: &str, format: LogFormat) {
+/// Installs the log output for `level` and `format`, and with `otlp` the span export that feeds it too.
+fn init_tracing(level: &str, format: LogFormat, otlp: Option<&Otlp>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("PALAVER_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => logs.init(),
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
+        LogFormat::Text => logs.boxed(),
         // One object per line with the span fields (tenant, user, topic where a span carries them) flattened in.
-        LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init(),
-    }
+        LogFormat::Json => logs.json().flatten_event(true).with_current_span(true).with_span_list(false).boxed(),
+    };
+    // The filter applies to both: a span the log level leaves out is not exported either.
+    tracing_subscriber::registry().with(filter).with(logs).with(otlp.map(Otlp::layer)).init();
 }

@@ -2,7 +2,8 @@
 //! queue and the audit consumer: on the embedded default (SQLite file, embedded queue) and on MariaDB + Redis +
 //! a real Kafka broker. The actions: a login that fails and one that succeeds, a password change, session control
 //! (evict, disable, enable), plugin operations (deploy by rescan, reload, rollback, tenant settings) and moderation
-//! decisions (release, reject).
+//! decisions (release, reject). On Kafka, the consumers' lag gauge and every Kafka metric `deploy/` reads are
+//! exported.
 
 mod common;
 
@@ -158,6 +159,29 @@ async fn every_audited_action_has_its_row_on_mariadb_and_kafka() {
         kinds.push(v["type"].as_str().unwrap().to_owned());
     }
     assert!(kinds.contains(&"group.created".to_owned()) && kinds.contains(&"user.state".to_owned()), "{kinds:?}");
+    // The consumers' lag reaches /metrics from librdkafka's statistics (every 5 s), per topic and partition: the
+    // audit topic's is there and, with every row stored, at zero. Every Kafka metric deploy/ reads is exported.
+    let audit_lag = format!("topic=\"{tag}.audit\"");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let metrics = loop {
+        let (_, text) = common::http(node.addr(), "GET", "/metrics", "").await;
+        let lags: Vec<f64> = text
+            .lines()
+            .filter(|l| l.starts_with("palaver_kafka_consumer_lag{") && l.contains(&audit_lag))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect();
+        if !lags.is_empty() && lags.iter().all(|lag| *lag == 0.0) {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "no lag of 0 for {tag}.audit: {lags:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let exported = common::exported_names(&metrics);
+    let kafka: Vec<String> =
+        common::deploy_metric_names().into_iter().filter(|n| n.starts_with("palaver_kafka_")).collect();
+    assert!(!kafka.is_empty(), "the dashboard and the alerts read the consumer lag");
+    let missing: Vec<&String> = kafka.iter().filter(|n| !exported.contains(n.as_str())).collect();
+    assert!(missing.is_empty(), "used by deploy/ but not exported by a Kafka node: {missing:?}");
     // Readiness names Kafka beside the database, Redis and the bus.
     let (status, body) = common::http(node.addr(), "GET", "/readyz", "").await;
     let ready: Value = serde_json::from_str(&body).unwrap();
@@ -169,24 +193,5 @@ async fn every_audited_action_has_its_row_on_mariadb_and_kafka() {
     assert_eq!(ready["checks"]["database"]["ok"], true, "{ready}");
     node.shutdown().await;
     reader.close().await;
-    drop_databases(&tag).await;
-}
-
-/// Drops the test's control and tenant databases (best effort, with the mysql client).
-async fn drop_databases(tag: &str) {
-    use std::process::Command;
-    let login = ["-h", "127.0.0.1", "-P", "3306", "-upalaver", "-ppalaver"];
-    let Ok(out) =
-        Command::new("mysql").args(login).args(["-N", "-e"]).arg(format!("SHOW DATABASES LIKE '{tag}%'")).output()
-    else {
-        return;
-    };
-    let sql: String = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.starts_with(tag))
-        .map(|db| format!("DROP DATABASE IF EXISTS `{db}`;"))
-        .collect();
-    if !sql.is_empty() {
-        let _ = Command::new("mysql").args(login).arg("-e").arg(sql).output();
-    }
+    common::drop_databases(&tag);
 }

@@ -159,6 +159,10 @@ fn every_metric_is_in_docs_metrics() {
 /// The dotted path of every leaf of a TOML value.
 fn leaf_paths(prefix: &str, value: &toml::Value, out: &mut BTreeSet<String>) {
     match value {
+        // A map whose keys are the user's (extra headers, say) is empty by default: it is one documented key.
+        toml::Value::Table(table) if table.is_empty() && !prefix.is_empty() => {
+            out.insert(prefix.to_owned());
+        }
         toml::Value::Table(table) => {
             for (key, v) in table {
                 let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };

@@ -185,3 +185,54 @@ pub async fn drop_redis_keys(redis: &str, tag: &str) -> usize {
     }
     keys.len()
 }
+
+/// Every `palaver_…` metric name the Grafana dashboard (`deploy/grafana/palaver.json`) and the Prometheus
+/// alert rules (`deploy/prometheus/alerts.yaml`) read.
+pub fn deploy_metric_names() -> std::collections::BTreeSet<String> {
+    let read = |path: &str| {
+        let full = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(path);
+        std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+    };
+    let dashboard: Value = serde_json::from_str(&read("deploy/grafana/palaver.json")).unwrap();
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(!panels.is_empty());
+    let targets = panels.iter().flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default());
+    let mut exprs: Vec<String> =
+        targets.map(|t| t["expr"].as_str().expect("every target has an expr").to_owned()).collect();
+    let alerts = read("deploy/prometheus/alerts.yaml");
+    let rules: Vec<String> = alerts.lines().filter_map(|l| l.trim().strip_prefix("expr:")).map(str::to_owned).collect();
+    assert!(rules.len() >= 5, "the alert rules: {rules:?}");
+    exprs.extend(rules);
+    let mut names = std::collections::BTreeSet::new();
+    for expr in &exprs {
+        let mut rest = expr.as_str();
+        while let Some(at) = rest.find("palaver_") {
+            let name: String =
+                rest[at..].chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_').collect();
+            rest = &rest[at + name.len()..];
+            names.insert(name);
+        }
+    }
+    assert!(names.len() >= 10, "{names:?}");
+    names
+}
+
+/// Drops the databases whose names start with `tag`, a test's control and tenant databases (best effort, with
+/// the mysql client).
+pub fn drop_databases(tag: &str) {
+    use std::process::Command;
+    let login = ["-h", "127.0.0.1", "-P", "3306", "-upalaver", "-ppalaver"];
+    let Ok(out) =
+        Command::new("mysql").args(login).args(["-N", "-e"]).arg(format!("SHOW DATABASES LIKE '{tag}%'")).output()
+    else {
+        return;
+    };
+    let sql: String = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(tag))
+        .map(|db| format!("DROP DATABASE IF EXISTS `{db}`;"))
+        .collect();
+    if !sql.is_empty() {
+        let _ = Command::new("mysql").args(login).arg("-e").arg(sql).output();
+    }
+}
