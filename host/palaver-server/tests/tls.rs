@@ -1,9 +1,10 @@
 //! TLS to Redis: a node reaches a Redis that only speaks TLS through a `rediss://` address, trusting a private CA
 //! through `SSL_CERT_FILE` (the system roots otherwise), and refuses to start against the same server when the
-//! CA is not trusted. (MySQL's `ssl-mode` is checked in `palaver-store-mysql`.)
+//! CA is not trusted; and TLS to MariaDB: against a throwaway `mariadbd` that takes only TLS clients, a node
+//! with `ssl-mode=VERIFY_IDENTITY&ssl-ca=…` serves, one with `ssl-mode=DISABLED` or without the CA is refused.
 //!
-//! Needs `redis-server` built with TLS (Debian's is) and `openssl` on the PATH; skips with a message when
-//! either is missing.
+//! Needs `redis-server` built with TLS (Debian's is), `mariadb-server` (installed by `start_mariadb`), root, and
+//! `openssl` on the PATH; skips with a message when one is missing.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -140,5 +141,116 @@ fn a_node_reaches_redis_over_tls_with_a_rediss_address() {
 
     // The node claims its id in Redis before it serves, so an untrusted certificate stops the start.
     let untrusted = start_node(dir.path(), redis_port, None).expect_err("an unknown CA is refused");
+    assert!(untrusted.to_lowercase().contains("certificate"), "{untrusted}");
+}
+
+/// A throwaway MariaDB that only takes TLS clients (`require-secure-transport`, and a user `tls` that must use
+/// it), with the test CA's certificate,
+/// on its own data directory and port. `None` (with the reason printed) when it cannot run here: this needs
+/// Debian's `mariadb-server` (`start_mariadb` of `scripts/lib/services.sh` installs it) and root, since the
+/// server is started `--user=root`.
+fn tls_mariadb(dir: &Path) -> Option<(Killed, u16)> {
+    let data = dir.join("mariadb");
+    std::fs::create_dir_all(&data).unwrap();
+    let datadir = format!("--datadir={}", data.display());
+    let installed = run(Command::new("mariadb-install-db")
+        .args(["--no-defaults", &datadir, "--user=root"])
+        .args(["--auth-root-authentication-method=normal", "--skip-test-db"]));
+    if !installed {
+        eprintln!("skipped: mariadb-install-db failed (is mariadb-server installed, and are we root?)");
+        return None;
+    }
+    let port = free_port();
+    let server = Command::new("/usr/sbin/mariadbd")
+        .args(["--no-defaults", &datadir, "--user=root", "--bind-address=127.0.0.1", &format!("--port={port}")])
+        .arg(format!("--socket={}", data.join("sock").display()))
+        .args(["--require-secure-transport=ON", "--innodb-buffer-pool-size=32M"])
+        // Absolute: the server reads relative names against its data directory.
+        .args(
+            ["srv.pem", "srv.key", "ca.pem"]
+                .iter()
+                .zip(["--ssl-cert", "--ssl-key", "--ssl-ca"])
+                .map(|(file, flag)| format!("{flag}={}", dir.join(file).display())),
+        )
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("mariadb.err")).unwrap())
+        .spawn()
+        .ok()?;
+    let server = Killed(server);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "mariadbd did not listen: {}",
+            std::fs::read_to_string(dir.join("mariadb.err")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A user that must come over TLS (`REQUIRE SSL`), made over the socket, which needs no transport security.
+    let socket = format!("--socket={}", data.join("sock").display());
+    // Host `localhost` explicitly: a fresh data directory's anonymous ''@'localhost' would shadow a '%' user.
+    let sql = "CREATE USER 'tls'@'localhost' IDENTIFIED BY 'tls' REQUIRE SSL; \
+               GRANT ALL PRIVILEGES ON *.* TO 'tls'@'localhost';";
+    assert!(run(Command::new("mariadb").args(["--no-defaults", &socket, "-uroot", "-e", sql])), "the tls user");
+    Some((server, port))
+}
+
+/// Starts a scale-out node on the MariaDB at `url`: `Ok` once `/readyz` reports the database answering, `Err`
+/// with the log if the node exits first.
+fn start_mysql_node(dir: &Path, url: &str) -> Result<(), String> {
+    let port = free_port();
+    let data = tempfile::tempdir_in(dir).unwrap();
+    let log = dir.join(format!("node-{port}.log"));
+    let mut node = Killed(
+        Command::new(env!("CARGO_BIN_EXE_palaver"))
+            .args(["serve", "--dev", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .arg(data.path())
+            .env("PALAVER_STORE__KIND", "mysql")
+            .env("PALAVER_STORE__URL", url)
+            .env_remove("PALAVER_LOG")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Some(status) = node.0.try_wait().unwrap() {
+            return Err(format!("exited ({status}): {}", std::fs::read_to_string(&log).unwrap_or_default()));
+        }
+        if let Some(body) = get(port, "/readyz") {
+            let report: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            if report["checks"]["database"]["ok"] == true {
+                return Ok(());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("the node neither reached MariaDB nor exited: {}", std::fs::read_to_string(&log).unwrap_or_default());
+}
+
+#[test]
+fn a_node_reaches_mariadb_over_tls_with_ssl_mode_and_a_private_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    if !certificates(dir.path()) {
+        eprintln!("skipped: openssl could not make test certificates");
+        return;
+    }
+    let Some((_server, port)) = tls_mariadb(dir.path()) else { return };
+    let ca = dir.path().join("ca.pem");
+    let base = format!("mysql://tls:tls@localhost:{port}/pt_tls_ctl");
+
+    // The CA named in the URL verifies the server's certificate: the node migrates its control database and serves.
+    start_mysql_node(dir.path(), &format!("{base}?ssl-mode=VERIFY_IDENTITY&ssl-ca={}", ca.display()))
+        .expect("the node serves over TLS");
+    // The server takes TLS clients only, so the same user and password in plain text are refused (MariaDB
+    // answers a `REQUIRE SSL` user without TLS with "access denied", a plain transport with "insecure").
+    let plain = start_mysql_node(dir.path(), &format!("{base}?ssl-mode=DISABLED")).expect_err("plain text is refused");
+    let plain = plain.to_lowercase();
+    assert!(plain.contains("access denied") || plain.contains("insecure transport"), "{plain}");
+    // Verifying against the system roots alone fails: the private CA is not among them.
+    let untrusted =
+        start_mysql_node(dir.path(), &format!("{base}?ssl-mode=VERIFY_CA")).expect_err("an unknown CA is refused");
     assert!(untrusted.to_lowercase().contains("certificate"), "{untrusted}");
 }
