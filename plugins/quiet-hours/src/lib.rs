@@ -93,7 +93,7 @@ impl PushFilter for QuietHours {
             }
         };
         let mentioned = push.mentions_recipient();
-        if !mentioned && settings.mention_only_groups.iter().any(|g| *g == push.topic) {
+        if !mentioned && settings.mention_only_groups.contains(&push.topic) {
             return PushDecision::drop("mention-only group");
         }
         if let Some(left) = settings.window_for(&push.recipient).and_then(|w| w.remaining_ms(cx.now_ms())) {

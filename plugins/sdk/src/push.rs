@@ -59,7 +59,7 @@ impl Push {
 
     /// Whether the message mentions the recipient.
     pub fn mentions_recipient(&self) -> bool {
-        self.mentions.iter().any(|m| *m == self.recipient)
+        self.mentions.contains(&self.recipient)
     }
 
     pub(crate) fn from_wit(p: wit::PushInfo) -> Push {
