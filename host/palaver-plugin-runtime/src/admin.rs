@@ -60,11 +60,12 @@ pub struct PluginInfo {
     pub loaded_at_ms: Option<u64>,
     /// The manifest file it came from.
     pub source: Option<String>,
-    /// Calls and faults over both hooks, across versions.
+    /// Calls and faults over every hook, across versions.
     pub calls: u64,
     pub faults: u64,
     pub before_publish: HookCounts,
     pub on_command: HookCounts,
+    pub before_push: HookCounts,
     pub loads: u64,
     pub load_refusals: u64,
     /// Instances created for the live version (fixtures included): with warm instances far fewer than calls.
@@ -91,7 +92,8 @@ fn info(slot: &Slot) -> PluginInfo {
         (Some(_), 0) => PluginState::Active,
         (Some(_), _) => PluginState::BreakerOpen,
     };
-    let (bp, oc) = (counts(slot, Hook::BeforePublish), counts(slot, Hook::OnCommand));
+    let (bp, oc, push) =
+        (counts(slot, Hook::BeforePublish), counts(slot, Hook::OnCommand), counts(slot, Hook::BeforePush));
     PluginInfo {
         name: slot.name.clone(),
         version: v.as_ref().map(|v| v.version.to_string()),
@@ -109,10 +111,11 @@ fn info(slot: &Slot) -> PluginInfo {
         enabled_by_default: manifest.map(|m| m.enabled_by_default),
         loaded_at_ms: v.as_ref().map(|v| v.loaded_at_ms),
         source: slot.source.lock().as_ref().map(|p| p.display().to_string()),
-        calls: bp.calls + oc.calls,
-        faults: bp.faults + oc.faults,
+        calls: bp.calls + oc.calls + push.calls,
+        faults: bp.faults + oc.faults + push.faults,
         before_publish: bp,
         on_command: oc,
+        before_push: push,
         loads: slot.metrics.loads_ok.load(Ordering::Relaxed),
         load_refusals: slot.metrics.loads_refused.load(Ordering::Relaxed),
         instantiations: v.as_ref().map_or(0, |v| v.instantiations.load(Ordering::Relaxed)),
@@ -168,6 +171,7 @@ mod tests {
                 faults_by_kind: [(FaultKind::OutputSize, 1)].into_iter().collect(),
             },
             on_command: HookCounts::default(),
+            before_push: HookCounts::default(),
             loads: 1,
             load_refusals: 0,
             instantiations: 2,

@@ -18,13 +18,34 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
+/// World `push-filter` (0.1.1): its imports are the ones above, so only the `before-push` export is generated.
+pub(crate) mod push {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "push-filter",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "palaver:plugin/types": super::palaver::plugin::types,
+            "palaver:plugin/kv": super::palaver::plugin::kv,
+            "palaver:plugin/directory": super::palaver::plugin::directory,
+            "palaver:plugin/events": super::palaver::plugin::events,
+            "palaver:plugin/notifications": super::palaver::plugin::notifications,
+            "palaver:plugin/log": super::palaver::plugin::log,
+            "palaver:plugin/clock": super::palaver::plugin::clock,
+            "palaver:plugin/settings": super::palaver::plugin::settings,
+        },
+    });
+}
+
 pub(crate) use exports::palaver::plugin::{before_publish, on_command};
 use palaver::plugin::types;
+pub(crate) use push::exports::palaver::plugin::before_push;
 
-/// The WIT package and version the host implements. Components must import exactly this package version (a
-/// later patch of 0.1 would be accepted too, as semver allows).
+/// The WIT package and version the host implements. Components built against it or an earlier patch of 0.1 load
+/// (0.1.1 added `before-push` and world `push-filter`; wasmtime matches `@0.1.0` names to the host's `@0.1.1`).
 pub(crate) const PACKAGE: &str = "palaver:plugin";
-pub(crate) const VERSION: (u64, u64, u64) = (0, 1, 0);
+pub(crate) const VERSION: (u64, u64, u64) = (0, 1, 1);
 
 pub(crate) fn topic_kind_to_wit(kind: TopicKind) -> types::TopicKind {
     match kind {
@@ -138,4 +159,117 @@ pub(crate) fn check_code(code: u16) -> Result<(), String> {
 /// The head as JSON text, the way the guest receives it.
 pub(crate) fn head_text(head: Option<&Map<String, Value>>) -> Option<String> {
     head.and_then(|h| serde_json::to_string(h).ok())
+}
+
+/// The data fields of a push that a filter may neither set nor remove: they locate the message for the app.
+pub(crate) const LOCATING_FIELDS: [&str; 8] = ["type", "tenant_id", "topic", "seq", "what", "silent", "xfrom", "ts"];
+
+/// The bounds of a push rewrite, within what every provider's payload takes (FCM and APNs: 4 KiB).
+const MAX_BODY_BYTES: usize = 256;
+const MAX_SET_FIELDS: usize = 16;
+const MAX_KEY_BYTES: usize = 64;
+const MAX_VALUE_BYTES: usize = 1024;
+
+/// The push as a `before-push` filter receives it.
+pub(crate) fn push_info(
+    ctx: &palaver_core::ports::PushContext<'_>,
+    node: &str,
+    request_id: String,
+) -> before_push::PushInfo {
+    let task = ctx.task;
+    before_push::PushInfo {
+        call: types::CallContext {
+            tenant: task.tenant.0,
+            actor: task.from.to_string(),
+            session: String::new(),
+            node: node.to_owned(),
+            request_id,
+        },
+        topic: task.topic.clone(),
+        topic_kind: topic_kind_to_wit(ctx.kind),
+        seq: task.seq,
+        ts_ms: u64::try_from(task.ts).unwrap_or(0),
+        recipient: ctx.recipient.to_string(),
+        what: task.what.clone(),
+        silent: ctx.message.silent,
+        platforms: ctx.platforms.clone(),
+        preview: task.preview.clone(),
+        mentions: task.mentions.iter().map(ToString::to_string).collect(),
+        head: head_text(task.head.as_ref()),
+        body: ctx.message.body.clone(),
+        data: ctx.message.data.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    }
+}
+
+/// The bytes of a filter's input, for its per-KiB allowances.
+pub(crate) fn push_info_size(p: &before_push::PushInfo) -> usize {
+    p.preview.as_ref().map_or(0, String::len)
+        + p.head.as_ref().map_or(0, String::len)
+        + p.body.len()
+        + p.data.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+}
+
+/// The bytes a decision returns, for the output cap.
+pub(crate) fn decision_size(d: &before_push::PushDecision) -> usize {
+    match d {
+        before_push::PushDecision::Keep | before_push::PushDecision::Delay(_) => 0,
+        before_push::PushDecision::Drop(reason) => reason.len(),
+        before_push::PushDecision::Rewrite(r) => {
+            r.body.as_ref().map_or(0, String::len)
+                + r.data.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+                + r.remove.iter().map(String::len).sum::<usize>()
+        }
+    }
+}
+
+/// A filter's decision, checked and applied to `original` for a rewrite, or why it is malformed.
+pub(crate) fn decision_from_wit(
+    d: before_push::PushDecision,
+    original: &palaver_core::ports::PushMessage,
+) -> Result<palaver_core::ports::PushDecision, String> {
+    use palaver_core::ports::PushDecision;
+    Ok(match d {
+        before_push::PushDecision::Keep => PushDecision::Keep,
+        before_push::PushDecision::Drop(reason) => {
+            if reason.len() > 256 {
+                return Err("a drop reason is at most 256 bytes".to_owned());
+            }
+            PushDecision::Drop { reason }
+        }
+        before_push::PushDecision::Delay(ms) => PushDecision::Delay { ms, rewrite: None },
+        before_push::PushDecision::Rewrite(r) => {
+            let locating = |k: &str| LOCATING_FIELDS.contains(&k);
+            if r.data.len() > MAX_SET_FIELDS {
+                return Err(format!("a rewrite sets at most {MAX_SET_FIELDS} data fields"));
+            }
+            let mut msg = original.clone();
+            for k in &r.remove {
+                if locating(k) {
+                    return Err(format!("data field {k:?} locates the message and cannot be removed"));
+                }
+                msg.data.remove(k);
+            }
+            for (k, v) in r.data {
+                if locating(&k) {
+                    return Err(format!("data field {k:?} locates the message and cannot change"));
+                }
+                if k.is_empty() || k.len() > MAX_KEY_BYTES || v.len() > MAX_VALUE_BYTES {
+                    return Err(format!(
+                        "data keys are 1 to {MAX_KEY_BYTES} bytes and values at most {MAX_VALUE_BYTES}"
+                    ));
+                }
+                msg.data.insert(k, v);
+            }
+            if let Some(body) = r.body {
+                if body.len() > MAX_BODY_BYTES {
+                    return Err(format!("a push body is at most {MAX_BODY_BYTES} bytes"));
+                }
+                // A silent push shows nothing: its body stays empty.
+                if !msg.silent {
+                    msg.body = body;
+                }
+            }
+            PushDecision::Rewrite(msg)
+        }
+    })
 }

@@ -51,6 +51,10 @@ impl Limits {
         deadline_per_kib: Duration::from_micros(500),
     };
 
+    /// The defaults for `before-push`, called per recipient by the push worker (off the publish path, but once
+    /// per pushed user): as small as `before-publish`'s.
+    pub const PUSH: Limits = Limits::PUBLISH;
+
     /// These limits with a manifest's overrides applied.
     pub fn with_overrides(self, o: &LimitsOverride) -> Limits {
         Limits {
@@ -145,6 +149,8 @@ pub struct RuntimeConfig {
     pub publish_limits: Limits,
     /// Default limits of `on-command` calls.
     pub command_limits: Limits,
+    /// Limits of `before-push` calls.
+    pub push_limits: Limits,
     /// The circuit breaker of every plugin.
     pub breaker: BreakerConfig,
     /// The longest log line a plugin may write; longer ones are cut.
@@ -167,6 +173,7 @@ impl Default for RuntimeConfig {
             pooling: Some(PoolingConfig::default()),
             publish_limits: Limits::PUBLISH,
             command_limits: Limits::COMMAND,
+            push_limits: Limits::PUSH,
             breaker: BreakerConfig::default(),
             max_log_bytes: 1024,
             max_effects: 64,

@@ -2,7 +2,7 @@
 //! the version the call pinned, commit the buffered effects if it succeeded, and count everything. A fault is
 //! logged and counted here; what it means for the message or command is the caller's failure policy.
 
-use crate::bindings::{on_command, publish_context};
+use crate::bindings::{on_command, publish_context, push_info};
 use crate::breaker::Admission;
 use crate::error::{Fault, FaultKind};
 use crate::hooks::CommandOutcome;
@@ -15,7 +15,7 @@ use crate::settings::resolve;
 use crate::store::{CallScope, EffectBuffer};
 use crate::version::PluginVersion;
 use palaver_core::TenantId;
-use palaver_core::ports::{PublishContext, PublishVerdict};
+use palaver_core::ports::{PublishContext, PublishVerdict, PushContext, PushDecision};
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -158,6 +158,38 @@ impl PluginRegistry {
             PublishVerdict::Reject { .. } => Outcome::Reject,
             PublishVerdict::Rewrite { .. } => Outcome::Rewrite,
             PublishVerdict::Hold { .. } => Outcome::Hold,
+        })
+        .await
+    }
+
+    /// Runs one plugin's `before-push` on the version `v` the caller pinned, on `msg` (the push as the plugins
+    /// before it left it).
+    pub(crate) async fn run_push(
+        &self,
+        slot: &Slot,
+        v: &Arc<PluginVersion>,
+        ctx: &PushContext<'_>,
+        msg: &palaver_core::ports::PushMessage,
+    ) -> Ran<PushDecision> {
+        let m = slot.metrics.hook(Hook::BeforePush);
+        let tenant = ctx.task.tenant;
+        let admission = slot.breaker.admit(tenant);
+        if admission == Admission::Skip {
+            m.skipped.fetch_add(1, Ordering::Relaxed);
+            return Ran::Skipped;
+        }
+        m.calls.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let scope = self.scope(v, Hook::BeforePush, tenant);
+        let current = PushContext { message: msg, ..ctx.clone() };
+        let wit = push_info(&current, &self.rt.config.node, scope.request_id.clone());
+        let result = v.filter(&self.rt, scope, &wit, msg).await;
+        let call = Call { slot, v, hook: Hook::BeforePush, tenant, admission, started };
+        self.finish(call, result, |d| match d {
+            PushDecision::Keep => Outcome::Keep,
+            PushDecision::Drop { .. } => Outcome::Drop,
+            PushDecision::Delay { .. } => Outcome::Delay,
+            PushDecision::Rewrite(_) => Outcome::Rewrite,
         })
         .await
     }

@@ -73,6 +73,9 @@ pub enum RegistryError {
     /// Tenant settings do not validate against the plugin's schema.
     #[error("invalid settings for plugin {plugin:?}: {message}")]
     Settings { plugin: String, message: String },
+    /// `before-push` always fails open; a tenant cannot make it fail closed.
+    #[error("plugin {0:?}: before-push always fails open")]
+    PushFailsOpen(String),
     /// The directory watcher could not be started.
     #[error("cannot start the watcher: {0}")]
     Watch(String),

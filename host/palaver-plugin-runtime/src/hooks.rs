@@ -2,6 +2,7 @@
 //! Every plugin enabled for the tenant runs in priority order; the first reject or hold wins, rewrites chain (each
 //! plugin sees the content as the one before it left it), and a faulted or skipped plugin answers with its
 //! failure policy for the tenant: fail-closed (the default) rejects with a retryable 503, fail-open acts as allow.
+//! The same type is the `PushHook` port, over the plugins' `before-push` (always fail-open).
 
 use crate::bindings::head_text;
 use crate::dispatch::Ran;
@@ -9,7 +10,7 @@ use crate::error::CommandError;
 use crate::manifest::{FailurePolicy, Hook};
 use crate::registry::PluginRegistry;
 use palaver_api::Reason;
-use palaver_core::ports::{PublishContext, PublishHook, PublishVerdict};
+use palaver_core::ports::{PublishContext, PublishHook, PublishVerdict, PushContext, PushDecision, PushHook};
 use palaver_core::{TenantId, UserId};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -151,6 +152,50 @@ impl PluginHooks {
             Some((content, head)) => PublishVerdict::Rewrite { content, head },
             None => PublishVerdict::Allow,
         }
+    }
+}
+
+/// The push filters: every plugin with `before-push` enabled for the tenant runs in priority order on the push as
+/// the one before it left it. The first drop wins; rewrites chain; the longest delay asked is the one taken. A
+/// faulted or skipped filter keeps the push as it was (`before-push` always fails open).
+#[async_trait::async_trait]
+impl PushHook for PluginHooks {
+    async fn before_push(&self, ctx: &PushContext<'_>) -> PushDecision {
+        let order = self.registry.order.load_full();
+        let tenant = ctx.task.tenant;
+        let mut rewritten: Option<palaver_core::ports::PushMessage> = None;
+        let mut delay: Option<u64> = None;
+        for slot in order.iter() {
+            let Some(v) = slot.current.load_full() else { continue };
+            if !v.manifest.has_hook(Hook::BeforePush)
+                || !self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default)
+            {
+                continue;
+            }
+            let msg = rewritten.as_ref().unwrap_or(ctx.message);
+            match self.registry.run_push(slot, &v, ctx, msg).await {
+                Ran::Done(PushDecision::Keep) | Ran::Failed | Ran::Skipped => {}
+                Ran::Done(PushDecision::Drop { reason }) => {
+                    return PushDecision::Drop { reason: format!("{}: {reason}", slot.name) };
+                }
+                Ran::Done(PushDecision::Rewrite(m)) => rewritten = Some(m),
+                Ran::Done(PushDecision::Delay { ms, .. }) => delay = Some(delay.map_or(ms, |d| d.max(ms))),
+            }
+        }
+        match (delay, rewritten) {
+            (Some(ms), rewrite) => PushDecision::Delay { ms, rewrite },
+            (None, Some(m)) => PushDecision::Rewrite(m),
+            (None, None) => PushDecision::Keep,
+        }
+    }
+
+    fn filters(&self, tenant: TenantId) -> bool {
+        self.registry.order.load_full().iter().any(|slot| {
+            slot.current.load_full().is_some_and(|v| {
+                v.manifest.has_hook(Hook::BeforePush)
+                    && self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default)
+            })
+        })
     }
 }
 

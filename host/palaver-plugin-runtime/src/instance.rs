@@ -2,7 +2,7 @@
 //! arm its fuel and epoch deadline, call the hook, check the output, and hand back the verdict with the buffered
 //! effects. Any fault drops the instance: a trap poisons a wasmtime store, so it is never reused.
 
-use crate::bindings::{self, before_publish, on_command, outcome_size, verdict_from_wit, verdict_size};
+use crate::bindings::{self, before_publish, before_push, on_command, outcome_size, verdict_from_wit, verdict_size};
 use crate::config::Limits;
 use crate::error::{Fault, FaultKind};
 use crate::hooks::CommandOutcome;
@@ -21,6 +21,7 @@ pub(crate) struct Live {
     instance: Instance,
     publish: Option<before_publish::Guest>,
     command: Option<on_command::Guest>,
+    push: Option<before_push::Guest>,
     uses: u32,
 }
 
@@ -67,7 +68,7 @@ impl PluginVersion {
             Ok(i) => i,
             Err(e) => return Err(trap_or(FaultKind::Instantiate, &e, store.data().fault_hint())),
         };
-        Ok(Live { store, instance, publish: None, command: None, uses: 0 })
+        Ok(Live { store, instance, publish: None, command: None, push: None, uses: 0 })
     }
 
     /// Returns a healthy instance to the warm pool, unless it has served its quota or the pool is full.
@@ -120,6 +121,46 @@ impl PluginVersion {
             return Err(Fault::new(FaultKind::OutputSize, format!("verdict of {size} bytes exceeds the cap of {cap}")));
         }
         let value = verdict_from_wit(raw).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
+        let effects = live.store.data_mut().take_effects();
+        self.checkin(live);
+        Ok(Done { value, effects, fuel })
+    }
+
+    /// Calls `before-push`; the decision comes back checked against `original`, the push as built.
+    pub(crate) async fn filter(
+        &self,
+        rt: &Runtime,
+        scope: CallScope,
+        push: &before_push::PushInfo,
+        original: &palaver_core::ports::PushMessage,
+    ) -> Result<Done<palaver_core::ports::PushDecision>, Fault> {
+        let Some(indices) = &self.push else {
+            return Err(Fault::new(FaultKind::Instantiate, "the component does not export before-push"));
+        };
+        let limits = self.limits(Hook::BeforePush).for_input(bindings::push_info_size(push), rt.config.max_input_bytes);
+        let mut live = self.checkout(rt, scope, limits).await?;
+        let guest = match &live.push {
+            Some(g) => g.clone(),
+            None => {
+                let g = indices
+                    .load(&mut live.store, &live.instance)
+                    .map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                live.push = Some(g.clone());
+                g
+            }
+        };
+        let result = guest.call_filter(&mut live.store, push).await;
+        let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
+        let raw = result.map_err(|e| Fault::from_wasmtime(&e, live.store.data().fault_hint()))?;
+        let size = bindings::decision_size(&raw);
+        if size > limits.max_output_bytes {
+            let cap = limits.max_output_bytes;
+            return Err(Fault::new(
+                FaultKind::OutputSize,
+                format!("decision of {size} bytes exceeds the cap of {cap}"),
+            ));
+        }
+        let value = bindings::decision_from_wit(raw, original).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
         let effects = live.store.data_mut().take_effects();
         self.checkin(live);
         Ok(Done { value, effects, fuel })

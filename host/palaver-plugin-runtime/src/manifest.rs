@@ -54,13 +54,14 @@ fn default_priority() -> i32 {
     100
 }
 
-/// The worlds of `palaver:plugin@0.1.0`.
+/// The worlds of `palaver:plugin@0.1.1` (`push-filter` since 0.1.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum World {
     PublishFilter,
     CommandHandler,
     Full,
+    PushFilter,
 }
 
 impl World {
@@ -70,6 +71,7 @@ impl World {
             World::PublishFilter => &[Hook::BeforePublish],
             World::CommandHandler => &[Hook::OnCommand],
             World::Full => &[Hook::BeforePublish, Hook::OnCommand],
+            World::PushFilter => &[Hook::BeforePush],
         }
     }
 }
@@ -80,23 +82,32 @@ impl World {
 pub enum Hook {
     BeforePublish,
     OnCommand,
+    BeforePush,
 }
 
 impl Hook {
+    /// Every hook.
+    pub const ALL: [Hook; 3] = [Hook::BeforePublish, Hook::OnCommand, Hook::BeforePush];
+
     /// The WIT interface name.
     pub fn as_str(self) -> &'static str {
         match self {
             Hook::BeforePublish => "before-publish",
             Hook::OnCommand => "on-command",
+            Hook::BeforePush => "before-push",
         }
     }
 
     /// The policy when nothing says otherwise: closed for both. A filter that failed open could be switched off
     /// by whoever makes it fail (a message built to exhaust its budget, or enough faults to open its breaker);
     /// a broken command must not pretend to have succeeded. A filter that is no safeguard (an enricher, a
-    /// translator) says `failure = "open"` in its manifest.
+    /// translator) says `failure = "open"` in its manifest. `before-push` always fails open: a push is a
+    /// convenience, and a broken filter must not silence a tenant's notifications.
     pub fn default_policy(self) -> FailurePolicy {
-        FailurePolicy::Closed
+        match self {
+            Hook::BeforePush => FailurePolicy::Open,
+            Hook::BeforePublish | Hook::OnCommand => FailurePolicy::Closed,
+        }
     }
 }
 
@@ -161,6 +172,8 @@ pub struct Hooks {
     pub before_publish: Option<HookConfig>,
     #[serde(default, rename = "on-command")]
     pub on_command: Option<HookConfig>,
+    #[serde(default, rename = "before-push")]
+    pub before_push: Option<HookConfig>,
 }
 
 /// One hook's configuration.
@@ -268,6 +281,7 @@ impl Manifest {
         match hook {
             Hook::BeforePublish => self.hooks.before_publish.as_ref(),
             Hook::OnCommand => self.hooks.on_command.as_ref(),
+            Hook::BeforePush => self.hooks.before_push.as_ref(),
         }
     }
 
@@ -284,10 +298,13 @@ impl Manifest {
         if parts.len() != 3 || parts.iter().any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_digit())) {
             return bad(format!("version {:?} is not MAJOR.MINOR.PATCH", self.version));
         }
-        for hook in [Hook::BeforePublish, Hook::OnCommand] {
+        for hook in Hook::ALL {
             if self.hook_config(hook).is_some() && !self.has_hook(hook) {
                 return bad(format!("hook {hook} is configured but world {:?} does not export it", self.world));
             }
+        }
+        if self.hook_config(Hook::BeforePush).and_then(|c| c.failure) == Some(FailurePolicy::Closed) {
+            return bad("before-push always fails open (a fault sends the push unchanged)".to_owned());
         }
         if let Some(sha) = &self.sha256
             && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
@@ -301,6 +318,9 @@ impl Manifest {
         for f in &self.fixtures {
             if !self.has_hook(f.hook) {
                 return bad(format!("fixture {:?} calls hook {} that the world does not export", f.name, f.hook));
+            }
+            if f.hook == Hook::BeforePush {
+                return bad(format!("fixture {:?}: before-push has no golden fixtures", f.name));
             }
         }
         Ok(())

@@ -25,11 +25,23 @@ pub(crate) enum Outcome {
     Hold,
     Ok,
     Rejected,
+    Keep,
+    Drop,
+    Delay,
 }
 
 impl Outcome {
-    const ALL: [Outcome; 6] =
-        [Outcome::Allow, Outcome::Reject, Outcome::Rewrite, Outcome::Hold, Outcome::Ok, Outcome::Rejected];
+    const ALL: [Outcome; 9] = [
+        Outcome::Allow,
+        Outcome::Reject,
+        Outcome::Rewrite,
+        Outcome::Hold,
+        Outcome::Ok,
+        Outcome::Rejected,
+        Outcome::Keep,
+        Outcome::Drop,
+        Outcome::Delay,
+    ];
 
     fn as_str(self) -> &'static str {
         match self {
@@ -39,6 +51,9 @@ impl Outcome {
             Outcome::Hold => "hold",
             Outcome::Ok => "ok",
             Outcome::Rejected => "rejected",
+            Outcome::Keep => "keep",
+            Outcome::Drop => "drop",
+            Outcome::Delay => "delay",
         }
     }
 }
@@ -93,6 +108,7 @@ impl HookMetrics {
 pub(crate) struct PluginMetrics {
     pub(crate) publish: HookMetrics,
     pub(crate) command: HookMetrics,
+    pub(crate) push: HookMetrics,
     pub(crate) loads_ok: AtomicU64,
     pub(crate) loads_refused: AtomicU64,
     pub(crate) effect_errors: AtomicU64,
@@ -103,6 +119,7 @@ impl PluginMetrics {
         match hook {
             Hook::BeforePublish => &self.publish,
             Hook::OnCommand => &self.command,
+            Hook::BeforePush => &self.push,
         }
     }
 }
@@ -124,7 +141,7 @@ type PerPlugin = (&'static str, MetricType, &'static str, fn(&Row<'_>) -> u64);
 /// A per-hook counter: its name (without `_total`), help text and how to read it.
 type PerHook = (&'static str, &'static str, fn(&HookMetrics) -> u64);
 
-const HOOKS: [Hook; 2] = [Hook::BeforePublish, Hook::OnCommand];
+const HOOKS: [Hook; 3] = Hook::ALL;
 
 fn counter(value: u64, family: prometheus_client::encoding::MetricEncoder<'_>) -> std::fmt::Result {
     ConstCounter::new(value).encode(family)

@@ -34,7 +34,7 @@ pub(crate) struct Slot {
     pub(crate) breaker: Breakers,
     pub(crate) metrics: PluginMetrics,
     /// Failure policies set at run time, overriding the manifest's: `[before-publish, on-command]`.
-    pub(crate) policy: Mutex<[Option<FailurePolicy>; 2]>,
+    pub(crate) policy: Mutex<[Option<FailurePolicy>; Hook::ALL.len()]>,
 }
 
 impl Slot {
@@ -131,7 +131,7 @@ impl PluginRegistry {
                     last_error: Mutex::new(None),
                     breaker: Breakers::new(self.rt.config.breaker),
                     metrics: PluginMetrics::default(),
-                    policy: Mutex::new([None, None]),
+                    policy: Mutex::new([None; Hook::ALL.len()]),
                 })
             })
             .clone()
@@ -375,13 +375,20 @@ impl PluginRegistry {
         p: Option<FailurePolicy>,
     ) -> Result<(), RegistryError> {
         self.slot(name)?;
+        if hook == Hook::BeforePush && p == Some(FailurePolicy::Closed) {
+            return Err(RegistryError::PushFailsOpen(name.to_owned()));
+        }
         self.tenants.set_failure(tenant, name, hook, p);
         Ok(())
     }
 
     /// Overrides (or, with `None`, restores) the manifest's failure policy of a plugin's hook.
     pub fn set_failure_policy(&self, name: &str, hook: Hook, p: Option<FailurePolicy>) -> Result<(), RegistryError> {
-        self.slot(name)?.policy.lock()[hook as usize] = p;
+        let slot = self.slot(name)?;
+        if hook == Hook::BeforePush && p == Some(FailurePolicy::Closed) {
+            return Err(RegistryError::PushFailsOpen(name.to_owned()));
+        }
+        slot.policy.lock()[hook as usize] = p;
         Ok(())
     }
 

@@ -18,7 +18,7 @@ struct Entry {
     enabled: Option<bool>,
     settings: Option<Value>,
     /// By `Hook as usize`: `[before-publish, on-command]`.
-    failure: [Option<FailurePolicy>; 2],
+    failure: [Option<FailurePolicy>; Hook::ALL.len()],
 }
 
 type Table = HashMap<TenantId, HashMap<String, Entry>>;
@@ -108,10 +108,7 @@ impl TenantTable {
                         plugin: p.clone(),
                         enabled: e.enabled,
                         settings: e.settings.clone(),
-                        failure: [Hook::BeforePublish, Hook::OnCommand]
-                            .into_iter()
-                            .filter_map(|h| e.failure[h as usize].map(|f| (h, f)))
-                            .collect(),
+                        failure: Hook::ALL.into_iter().filter_map(|h| e.failure[h as usize].map(|f| (h, f))).collect(),
                     })
                     .collect()
             })

@@ -2,7 +2,7 @@
 //! `InstancePre`, built through the load gate. The gate refuses anything that is not a component, imports more
 //! than its manifest grants, imports what the host does not provide, or exports another world than it declares.
 
-use crate::bindings::{self, PACKAGE, VERSION, before_publish, on_command};
+use crate::bindings::{self, PACKAGE, VERSION, before_publish, before_push, on_command};
 use crate::config::Limits;
 use crate::error::LoadError;
 use crate::instance::Live;
@@ -28,8 +28,10 @@ pub(crate) struct PluginVersion {
     pub(crate) pre: InstancePre<StoreData>,
     pub(crate) publish: Option<before_publish::GuestIndices>,
     pub(crate) command: Option<on_command::GuestIndices>,
+    pub(crate) push: Option<before_push::GuestIndices>,
     pub(crate) publish_limits: Limits,
     pub(crate) command_limits: Limits,
+    pub(crate) push_limits: Limits,
     /// Idle warm instances of this version; they die with it.
     pub(crate) warm: Mutex<Vec<Live>>,
     /// Instances created for this version, warm or not.
@@ -71,12 +73,19 @@ impl PluginVersion {
             .then(|| on_command::GuestIndices::new(&pre))
             .transpose()
             .map_err(link)?;
+        let push = manifest
+            .has_hook(Hook::BeforePush)
+            .then(|| before_push::GuestIndices::new(&pre))
+            .transpose()
+            .map_err(link)?;
         let mut publish_limits = rt.config.publish_limits.with_overrides(&manifest.limits);
         let mut command_limits = rt.config.command_limits.with_overrides(&manifest.limits);
+        let mut push_limits = rt.config.push_limits.with_overrides(&manifest.limits);
         // A pool slot cannot hold more memory than it was sized for; cap the plugin's limit at the slot size.
         if let Some(p) = rt.config.pooling.filter(|_| rt.pooling) {
             publish_limits.memory_bytes = publish_limits.memory_bytes.min(p.max_memory_bytes);
             command_limits.memory_bytes = command_limits.memory_bytes.min(p.max_memory_bytes);
+            push_limits.memory_bytes = push_limits.memory_bytes.min(p.max_memory_bytes);
         }
         Ok(PluginVersion {
             name: Arc::from(manifest.name.as_str()),
@@ -87,8 +96,10 @@ impl PluginVersion {
             pre,
             publish,
             command,
+            push,
             publish_limits,
             command_limits,
+            push_limits,
             warm: Mutex::new(Vec::new()),
             instantiations: AtomicU64::new(0),
             retired: AtomicBool::new(false),
@@ -101,6 +112,7 @@ impl PluginVersion {
         match hook {
             Hook::BeforePublish => self.publish_limits,
             Hook::OnCommand => self.command_limits,
+            Hook::BeforePush => self.push_limits,
         }
     }
 
@@ -179,6 +191,7 @@ pub(crate) fn check_exports(component: &Component, engine: &Engine, hooks: &[Hoo
         let hook = parse_name(name).filter(|(_, v)| compatible(*v)).and_then(|(iface, _)| match iface {
             "before-publish" => Some(Hook::BeforePublish),
             "on-command" => Some(Hook::OnCommand),
+            "before-push" => Some(Hook::BeforePush),
             _ => None,
         });
         match hook {
@@ -210,8 +223,9 @@ mod tests {
 
     #[test]
     fn only_the_host_minor_and_older_patches_are_compatible() {
-        assert!(compatible(Some((0, 1, 0))));
-        assert!(!compatible(Some((0, 1, 1))), "a newer patch may import what the host lacks");
+        assert!(compatible(Some((0, 1, 0))), "components built before before-push keep loading");
+        assert!(compatible(Some((0, 1, 1))));
+        assert!(!compatible(Some((0, 1, 2))), "a newer patch may import what the host lacks");
         assert!(!compatible(Some((0, 2, 0))));
         assert!(!compatible(Some((1, 1, 0))));
         assert!(!compatible(None));

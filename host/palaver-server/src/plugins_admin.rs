@@ -47,6 +47,7 @@ pub(crate) fn plugin(p: PluginInfo) -> a::PluginInfo {
         faults: p.faults,
         before_publish: counts(p.before_publish),
         on_command: counts(p.on_command),
+        before_push: counts(p.before_push),
         loads: p.loads,
         load_refusals: p.load_refusals,
         instantiations: p.instantiations,

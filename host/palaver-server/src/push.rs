@@ -31,6 +31,10 @@ pub struct PushConfig {
     /// `Retry-After` replaces it, capped the same).
     pub retry_backoff_ms: u64,
     pub retry_backoff_max_ms: u64,
+    /// The longest a push filter (a plugin's `before-push`) may delay a push; a longer delay is cut to it.
+    pub max_delay_ms: u64,
+    /// Delayed pushes one node keeps waiting; beyond it a delayed push is sent at once.
+    pub max_delayed: usize,
     pub fcm: Option<FcmSection>,
     pub apns: Option<ApnsSection>,
     pub jpush: Option<JpushSection>,
@@ -49,6 +53,8 @@ impl Default for PushConfig {
             max_attempts: 5,
             retry_backoff_ms: 200,
             retry_backoff_max_ms: 30_000,
+            max_delay_ms: 3_600_000,
+            max_delayed: 10_000,
             fcm: None,
             apns: None,
             jpush: None,
@@ -137,6 +143,9 @@ impl PushConfig {
         if self.buffer == 0 || self.dedup_capacity == 0 || self.max_attempts == 0 || self.retry_backoff_ms == 0 {
             return Err("push.buffer, dedup_capacity, max_attempts and retry_backoff_ms must be ≥ 1".into());
         }
+        if self.max_delay_ms > 86_400_000 {
+            return Err("push.max_delay_ms must be at most 86400000 (a day)".into());
+        }
         if self.retry_backoff_max_ms < self.retry_backoff_ms {
             return Err("push.retry_backoff_max_ms must be ≥ retry_backoff_ms".into());
         }
@@ -180,6 +189,8 @@ impl PushConfig {
             buffer: self.buffer,
             max_devices_per_user: self.max_devices_per_user,
             providers: providers.iter().map(|p| p.name().to_owned()).collect(),
+            max_delay_ms: self.max_delay_ms,
+            max_delayed: self.max_delayed,
         }
     }
 }

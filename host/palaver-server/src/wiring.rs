@@ -150,6 +150,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let plugins = Plugins::start(&cfg, ports.users.clone(), ports.topics.clone(), ports.subs.clone()).await?;
     if let Some(p) = &plugins {
         ports.hooks = p.hook();
+        ports.push_hook = p.push_hook();
         ports.business.rules = p.rules();
     }
     if cluster.is_some() && cfg.auth.token_key.is_empty() {
@@ -342,6 +343,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
             bus: Arc::new(MemoryBus::new()),
             control: Arc::new(MemoryControl::default()),
             hooks: Arc::new(NoHooks),
+            push_hook: Arc::new(NoHooks),
             business: storage.business,
             outbox: storage.outbox,
             devices: storage.devices,
@@ -374,6 +376,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
         bus: Arc::new(shared.bus),
         control: Arc::new(shared.control),
         hooks: Arc::new(NoHooks),
+        push_hook: Arc::new(NoHooks),
         business,
         outbox,
         devices,

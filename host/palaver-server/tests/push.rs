@@ -2,7 +2,8 @@
 //! pointed at a local server that checks each request's HMAC signature: an offline user with a registered token
 //! gets exactly one push per message, an attached user none, two devices one each, a replayed task nothing
 //! (the dedup key), `{hi dev:"␡"}` deletes the token, a topic with P turned off pushes nothing, and a 410 from
-//! the provider removes the device.
+//! the provider removes the device; and a push filter plugin (`quiet-hours`) rewrites and drops what the provider
+//! gets.
 
 mod common;
 
@@ -213,5 +214,76 @@ async fn offline_users_get_one_push_per_message() {
     assert!(metrics.contains("palaver_push_succeeded_total{provider=\"webhook\"} 4"), "{metrics}");
     assert!(metrics.contains("palaver_push_devices_removed_total 1"), "{metrics}");
     assert!(metrics.contains("palaver_push_deduplicated_total 1"), "{metrics}");
+    node.shutdown().await;
+}
+
+const ADMIN_TOKEN: &str = "push-hook-admin-token-0123456789";
+
+/// Puts the tenant-1 choice `body` for plugin `quiet-hours` through the admin API.
+async fn quiet_hours(addr: std::net::SocketAddr, body: Value) {
+    let auth = format!("Bearer {ADMIN_TOKEN}");
+    let path = "/v1/admin/tenants/1/plugins/quiet-hours";
+    let (status, text) = common::http_with(addr, "PUT", path, &[("Authorization", &auth)], &body.to_string()).await;
+    assert_eq!(status, 200, "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn push_filters_rewrite_and_drop_what_the_provider_gets() {
+    let hook = Hook::default();
+    let url = hook.start().await;
+    let plugins = common::plugins_dir(&["quiet-hours-"]);
+    let dir = tempfile::tempdir().unwrap();
+    let node = common::start(
+        dir.path(),
+        &[
+            ("PALAVER_PUSH__ENABLED", "true"),
+            ("PALAVER_PUSH__WEBHOOK__URL", &url),
+            ("PALAVER_PUSH__WEBHOOK__SECRET", SECRET),
+            ("PALAVER_OUTBOX__RELAY_INTERVAL_MS", "50"),
+            ("PALAVER_PLUGINS__DIR", &plugins.path().to_string_lossy()),
+            ("PALAVER_ADMIN__TOKEN", ADMIN_TOKEN),
+        ],
+    )
+    .await;
+    let addr = node.addr();
+    let (mut alice, _) = login(addr, "hook-alice", None, true).await;
+    let (bob, bob_id) = login(addr, "hook-bob", Some("bob-phone"), true).await;
+    drop(bob);
+    assert_eq!(alice.req("sub", json!({ "topic": bob_id })).await["code"], 200);
+
+    // Rewrite: a message that mentions Bob reaches him with the tenant's mention text.
+    quiet_hours(addr, json!({ "enabled": true, "settings": { "mention_body": "You were mentioned" } })).await;
+    let mention = json!({ "txt": "hi bob", "ent": [{ "tp": "MN", "data": { "val": bob_id } }],
+        "fmt": [{ "at": 3, "len": 3, "key": 0 }] });
+    assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": mention })).await["code"], 202);
+    let got = hook.expect("bob-phone", 1).await;
+    assert_eq!(got[0]["body"], "You were mentioned", "{}", got[0]);
+    assert_eq!(got[0]["data"]["seq"], "1", "the locating fields are the host's");
+    // Keep: no mention, no quiet hours, the push as built.
+    assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "plain" })).await["code"], 202);
+    let got = hook.expect("bob-phone", 2).await;
+    assert_eq!(got[1]["body"], "New message");
+
+    // Drop: Bob's own quiet hours, around the current UTC minute, with `drop`.
+    let now_min = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 60) % 1440;
+    let hhmm = |m: u64| format!("{:02}:{:02}", (m % 1440) / 60, m % 60);
+    let window = json!({ "start": hhmm(now_min + 1440 - 60), "end": hhmm(now_min + 60) });
+    let settings = json!({ "users": { bob_id.clone(): window }, "during_quiet": "drop" });
+    quiet_hours(addr, json!({ "settings": settings })).await;
+    assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "at night" })).await["code"], 202);
+    let dropped = "palaver_push_filtered_total{decision=\"drop\"}";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while common::sample(&node.service().render_metrics(), dropped) != Some(1.0) {
+        assert!(tokio::time::Instant::now() < deadline, "the filter never dropped the push");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    hook.expect("bob-phone", 2).await;
+
+    let metrics = node.service().render_metrics();
+    let count = |series: &str| common::sample(&metrics, series).unwrap_or(-1.0);
+    assert_eq!(count("palaver_push_filtered_total{decision=\"rewrite\"}"), 1.0, "{metrics}");
+    assert_eq!(count("palaver_push_filtered_total{decision=\"keep\"}"), 1.0);
+    assert_eq!(count("palaver_push_filtered_total{decision=\"drop\"}"), 1.0);
+    assert_eq!(count("palaver_plugin_calls_total{plugin=\"quiet-hours\",hook=\"before-push\"}"), 3.0);
     node.shutdown().await;
 }

@@ -1,7 +1,8 @@
 //! The Palaver plugin SDK: write a plugin as a plain Rust type, test it natively, ship it as a component.
 //!
 //! A plugin implements [`PublishFilter`] (judges messages before they take a seq) and/or [`CommandHandler`]
-//! (runs business commands), and exports itself with one macro:
+//! (runs business commands), or [`PushFilter`] (keeps, drops, delays or rewrites offline pushes), and exports
+//! itself with one macro:
 //!
 //! ```ignore
 //! use palaver_plugin_sdk::{Context, Host, Message, PublishFilter, Verdict};
@@ -29,6 +30,7 @@
 extern crate self as palaver_plugin_sdk;
 
 mod host;
+mod push;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 mod types;
@@ -36,6 +38,7 @@ mod types;
 pub use host::{Context, Host, Kv, WasmHost};
 /// The contracts shared with the host: the reasons table, the commands table and the typed facts.
 pub use palaver_api::{self as api, CommandName, Facts, Family, Reason, facts};
+pub use push::{Push, PushDecision};
 pub use serde_json::{Map, Value, json};
 pub use types::{
     CallInfo, Command, CommandOutcome, FactsError, HostError, Level, Member, Message, Notification, Topic, TopicKind,
@@ -48,6 +51,13 @@ pub trait PublishFilter: Default + 'static {
     fn before_publish<H: Host>(&mut self, cx: &mut Context<'_, H>, msg: &Message) -> Verdict;
 }
 
+/// A plugin that filters offline pushes (world `push-filter`): called once per pushed user, after the host chose
+/// the recipient and before it sends. A panic or a breached limit sends the push unchanged.
+pub trait PushFilter: Default + 'static {
+    /// The decision on one push to one user.
+    fn before_push<H: Host>(&mut self, cx: &mut Context<'_, H>, push: &Push) -> PushDecision;
+}
+
 /// A plugin that runs business commands.
 pub trait CommandHandler: Default + 'static {
     /// Runs one command.
@@ -57,8 +67,9 @@ pub trait CommandHandler: Default + 'static {
 /// What the export macros expand to; not for plugin code.
 #[doc(hidden)]
 pub mod __private {
+    use crate::bindings::push_filter::exports::palaver::plugin::before_push as wit_push;
     use crate::bindings::wit;
-    use crate::{Command, CommandHandler, Context, Message, PublishFilter, Verdict, WasmHost};
+    use crate::{Command, CommandHandler, Context, Message, PublishFilter, Push, PushFilter, Verdict, WasmHost};
     use serde_json::Value;
 
     pub use wit_bindgen;
@@ -86,6 +97,15 @@ pub mod __private {
         let mut host = WasmHost;
         let mut cx = Context::new(ctx.call.into(), &mut host);
         plugin.before_publish(&mut cx, &msg).into_wit()
+    }
+
+    /// `before-push`, from the wire types to the plugin and back.
+    pub fn filter<P: PushFilter>(plugin: &mut P, push: wit_push::PushInfo) -> wit_push::PushDecision {
+        let call = push.call.clone().into();
+        let push = Push::from_wit(push);
+        let mut host = WasmHost;
+        let mut cx = Context::new(call, &mut host);
+        plugin.before_push(&mut cx, &push).into_wit()
     }
 
     /// `on-command`, from the wire types to the plugin and back.
@@ -128,6 +148,30 @@ macro_rules! publish_filter {
                 }
             }
             ::palaver_plugin_sdk::bindings::publish_filter::__export_publish_filter!(__Export);
+        };
+    };
+}
+
+/// Exports a [`PushFilter`] as a component of world `push-filter`.
+#[macro_export]
+macro_rules! push_filter {
+    ($plugin:ty) => {
+        // Natively (tests) there is nothing to export to, and the wasm export names would not even link.
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            use ::palaver_plugin_sdk::bindings::push_filter::exports::palaver::plugin::before_push as __bp;
+            struct __Export;
+            ::std::thread_local! {
+                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
+            }
+            impl __bp::Guest for __Export {
+                fn filter(push: __bp::PushInfo) -> __bp::PushDecision {
+                    __PLUGIN.with_borrow_mut(|p| {
+                        ::palaver_plugin_sdk::__private::filter(::palaver_plugin_sdk::__private::instance(p), push)
+                    })
+                }
+            }
+            ::palaver_plugin_sdk::bindings::push_filter::__export_push_filter!(__Export);
         };
     };
 }
@@ -233,14 +277,14 @@ pub mod bindings {
             path: "../../wit",
             world: "palaver:plugin/publish-filter",
             with: {
-                "palaver:plugin/types@0.1.0": crate::bindings::platform::palaver::plugin::types,
-                "palaver:plugin/kv@0.1.0": crate::bindings::platform::palaver::plugin::kv,
-                "palaver:plugin/directory@0.1.0": crate::bindings::platform::palaver::plugin::directory,
-                "palaver:plugin/events@0.1.0": crate::bindings::platform::palaver::plugin::events,
-                "palaver:plugin/notifications@0.1.0": crate::bindings::platform::palaver::plugin::notifications,
-                "palaver:plugin/log@0.1.0": crate::bindings::platform::palaver::plugin::log,
-                "palaver:plugin/clock@0.1.0": crate::bindings::platform::palaver::plugin::clock,
-                "palaver:plugin/settings@0.1.0": crate::bindings::platform::palaver::plugin::settings,
+                "palaver:plugin/types@0.1.1": crate::bindings::platform::palaver::plugin::types,
+                "palaver:plugin/kv@0.1.1": crate::bindings::platform::palaver::plugin::kv,
+                "palaver:plugin/directory@0.1.1": crate::bindings::platform::palaver::plugin::directory,
+                "palaver:plugin/events@0.1.1": crate::bindings::platform::palaver::plugin::events,
+                "palaver:plugin/notifications@0.1.1": crate::bindings::platform::palaver::plugin::notifications,
+                "palaver:plugin/log@0.1.1": crate::bindings::platform::palaver::plugin::log,
+                "palaver:plugin/clock@0.1.1": crate::bindings::platform::palaver::plugin::clock,
+                "palaver:plugin/settings@0.1.1": crate::bindings::platform::palaver::plugin::settings,
             },
             pub_export_macro: true,
             export_macro_name: "__export_publish_filter",
@@ -255,18 +299,40 @@ pub mod bindings {
             path: "../../wit",
             world: "palaver:plugin/command-handler",
             with: {
-                "palaver:plugin/types@0.1.0": crate::bindings::platform::palaver::plugin::types,
-                "palaver:plugin/kv@0.1.0": crate::bindings::platform::palaver::plugin::kv,
-                "palaver:plugin/directory@0.1.0": crate::bindings::platform::palaver::plugin::directory,
-                "palaver:plugin/events@0.1.0": crate::bindings::platform::palaver::plugin::events,
-                "palaver:plugin/notifications@0.1.0": crate::bindings::platform::palaver::plugin::notifications,
-                "palaver:plugin/log@0.1.0": crate::bindings::platform::palaver::plugin::log,
-                "palaver:plugin/clock@0.1.0": crate::bindings::platform::palaver::plugin::clock,
-                "palaver:plugin/settings@0.1.0": crate::bindings::platform::palaver::plugin::settings,
+                "palaver:plugin/types@0.1.1": crate::bindings::platform::palaver::plugin::types,
+                "palaver:plugin/kv@0.1.1": crate::bindings::platform::palaver::plugin::kv,
+                "palaver:plugin/directory@0.1.1": crate::bindings::platform::palaver::plugin::directory,
+                "palaver:plugin/events@0.1.1": crate::bindings::platform::palaver::plugin::events,
+                "palaver:plugin/notifications@0.1.1": crate::bindings::platform::palaver::plugin::notifications,
+                "palaver:plugin/log@0.1.1": crate::bindings::platform::palaver::plugin::log,
+                "palaver:plugin/clock@0.1.1": crate::bindings::platform::palaver::plugin::clock,
+                "palaver:plugin/settings@0.1.1": crate::bindings::platform::palaver::plugin::settings,
             },
             pub_export_macro: true,
             export_macro_name: "__export_command_handler",
             default_bindings_module: "::palaver_plugin_sdk::bindings::command_handler",
+            runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
+        });
+    }
+
+    /// A plugin that filters offline pushes (since 0.1.1).
+    pub mod push_filter {
+        wit_bindgen::generate!({
+            path: "../../wit",
+            world: "palaver:plugin/push-filter",
+            with: {
+                "palaver:plugin/types@0.1.1": crate::bindings::platform::palaver::plugin::types,
+                "palaver:plugin/kv@0.1.1": crate::bindings::platform::palaver::plugin::kv,
+                "palaver:plugin/directory@0.1.1": crate::bindings::platform::palaver::plugin::directory,
+                "palaver:plugin/events@0.1.1": crate::bindings::platform::palaver::plugin::events,
+                "palaver:plugin/notifications@0.1.1": crate::bindings::platform::palaver::plugin::notifications,
+                "palaver:plugin/log@0.1.1": crate::bindings::platform::palaver::plugin::log,
+                "palaver:plugin/clock@0.1.1": crate::bindings::platform::palaver::plugin::clock,
+                "palaver:plugin/settings@0.1.1": crate::bindings::platform::palaver::plugin::settings,
+            },
+            pub_export_macro: true,
+            export_macro_name: "__export_push_filter",
+            default_bindings_module: "::palaver_plugin_sdk::bindings::push_filter",
             runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
         });
     }

@@ -4,7 +4,7 @@
 
 use crate::host::{Context, Host};
 use crate::types::{CallInfo, Command, CommandOutcome, HostError, Level, Member, Message, Notification, Topic, User};
-use crate::{CommandHandler, PublishFilter, TopicKind, Verdict};
+use crate::{CommandHandler, PublishFilter, Push, PushDecision, PushFilter, TopicKind, Verdict};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -177,6 +177,14 @@ impl<P: PublishFilter> Harness<P> {
     pub fn publish_message(&mut self, msg: &Message) -> Verdict {
         let mut cx = Context::new(self.call.clone(), &mut self.host);
         self.plugin.before_publish(&mut cx, msg)
+    }
+}
+
+impl<P: PushFilter> Harness<P> {
+    /// The decision on a push.
+    pub fn push(&mut self, push: &Push) -> PushDecision {
+        let mut cx = Context::new(self.call.clone(), &mut self.host);
+        self.plugin.before_push(&mut cx, push)
     }
 }
 

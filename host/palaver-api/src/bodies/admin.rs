@@ -46,9 +46,9 @@ PluginInfo {
     last_error: Option<String>,
     /// The version a rollback would bring back.
     previous_version: Option<String>,
-    /// `publish-filter`, `command-handler` or `full`.
+    /// `publish-filter`, `command-handler`, `full` or `push-filter`.
     world: Option<String>,
-    /// `before-publish`, `on-command`.
+    /// `before-publish`, `on-command`, `before-push`.
     hooks: Vec<String>,
     /// The host imports the manifest grants (`kv`, `directory`, `events`, …).
     grants: Vec<String>,
@@ -60,11 +60,12 @@ PluginInfo {
     loaded_at_ms: Option<u64>,
     /// The manifest file it came from.
     source: Option<String>,
-    /// Calls and faults over both hooks, across versions.
+    /// Calls and faults over every hook, across versions.
     calls: u64,
     faults: u64,
     before_publish: HookCounts,
     on_command: HookCounts,
+    before_push: HookCounts,
     loads: u64,
     load_refusals: u64,
     /// Instances created for the live version.

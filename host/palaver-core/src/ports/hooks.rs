@@ -1,4 +1,5 @@
-//! Hooks into the publish path, where plugins (content moderation first) judge a message before it takes a seq.
+//! Hooks into the publish path, where plugins (content moderation first) judge a message before it takes a seq,
+//! and into the push worker, where they decide whether an offline push goes out.
 
 use crate::{TenantId, TopicKind, UserId};
 use serde_json::{Map, Value};
@@ -49,5 +50,51 @@ pub struct NoHooks;
 impl PublishHook for NoHooks {
     async fn before_publish(&self, _: &PublishContext, _: &Value, _: Option<&Map<String, Value>>) -> PublishVerdict {
         PublishVerdict::Allow
+    }
+}
+
+/// One push to one user, as a push hook sees it: the task's message, the recipient, and the push as built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushContext<'a> {
+    pub task: &'a crate::ports::PushTask,
+    pub recipient: UserId,
+    /// The stored topic's kind (`Group` or `P2p`).
+    pub kind: TopicKind,
+    /// The platforms of the devices about to be pushed.
+    pub platforms: Vec<String>,
+    pub message: &'a crate::ports::PushMessage,
+}
+
+/// A push hook's decision on one push to one user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushDecision {
+    /// Send it as built.
+    Keep,
+    /// Send nothing to this user.
+    Drop { reason: String },
+    /// Send it after `ms` milliseconds (the worker caps the wait), as rewritten if `rewrite` says so.
+    Delay { ms: u64, rewrite: Option<crate::ports::PushMessage> },
+    /// Send this message instead (the hook kept the locating fields).
+    Rewrite(crate::ports::PushMessage),
+}
+
+/// Decides, per recipient, whether an offline push goes out. Implementations fail open: a fault keeps the push.
+#[async_trait::async_trait]
+pub trait PushHook: Send + Sync {
+    /// The decision on one push to one user.
+    async fn before_push(&self, ctx: &PushContext<'_>) -> PushDecision;
+
+    /// False when no push filter could run for `tenant`: the worker then skips building the hook's input.
+    fn filters(&self, tenant: crate::TenantId) -> bool;
+}
+
+#[async_trait::async_trait]
+impl PushHook for NoHooks {
+    async fn before_push(&self, _: &PushContext<'_>) -> PushDecision {
+        PushDecision::Keep
+    }
+
+    fn filters(&self, _: crate::TenantId) -> bool {
+        false
     }
 }

@@ -38,14 +38,14 @@ pub use groups::{
     JoinOutcome, JoinPolicy, JoinRequest, Mute, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit,
 };
 pub use health::HealthCheck;
-pub use hooks::{NoHooks, PublishContext, PublishHook, PublishVerdict};
+pub use hooks::{NoHooks, PublishContext, PublishHook, PublishVerdict, PushContext, PushDecision, PushHook};
 pub use idempotency::IdempotencyStore;
 pub use login_failures::{Backoff, LoginFailureStore};
 pub use messages::MessageStore;
 pub use nodes::{NodeError, NodeInfo, NodeRegistry};
 pub use notifications::{NewNotification, Notification, NotificationStore};
 pub use presence::{PresenceStore, SessionBeat};
-pub use push::{PushDedup, PushError, PushMessage, PushProvider, PushTask};
+pub use push::{MAX_MENTIONS, PushDedup, PushError, PushMessage, PushProvider, PushTask, mentions_of};
 pub use queue::{Delivery, OutboxEntry, OutboxStore, QueueConsumer, QueueRecord, QueueTopic, TaskQueue};
 pub use relations::{
     Block, CreateOutcome, Decision, Friend, FriendRequest, REQUEST_NOT_PENDING, REQUEST_NOT_YOURS, Relation,
@@ -74,6 +74,8 @@ pub struct Ports {
     pub bus: Arc<dyn RealtimeBus>,
     pub control: Arc<dyn SessionControlStore>,
     pub hooks: Arc<dyn PublishHook>,
+    /// Decides, per recipient, whether the push worker sends an offline push (plugins' `before-push`).
+    pub push_hook: Arc<dyn PushHook>,
     pub business: BusinessPorts,
     /// Records owed to the task queue (audit, summaries, results), relayed to it by a background task.
     pub outbox: Arc<dyn OutboxStore>,

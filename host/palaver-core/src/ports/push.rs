@@ -34,6 +34,37 @@ pub struct PushTask {
     /// The device the sender published from (its id), which gets no push at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_device: Option<String>,
+    /// The message's head, for push filters (`before-push`). Tasks written before it existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The users the message mentions (Drafty `MN` entities), at most [`MAX_MENTIONS`], for push filters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mentions: Vec<UserId>,
+}
+
+/// The most mentions a push task carries: enough for a mention-only rule, bounded whatever the message says.
+pub const MAX_MENTIONS: usize = 32;
+
+/// The users a Drafty document mentions (`ent` entries of type `MN` whose `data.val` is a user id), in order,
+/// without repeats, at most [`MAX_MENTIONS`].
+pub fn mentions_of(content: &serde_json::Value) -> Vec<UserId> {
+    let mut out = Vec::new();
+    let Some(ents) = content.get("ent").and_then(serde_json::Value::as_array) else { return out };
+    for e in ents {
+        if e.get("tp").and_then(serde_json::Value::as_str) != Some("MN") {
+            continue;
+        }
+        let val = e.get("data").and_then(|d| d.get("val")).and_then(serde_json::Value::as_str);
+        if let Some(Ok(u)) = val.map(UserId::parse)
+            && !out.contains(&u)
+        {
+            out.push(u);
+            if out.len() == MAX_MENTIONS {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// What one device is sent: Tinode's push fields plus the minimal locating fields, all as strings (FCM's `data`
@@ -87,4 +118,26 @@ pub trait PushProvider: Send + Sync {
 pub trait PushDedup: Send + Sync {
     /// True the first time `(tenant, topic, seq, user)` is claimed within `ttl_ms`; false for a repeat.
     async fn claim(&self, tenant: TenantId, topic: &str, seq: Seq, user: UserId, ttl_ms: u64) -> StoreResult<bool>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mentions_are_the_mn_entities_once_each_and_bounded() {
+        let (a, b) = (UserId(1), UserId(2));
+        let doc = json!({ "txt": "hi @a @b @a", "ent": [
+            { "tp": "MN", "data": { "val": a.to_string() } },
+            { "tp": "LN", "data": { "url": "https://x" } },
+            { "tp": "MN", "data": { "val": b.to_string() } },
+            { "tp": "MN", "data": { "val": a.to_string() } },
+            { "tp": "MN", "data": { "val": "not a user" } },
+        ]});
+        assert_eq!(mentions_of(&doc), vec![a, b]);
+        assert!(mentions_of(&json!("plain text")).is_empty());
+        let many: Vec<_> = (1..=100).map(|i| json!({ "tp": "MN", "data": { "val": UserId(i).to_string() } })).collect();
+        assert_eq!(mentions_of(&json!({ "txt": "", "ent": many })).len(), MAX_MENTIONS);
+    }
 }

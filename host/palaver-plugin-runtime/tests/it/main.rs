@@ -5,6 +5,7 @@
 //! - `calls`: verdicts, tenants, order, commands, directory, instances, metrics;
 //! - `limits`: traps and every limit, side effects, failure policies, the breaker, commit conflicts;
 //! - `loading`: the load gate's refusals, the disk cache, directories;
+//! - `push`: `before-push` decisions, fail-open faults, 0.1.0 components on the 0.1.1 host;
 //! - `reload`: hot reload under load, in-flight calls, bad uploads, rollback, the watcher.
 
 mod calls;
@@ -12,4 +13,5 @@ mod common;
 mod hardening;
 mod limits;
 mod loading;
+mod push;
 mod reload;

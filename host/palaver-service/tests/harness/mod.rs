@@ -5,7 +5,7 @@
 
 use base64::Engine;
 use palaver_core::TenantId;
-use palaver_core::ports::{BusinessPorts, NoHooks, Ports, PublishHook};
+use palaver_core::ports::{BusinessPorts, NoHooks, Ports, PublishHook, PushHook};
 use palaver_service::auth::{HashCost, TokenSigner};
 use palaver_service::{Outbound, Service, ServiceConfig, Session, SessionRx, Transport};
 use palaver_store_memory::{
@@ -28,7 +28,17 @@ pub fn service_with_hooks(cfg: ServiceConfig, hooks: Arc<dyn PublishHook>) -> Se
 }
 
 /// A service writing its outbox records to `outbox`, which a test can read.
-pub fn service_on(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>, outbox: MemoryOutbox) -> Service {
+pub fn service_on(cfg: ServiceConfig, hooks: Arc<dyn PublishHook>, outbox: MemoryOutbox) -> Service {
+    service_with_push_hook(cfg, hooks, Arc::new(NoHooks), outbox)
+}
+
+/// [`service_on`] with a push hook for the push worker.
+pub fn service_with_push_hook(
+    mut cfg: ServiceConfig,
+    hooks: Arc<dyn PublishHook>,
+    push_hook: Arc<dyn PushHook>,
+    outbox: MemoryOutbox,
+) -> Service {
     cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
     let store = Arc::new(MemoryStore::new());
     let ports = Ports {
@@ -42,6 +52,7 @@ pub fn service_on(mut cfg: ServiceConfig, hooks: Arc<dyn PublishHook>, outbox: M
         bus: Arc::new(MemoryBus::new()),
         control: Arc::new(MemoryControl::default()),
         hooks,
+        push_hook,
         business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
         outbox: Arc::new(outbox),
         devices: Arc::new(palaver_store_memory::MemoryDevices::new()),
@@ -116,6 +127,7 @@ fn cluster_on(
                 bus: Arc::new(hub.connect(cfg.node_id.clone())),
                 control: control.clone(),
                 hooks: Arc::new(NoHooks),
+                push_hook: Arc::new(NoHooks),
                 business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
                 outbox: outbox.clone(),
                 devices: devices.clone(),

@@ -11,7 +11,7 @@ pub use payload::{PREVIEW_CHARS, build_message, preview_of};
 pub use state::PushState;
 
 use crate::Inner;
-use palaver_core::ports::{PushTask, QueueRecord, QueueTopic};
+use palaver_core::ports::{PushTask, QueueRecord, QueueTopic, mentions_of};
 use palaver_core::{Message, TenantId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,6 +36,10 @@ pub struct PushConfig {
     /// The providers this node has credentials for, in the order a new device picks one (see
     /// [`PushConfig::provider_for`]).
     pub providers: Vec<String>,
+    /// The longest a push filter may delay a push, in milliseconds; a longer delay is cut to it.
+    pub max_delay_ms: u64,
+    /// Delayed pushes one node keeps waiting; beyond it a delayed push is sent at once.
+    pub max_delayed: usize,
 }
 
 impl Default for PushConfig {
@@ -47,6 +51,8 @@ impl Default for PushConfig {
             buffer: 10_000,
             max_devices_per_user: 16,
             providers: Vec::new(),
+            max_delay_ms: 60 * 60 * 1000,
+            max_delayed: 10_000,
         }
     }
 }
@@ -92,6 +98,8 @@ impl Inner {
             preview: cfg.preview.then(|| preview_of(&msg.content)).flatten(),
             attached: self.hub.attached_users(tenant, &msg.topic),
             sender_device,
+            head: head.cloned(),
+            mentions: mentions_of(&msg.content),
         };
         self.push.offer(task);
     }
@@ -118,5 +126,5 @@ pub(crate) async fn drain(inner: std::sync::Weak<Inner>, mut rx: mpsc::Receiver<
 /// The buffer's two ends: the state keeps the sender, [`drain`] gets the receiver.
 pub(crate) fn buffer(cfg: &PushConfig) -> (Arc<PushState>, mpsc::Receiver<PushTask>) {
     let (tx, rx) = mpsc::channel(cfg.buffer.max(1));
-    (Arc::new(PushState::new(tx)), rx)
+    (Arc::new(PushState::new(tx, cfg.max_delayed)), rx)
 }

@@ -7,8 +7,9 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// Upper bounds of the provider latency histogram, in seconds: a provider answers in tens of milliseconds to
 /// seconds, coarser than the node's own latencies.
@@ -22,6 +23,14 @@ fn provider_histogram() -> Histogram {
 struct ProviderLabel {
     provider: String,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabel {
+    decision: &'static str,
+}
+
+/// The push filters' decisions, each exported from zero.
+const DECISIONS: [&str; 5] = ["keep", "drop", "delay", "rewrite", "delay_overflow"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FailureLabel {
@@ -40,11 +49,20 @@ pub struct PushState {
     succeeded: Family<ProviderLabel, Counter>,
     failed: Family<FailureLabel, Counter>,
     latency: Family<ProviderLabel, Histogram, fn() -> Histogram>,
+    filtered: Family<DecisionLabel, Counter>,
+    /// Delayed pushes waiting on this node (`push.max_delayed` permits).
+    delayed: Arc<Semaphore>,
 }
 
 impl PushState {
-    pub(crate) fn new(tx: mpsc::Sender<PushTask>) -> PushState {
+    pub(crate) fn new(tx: mpsc::Sender<PushTask>, max_delayed: usize) -> PushState {
+        let filtered = Family::default();
+        for decision in DECISIONS {
+            let _ = filtered.get_or_create(&DecisionLabel { decision });
+        }
         PushState {
+            filtered,
+            delayed: Arc::new(Semaphore::new(max_delayed)),
             tx,
             triggered: Counter::default(),
             dropped: Counter::default(),
@@ -87,6 +105,21 @@ impl PushState {
         self.latency.get_or_create(&ProviderLabel { provider: provider.to_owned() }).observe(took.as_secs_f64());
     }
 
+    /// Counts a push filter's decision (one of [`DECISIONS`]).
+    pub(crate) fn filtered(&self, decision: &'static str) {
+        self.filtered.get_or_create(&DecisionLabel { decision }).inc();
+    }
+
+    /// A slot for one delayed push, or `None` when `push.max_delayed` are waiting already.
+    pub(crate) fn delay_permit(&self) -> Option<OwnedSemaphorePermit> {
+        self.delayed.clone().try_acquire_owned().ok()
+    }
+
+    /// Push filter decisions of one kind, for tests.
+    pub fn filtered_count(&self, decision: &'static str) -> u64 {
+        self.filtered.get_or_create(&DecisionLabel { decision }).get()
+    }
+
     /// Successful sends by provider, for tests.
     pub fn succeeded(&self, provider: &str) -> u64 {
         self.succeeded.get_or_create(&ProviderLabel { provider: provider.to_owned() }).get()
@@ -123,6 +156,7 @@ impl MetricsSource for PushState {
         }
         r.register("palaver_push_succeeded", "Pushes a provider accepted, by provider", self.succeeded.clone());
         r.register("palaver_push_failed", "Failed push attempts, by provider and reason", self.failed.clone());
+        r.register("palaver_push_filtered", "Push filter (before-push) decisions, by decision", self.filtered.clone());
         r.register(
             "palaver_push_provider_seconds",
             "How long a provider took to answer one push",

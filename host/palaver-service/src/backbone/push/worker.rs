@@ -14,6 +14,11 @@
 //! provider's `Retry-After`, up to `push.max_attempts`; then, like a refusal that will not change, it is recorded
 //! on the dead-letter topic with the reason (the embedded queue's table in embedded mode) and counted. A token
 //! the provider reports unregistered removes its device.
+//!
+//! **Filters.** Between the claim and the send, the tenant's push filters (plugins' `before-push`) may keep,
+//! drop, delay or rewrite each recipient's push; see the `filter` module.
+
+mod filter;
 
 use super::payload::build_message;
 use super::state::PushState;
@@ -41,7 +46,8 @@ pub struct WorkerConfig {
     pub backoff_max: Duration,
 }
 
-/// The push topic's consumer.
+/// The push topic's consumer. A clone shares everything (a delayed push sends through one).
+#[derive(Clone)]
 pub struct PushWorker {
     service: Service,
     queue: Arc<dyn TaskQueue>,
@@ -127,6 +133,9 @@ impl PushWorker {
                 continue;
             }
             let msg = build_message(task, &wire_name(&task.topic, sub.user), sender);
+            let filter::Filtered::Send(msg) = self.filter(task, sub.user, &devices, msg, delivery).await else {
+                continue;
+            };
             for device in devices {
                 self.send(task, &device, &msg, delivery).await?;
             }
