@@ -8,6 +8,7 @@ pub mod admin;
 pub mod auth;
 pub mod backbone;
 mod business;
+mod calls;
 mod delivery;
 mod error;
 mod handlers;
@@ -20,6 +21,7 @@ mod usecases;
 
 pub use backbone::{Backbone, Summary, new_event_id};
 pub use business::{BizError, BizResult};
+pub use calls::{CallConfig, IceServer, turn_credentials};
 pub use delivery::control::Eviction;
 pub use delivery::hub::{Attached, Frame, Hub, Outbound, SessionHandle, SessionRx};
 pub use error::{ServiceError, ServiceResult};
@@ -98,6 +100,8 @@ pub struct ServiceConfig {
     pub outbox_max_depth: u64,
     /// Offline push (`[push]`).
     pub push: backbone::push::PushConfig,
+    /// One-to-one calls (`[calls]`).
+    pub calls: calls::CallConfig,
 }
 
 impl Default for ServiceConfig {
@@ -133,6 +137,7 @@ impl Default for ServiceConfig {
             max_reports_per_hour: 20,
             outbox_max_depth: 100_000,
             push: backbone::push::PushConfig::default(),
+            calls: calls::CallConfig::default(),
         }
     }
 }
@@ -151,6 +156,8 @@ pub(crate) struct Inner {
     pub(crate) backbone: Arc<Backbone>,
     /// The push tasks' buffer and the push counters.
     pub(crate) push: Arc<backbone::push::PushState>,
+    /// The calls this node's sessions are parties of, and the call counters.
+    pub(crate) calls: Arc<calls::Calls>,
     /// The node's one metrics registry: the service's own, the backbone's, and every component's the server
     /// adds (plugins, Redis, the queue).
     registry: parking_lot::Mutex<palaver_core::Registry>,
@@ -182,6 +189,8 @@ impl Service {
         palaver_core::MetricsSource::register(metrics.as_ref(), &mut registry);
         palaver_core::MetricsSource::register(backbone.as_ref(), &mut registry);
         palaver_core::MetricsSource::register(push.as_ref(), &mut registry);
+        let calls = Arc::new(calls::Calls::new());
+        palaver_core::MetricsSource::register(calls.as_ref(), &mut registry);
         let svc = Service {
             inner: Arc::new(Inner {
                 ports,
@@ -195,6 +204,7 @@ impl Service {
                 api_limiter,
                 backbone,
                 push,
+                calls,
                 registry: parking_lot::Mutex::new(registry),
                 next_sid: AtomicU64::new(seed << 24),
                 draining: AtomicBool::new(false),
