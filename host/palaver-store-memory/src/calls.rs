@@ -8,10 +8,13 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// A call's key: tenant, stored topic, seq of its message.
+type CallKey = (TenantId, String, Seq);
+
 /// Calls per tenant, topic and seq. Clones share the rows.
 #[derive(Clone, Default)]
 pub struct MemoryCalls {
-    rows: Arc<Mutex<HashMap<(TenantId, String, Seq), Call>>>,
+    rows: Arc<Mutex<HashMap<CallKey, Call>>>,
 }
 
 impl MemoryCalls {

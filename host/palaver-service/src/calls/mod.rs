@@ -125,10 +125,13 @@ struct EventLabel {
 /// The events a refused transition is counted under.
 const REFUSED_EVENTS: [&str; 5] = ["accept", "hang-up", "timeout", "disconnect", "max-duration"];
 
+/// A call as a session's bookkeeping names it: tenant, stored topic, seq of its message.
+type CallKey = (TenantId, String, Seq);
+
 /// A node's call bookkeeping: the calls each local session is a party of (so a dropped connection ends
 /// them), and the counters.
 pub(crate) struct Calls {
-    parties: parking_lot::Mutex<HashMap<SessionId, Vec<(TenantId, String, Seq)>>>,
+    parties: parking_lot::Mutex<HashMap<SessionId, Vec<CallKey>>>,
     transitions: Family<StateLabel, Counter>,
     refused: Family<EventLabel, Counter>,
 }
@@ -155,7 +158,7 @@ impl Calls {
         self.refused.get_or_create(&EventLabel { event: event.into() }).inc();
     }
 
-    fn join(&self, sid: SessionId, call: (TenantId, String, Seq)) {
+    fn join(&self, sid: SessionId, call: CallKey) {
         self.parties.lock().entry(sid).or_default().push(call);
     }
 
@@ -169,7 +172,7 @@ impl Calls {
         }
     }
 
-    fn take(&self, sid: SessionId) -> Vec<(TenantId, String, Seq)> {
+    fn take(&self, sid: SessionId) -> Vec<CallKey> {
         self.parties.lock().remove(&sid).unwrap_or_default()
     }
 }
