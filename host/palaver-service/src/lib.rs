@@ -8,7 +8,6 @@ pub mod admin;
 pub mod auth;
 pub mod backbone;
 mod business;
-mod calls;
 mod delivery;
 mod error;
 mod handlers;
@@ -21,11 +20,11 @@ mod usecases;
 
 pub use backbone::{Backbone, Summary, new_event_id};
 pub use business::{BizError, BizResult};
-pub use calls::{CallConfig, IceServer, turn_credentials};
 pub use delivery::control::Eviction;
 pub use delivery::hub::{Attached, Frame, Hub, Outbound, SessionHandle, SessionRx};
 pub use error::{ServiceError, ServiceResult};
 pub use metrics::{LiveGauge, Metrics};
+pub use usecases::calls::{CallConfig, IceServer, turn_credentials};
 
 /// The content type of [`Service::render_metrics`]: the OpenMetrics text format, which Prometheus reads.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -101,7 +100,7 @@ pub struct ServiceConfig {
     /// Offline push (`[push]`).
     pub push: backbone::push::PushConfig,
     /// One-to-one calls (`[calls]`).
-    pub calls: calls::CallConfig,
+    pub calls: usecases::calls::CallConfig,
 }
 
 impl Default for ServiceConfig {
@@ -137,7 +136,7 @@ impl Default for ServiceConfig {
             max_reports_per_hour: 20,
             outbox_max_depth: 100_000,
             push: backbone::push::PushConfig::default(),
-            calls: calls::CallConfig::default(),
+            calls: usecases::calls::CallConfig::default(),
         }
     }
 }
@@ -157,7 +156,7 @@ pub(crate) struct Inner {
     /// The push tasks' buffer and the push counters.
     pub(crate) push: Arc<backbone::push::PushState>,
     /// The calls this node's sessions are parties of, and the call counters.
-    pub(crate) calls: Arc<calls::Calls>,
+    pub(crate) calls: Arc<usecases::calls::Calls>,
     /// The node's one metrics registry: the service's own, the backbone's, and every component's the server
     /// adds (plugins, Redis, the queue).
     registry: parking_lot::Mutex<palaver_core::Registry>,
@@ -189,7 +188,7 @@ impl Service {
         palaver_core::MetricsSource::register(metrics.as_ref(), &mut registry);
         palaver_core::MetricsSource::register(backbone.as_ref(), &mut registry);
         palaver_core::MetricsSource::register(push.as_ref(), &mut registry);
-        let calls = Arc::new(calls::Calls::new());
+        let calls = Arc::new(usecases::calls::Calls::new());
         palaver_core::MetricsSource::register(calls.as_ref(), &mut registry);
         let svc = Service {
             inner: Arc::new(Inner {

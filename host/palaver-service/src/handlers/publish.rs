@@ -102,7 +102,7 @@ impl Session {
             && fresh
             && !held
         {
-            crate::calls::start(&self.svc, tenant, &stored, seq, me, callee, self.handle.sid, audio_only).await;
+            self.svc.start_call(tenant, &stored, seq, me, callee, self.handle.sid, audio_only).await;
         }
         if fresh && !held {
             // The push task is only handed to a buffer: nothing here waits for the queue or a provider.

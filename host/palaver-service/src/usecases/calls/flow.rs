@@ -1,15 +1,13 @@
-//! The call transitions: starting a call after its message is stored, the `{note what:"call"}` events, the
+//! The call use cases: starting a call after its message is stored, the `{note what:"call"}` events, the
 //! ring and length timers, and a dropped connection. Each transition is one conditional update of the
 //! `CallStore`; only the one that takes rewrites the head and tells the parties, so a second firing (a timer on
 //! one node racing an accept on another, a repeated hang-up) changes nothing and is only counted.
 
 use crate::delivery::dispatch::Event;
 use crate::error::{ServiceError, ServiceResult};
-use crate::session::Session;
 use crate::{Inner, now_millis};
 use palaver_core::ports::{Call, CallEnd, CallState, PublishContext};
 use palaver_core::{AuditStatus, Message, MessageQuery, Seq, SessionId, TenantId, TopicKind, UserId};
-use palaver_proto::MsgNote;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -168,28 +166,53 @@ impl Inner {
 /// After the started message is stored as `seq`: the call record, the `invite` to the callee's sessions, and
 /// the ring timer, held by this node (the one that created the record); an accept elsewhere makes its firing
 /// a refused update.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn start(
-    inner: &Arc<Inner>,
-    tenant: TenantId,
-    topic: &str,
-    seq: Seq,
-    caller: UserId,
-    callee: UserId,
-    sid: SessionId,
-    audio_only: bool,
-) {
-    let key = session_key(&inner.cfg.node_id, sid);
-    let call = Call::started(topic.to_owned(), seq, caller, callee, key, audio_only, now_millis());
-    if let Err(e) = inner.ports.calls.create_call(tenant, &call).await {
-        tracing::warn!(error = %e, topic, seq, "call record not stored; the call does not ring");
-        return;
+impl Inner {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn start_call(
+        self: &Arc<Self>,
+        tenant: TenantId,
+        topic: &str,
+        seq: Seq,
+        caller: UserId,
+        callee: UserId,
+        sid: SessionId,
+        audio_only: bool,
+    ) {
+        let inner = self;
+        let key = session_key(&inner.cfg.node_id, sid);
+        let call = Call::started(topic.to_owned(), seq, caller, callee, key, audio_only, now_millis());
+        if let Err(e) = inner.ports.calls.create_call(tenant, &call).await {
+            tracing::warn!(error = %e, topic, seq, "call record not stored; the call does not ring");
+            return;
+        }
+        inner.calls.moved(CallState::Started);
+        inner.calls.join(sid, (tenant, topic.to_owned(), seq));
+        inner.call_info(tenant, &call, vec![callee], None, caller, "invite", None, None).await;
+        let after = Duration::from_millis(inner.cfg.calls.ring_timeout_ms);
+        spawn_timer(inner, tenant, topic, seq, after, CallEnd::Missed, "timeout");
     }
-    inner.calls.moved(CallState::Started);
-    inner.calls.join(sid, (tenant, topic.to_owned(), seq));
-    inner.call_info(tenant, &call, vec![callee], None, caller, "invite", None, None).await;
-    let after = Duration::from_millis(inner.cfg.calls.ring_timeout_ms);
-    spawn_timer(inner, tenant, topic, seq, after, CallEnd::Missed, "timeout");
+
+    /// A session closed: the calls it dialled or accepted end as `disconnected`.
+    pub(crate) async fn session_left_calls(self: &Arc<Self>, sid: SessionId) {
+        let inner = self;
+        let key = session_key(&inner.cfg.node_id, sid);
+        for (tenant, topic, seq) in inner.calls.take(sid) {
+            let call = match inner.ports.calls.get_call(tenant, &topic, seq).await {
+                Ok(Some(c)) if c.state.is_live() => c,
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, topic, seq, "call of a closed session not read");
+                    continue;
+                }
+            };
+            if call.caller_session == key || call.callee_session == key {
+                let ended = inner.end_call(tenant, &topic, seq, CallEnd::Disconnected, "disconnect", Some(sid)).await;
+                if let Err(e) = ended {
+                    tracing::warn!(error = %e, topic, seq, "call of a closed session not ended");
+                }
+            }
+        }
+    }
 }
 
 /// Fires `end` for the call after `after`, unless the service is gone by then.
@@ -213,44 +236,28 @@ fn spawn_timer(
     });
 }
 
-/// A session closed: the calls it dialled or accepted end as `disconnected`.
-pub(crate) async fn session_closed(inner: &Arc<Inner>, sid: SessionId) {
-    let key = session_key(&inner.cfg.node_id, sid);
-    for (tenant, topic, seq) in inner.calls.take(sid) {
-        let call = match inner.ports.calls.get_call(tenant, &topic, seq).await {
-            Ok(Some(c)) if c.state.is_live() => c,
-            Ok(_) => continue,
-            Err(e) => {
-                tracing::warn!(error = %e, topic, seq, "call of a closed session not read");
-                continue;
-            }
-        };
-        if call.caller_session == key || call.callee_session == key {
-            let ended = inner.end_call(tenant, &topic, seq, CallEnd::Disconnected, "disconnect", Some(sid)).await;
-            if let Err(e) = ended {
-                tracing::warn!(error = %e, topic, seq, "call of a closed session not ended");
-            }
-        }
-    }
-}
-
-impl Session {
-    /// `{note what:"call" seq event payload}` on a P2P topic: the event of one party of the call `seq`.
-    pub(crate) async fn on_call_note(&mut self, stored: String, m: MsgNote) -> ServiceResult<()> {
-        let svc = self.svc.clone();
+impl Inner {
+    /// A `{note what:"call" seq event payload}` of user `me` on session `sid` on the P2P topic `stored`: the
+    /// event of one party of the call `seq`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn call_event(
+        self: &Arc<Self>,
+        tenant: TenantId,
+        stored: String,
+        seq: Seq,
+        me: UserId,
+        sid: SessionId,
+        event: &str,
+        payload: Option<Value>,
+    ) -> ServiceResult<()> {
+        let svc = self;
         if !svc.cfg.calls.enabled {
             return Err(ServiceError::NotImplemented);
         }
-        let me = self.me()?;
-        let tenant = self.tenant();
-        let seq =
-            m.seq.filter(|s| *s > 0).ok_or_else(|| ServiceError::Malformed("note.seq must be positive".into()))?;
-        let event = m.event.as_deref().ok_or_else(|| ServiceError::Malformed("note.event is required".into()))?;
         let call = svc.ports.calls.get_call(tenant, &stored, seq).await?.ok_or(ServiceError::NotFound)?;
         if me != call.caller && me != call.callee {
             return Err(ServiceError::PermissionDenied);
         }
-        let sid = self.handle.sid;
         let mine = session_key(&svc.cfg.node_id, sid);
         match event {
             "ringing" => {
@@ -276,9 +283,9 @@ impl Session {
                 // The caller learns it is answered; the callee's other devices stop ringing; the caller's other
                 // devices see it taken.
                 let parties = vec![call.caller, call.callee];
-                svc.call_info(tenant, &call, parties, None, me, "accept", m.payload, Some(sid)).await;
+                svc.call_info(tenant, &call, parties, None, me, "accept", payload, Some(sid)).await;
                 let after = Duration::from_millis(svc.cfg.calls.max_duration_ms);
-                spawn_timer(&svc, tenant, &stored, seq, after, CallEnd::Disconnected, "max-duration");
+                spawn_timer(svc, tenant, &stored, seq, after, CallEnd::Disconnected, "max-duration");
             }
             "offer" | "answer" | "ice-candidate" => {
                 let (to, session) = if mine == call.caller_session {
@@ -289,10 +296,10 @@ impl Session {
                     return Err(ServiceError::PermissionDenied);
                 };
                 if call.state == CallState::Accepted && !session.is_empty() {
-                    svc.call_info(tenant, &call, vec![to], Some(session), me, event, m.payload, None).await;
+                    svc.call_info(tenant, &call, vec![to], Some(session), me, event, payload, None).await;
                 }
             }
-            "hang-up" => self.hang_up(call, me).await?,
+            "hang-up" => self.hang_up(tenant, call, me, sid).await?,
             _ => return Err(ServiceError::Malformed(format!("unknown call event {event:?}"))),
         }
         Ok(())
@@ -300,9 +307,8 @@ impl Session {
 
     /// A party hangs up: an accepted call is `finished`; a ringing one is `missed` when the caller gives up
     /// and `declined` when the callee refuses. A state that moved meanwhile is read again once.
-    async fn hang_up(&mut self, mut call: Call, me: UserId) -> ServiceResult<()> {
-        let svc = self.svc.clone();
-        let tenant = self.tenant();
+    async fn hang_up(&self, tenant: TenantId, mut call: Call, me: UserId, sid: SessionId) -> ServiceResult<()> {
+        let svc = self;
         for _ in 0..2 {
             let end = match call.state {
                 CallState::Accepted => CallEnd::Finished,
@@ -313,7 +319,7 @@ impl Session {
                     return Ok(());
                 }
             };
-            if svc.end_call(tenant, &call.topic, call.seq, end, "hang-up", Some(self.handle.sid)).await? {
+            if svc.end_call(tenant, &call.topic, call.seq, end, "hang-up", Some(sid)).await? {
                 return Ok(());
             }
             match svc.ports.calls.get_call(tenant, &call.topic, call.seq).await? {

@@ -3,11 +3,10 @@
 //! `{info topic:"me" src what:"call"}`; each state change is one conditional update and, when it takes, a
 //! replacement `{data}` (`head.replace`, `head.webrtc`, `webrtc-duration`) so both histories show the final
 //! state. This module holds the `[calls]` settings, the `{hi}` ICE servers (TURN REST credentials) and the
-//! node's call counters; `flow` holds the transitions.
+//! node's call counters; `flow` holds the transitions (`Inner`'s call use cases); the `{note}` handler is
+//! `handlers/call.rs`.
 
 mod flow;
-
-pub(crate) use flow::{session_closed, start};
 
 use palaver_core::ports::CallState;
 use palaver_core::{MetricsSource, Seq, SessionId, TenantId};
