@@ -24,6 +24,14 @@ impl MysqlStore {
             .map_err(db_error)?;
         Ok(row.map(call_of).transpose()?)
     }
+
+    /// The call after a transition: read back if its conditional update changed the row, else `None`.
+    async fn after(&self, tenant_id: TenantId, topic: &str, seq: Seq, changed: u64) -> StoreResult<Option<Call>> {
+        if changed == 0 {
+            return Ok(None);
+        }
+        self.call_row(tenant_id, topic, seq).await
+    }
 }
 
 #[async_trait::async_trait]
@@ -73,10 +81,7 @@ impl CallStore for MysqlStore {
         .execute(&db.pool)
         .await
         .map_err(db_error)?;
-        if done.rows_affected() == 0 {
-            return Ok(None);
-        }
-        self.call_row(tenant_id, topic, seq).await
+        self.after(tenant_id, topic, seq, done.rows_affected()).await
     }
 
     async fn end_call(
@@ -100,10 +105,7 @@ impl CallStore for MysqlStore {
             .execute(&db.pool)
             .await
             .map_err(db_error)?;
-        if done.rows_affected() == 0 {
-            return Ok(None);
-        }
-        self.call_row(tenant_id, topic, seq).await
+        self.after(tenant_id, topic, seq, done.rows_affected()).await
     }
 
     async fn live_call_of(
