@@ -71,6 +71,7 @@ reasons! {
     PolicyViolation = "POLICY_VIOLATION", PolicyViolation, "A tenant policy refuses the request.";
     ContentRejected = "CONTENT_REJECTED", PolicyViolation, "A content filter refused the message (the ctrl text says why).";
     NotImplemented = "NOT_IMPLEMENTED", NotImplemented, "The server does not implement this.";
+    Busy = "BUSY", Busy, "A party of the call is in another call already.";
     VersionNotSupported = "VERSION_NOT_SUPPORTED", VersionNotSupported, "The client's protocol version is not supported.";
     Unavailable = "UNAVAILABLE", ServiceUnavailable, "A dependency is down; retry after the hinted delay.";
     Internal = "INTERNAL", InternalError, "An internal fault (logged on the server).";

@@ -41,7 +41,8 @@
 //! A store that is the user and message ports and the outbox runs [`owed_contract_tests!`] too: a password
 //! change, a token revocation or a moderation decision commits the records it owes in its own transaction.
 //!
-//! The device store (push tokens) runs [`device_contract_tests!`] in the same two forms.
+//! The device store (push tokens) runs [`device_contract_tests!`] in the same two forms, the call store
+//! [`call_contract_tests!`] too.
 //!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
@@ -295,6 +296,25 @@ macro_rules! device_contract_tests {
             device_moves_to_its_newest_user,
             device_delete_reports_and_removes,
             device_tenants_are_isolated,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per call store case, each on a fresh store made by the given async expression
+/// (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! call_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            call_create_round_trips,
+            call_accept_only_from_started,
+            call_missed_only_unanswered,
+            call_declined_never_overwrites_accepted,
+            call_finished_only_ends_an_accepted_call,
+            call_disconnected_ends_live_calls_only,
+            call_accept_racing_missed_one_wins,
+            call_live_call_of_a_party,
+            call_tenants_are_isolated,
         );
     };
 }

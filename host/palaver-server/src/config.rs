@@ -31,6 +31,8 @@ pub struct Config {
     pub outbox: OutboxConfig,
     pub admin_commands: AdminCommandsConfig,
     pub push: crate::push::PushConfig,
+    /// One-to-one call signalling (`[calls]`).
+    pub calls: palaver_service::CallConfig,
 }
 
 /// The admin command consumer (`im.admin.command`, in group `kafka.group_id`).
@@ -515,6 +517,7 @@ const SECTIONS: &[&str] = &[
     "outbox",
     "admin_commands",
     "push",
+    "calls",
 ];
 
 /// A configuration that cannot be used.
@@ -782,6 +785,7 @@ impl Config {
             return bad("transport.send_deadline_ms must be at least 100".into());
         }
         self.push.validate().map_err(ConfigError::Invalid)?;
+        self.calls.validate().map_err(ConfigError::Invalid)?;
         let a = &self.admin_commands;
         if a.max_attempts == 0 || a.retry_backoff_ms == 0 || a.retry_backoff_max_ms < a.retry_backoff_ms {
             return bad("admin_commands: max_attempts and retry_backoff_ms must be ≥ 1 and retry_backoff_max_ms ≥ \

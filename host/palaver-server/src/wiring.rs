@@ -11,9 +11,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
 use palaver_core::ports::{
-    AuditStore, BusinessPorts, CommandStore, DeviceStore, GroupStore, HealthCheck, MessageStore, NoHooks, NoRules,
-    NotificationStore, OutboxStore, Ports, PushDedup, RelationStore, ReportStore, SubscriptionStore, TaskQueue,
-    TenantStore, TopicStore, UserStore,
+    AuditStore, BusinessPorts, CallStore, CommandStore, DeviceStore, GroupStore, HealthCheck, MessageStore, NoHooks,
+    NoRules, NotificationStore, OutboxStore, Ports, PushDedup, RelationStore, ReportStore, SubscriptionStore,
+    TaskQueue, TenantStore, TopicStore, UserStore,
 };
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
@@ -282,13 +282,14 @@ struct Storage {
     outbox: Arc<dyn OutboxStore>,
     audit: Arc<dyn AuditStore>,
     devices: Arc<dyn DeviceStore>,
+    calls: Arc<dyn CallStore>,
 }
 
 impl Storage {
     fn of<S>(store: Arc<S>) -> Self
     where
         S: UserStore + TopicStore + SubscriptionStore + MessageStore + RelationStore + GroupStore + NotificationStore,
-        S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + 'static,
+        S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + CallStore + 'static,
     {
         Storage {
             users: store.clone(),
@@ -298,6 +299,7 @@ impl Storage {
             outbox: store.clone(),
             audit: store.clone(),
             devices: store.clone(),
+            calls: store.clone(),
             business: BusinessPorts::of(store, Arc::new(NoRules)),
         }
     }
@@ -347,6 +349,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
             business: storage.business,
             outbox: storage.outbox,
             devices: storage.devices,
+            calls: storage.calls,
             login_failures: None,
         };
         return Ok((ports, None, Arc::new(MemoryPushDedup::new(cfg.push.dedup_capacity))));
@@ -363,6 +366,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
     let redis_client = client.clone();
     let outbox = storage.outbox;
     let devices = storage.devices;
+    let calls = storage.calls;
     let cached = CachedStorage::new(client, storage.users, storage.topics, storage.subs, storage.messages, policy);
     let cluster = Cluster { nodes: Arc::new(shared.nodes), bus: shared.bus.clone(), metrics, redis: redis_client };
     let ports = Ports {
@@ -380,6 +384,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
         business,
         outbox,
         devices,
+        calls,
         // Guesses spread over the nodes meet one backoff (`security:login_fail:*`).
         login_failures: Some(Arc::new(shared.login_failures)),
     };
@@ -478,6 +483,7 @@ fn service_config(cfg: &Config) -> ServiceConfig {
         api_rate_per_second: cfg.limits.api_rate_per_second,
         api_rate_burst: cfg.limits.api_rate_burst,
         outbox_max_depth: cfg.outbox.max_depth,
+        calls: cfg.calls.clone(),
         ..ServiceConfig::default()
     }
 }

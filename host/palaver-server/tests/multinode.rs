@@ -1172,3 +1172,45 @@ async fn failed_logins_on_one_node_back_off_the_login_on_every_node() {
         assert!(ctrl["params"]["retry_after_ms"].as_u64().is_some_and(|ms| ms > 0), "{ctrl}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_between_nodes_rings_every_callee_device_and_signals_only_the_accepting_one() {
+    let cl = Cluster::new("call");
+    let nodes = cl.start_all(&["n1", "n2"]).await;
+    let (n1, n2) = (nodes[0].addr, nodes[1].addr);
+    let mut a = Dev::signup(n1, KEY, "alice", "a", "web").await;
+    let mut b1 = Dev::signup(n2, KEY, "bob", "b1", "web").await;
+    let mut b2 = Dev::login(n1, KEY, "bob", "b2", "ios").await;
+    let (alice, bob) = (a.user.clone(), b1.user.clone());
+    a.sub(&bob).await;
+    b1.sub(&alice).await;
+    let call = |event: &'static str| move |f: &Value| f["info"]["what"] == "call" && f["info"]["event"] == event;
+    let ack = a.ctrl("pub", json!({ "topic": bob, "head": { "webrtc": "started" }, "content": "" })).await;
+    assert_eq!(ack["code"], 202, "{ack}");
+    let seq = ack["params"]["seq"].as_i64().unwrap();
+    for d in [&mut b1, &mut b2] {
+        let invite = d.next_until(call("invite"), SOON).await.unwrap_or_else(|| panic!("no invite: {:?}", d.backlog));
+        assert_eq!((invite["info"]["src"].as_str(), invite["info"]["seq"].as_i64()), (Some(alice.as_str()), Some(seq)));
+    }
+    let note = |event: &str, payload: Value| json!({ "what": "call", "seq": seq, "event": event, "payload": payload });
+    let mut accept = note("accept", json!({}));
+    accept["topic"] = json!(alice);
+    b1.send("note", accept).await;
+    assert!(a.next_until(call("accept"), SOON).await.is_some(), "the caller on node1: {:?}", a.backlog);
+    assert!(b2.next_until(call("accept"), SOON).await.is_some(), "bob's other device stops ringing");
+    let mut offer = note("offer", json!({ "sdp": "o" }));
+    offer["topic"] = json!(bob);
+    a.send("note", offer).await;
+    let got = b1.next_until(call("offer"), SOON).await.unwrap_or_else(|| panic!("no offer: {:?}", b1.backlog));
+    assert_eq!(got["info"]["payload"]["sdp"], "o");
+    assert!(!b2.collect(300).await.iter().any(call("offer")), "the offer reaches the accepting device only");
+    // A duration of 0 ms would leave `webrtc-duration` out.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut hang = note("hang-up", json!({}));
+    hang["topic"] = json!(alice);
+    b1.send("note", hang).await;
+    assert!(a.next_until(call("hang-up"), SOON).await.is_some(), "hang-up across nodes: {:?}", a.backlog);
+    let fin = a.next_until(|f| f["data"]["head"]["webrtc"] == "finished", SOON).await.expect("the finished head");
+    assert_eq!(fin["data"]["head"]["replace"], format!(":{seq}"));
+    assert!(fin["data"]["head"]["webrtc-duration"].as_i64().is_some(), "{fin}");
+}

@@ -52,6 +52,9 @@ pub enum ServiceError {
     Denied(String),
     #[error("not implemented")]
     NotImplemented,
+    /// A party of a new call is in another call (ctrl 486).
+    #[error("busy here")]
+    Busy,
     #[error("version not supported")]
     VersionNotSupported,
     /// A dependency is down or a retry is in progress; the client should retry after `retry_after_ms`.
@@ -89,6 +92,7 @@ impl ServiceError {
             TooManyRequests | RateLimited { .. } => Reason::RateLimited,
             LoginThrottled { .. } => Reason::LoginThrottled,
             NotImplemented => Reason::NotImplemented,
+            Busy => Reason::Busy,
             VersionNotSupported => Reason::VersionNotSupported,
             Unavailable { .. } => Reason::Unavailable,
             // A business refusal of the publish gate carries a table reason; a content filter's is free text.
@@ -176,6 +180,7 @@ mod tests {
             (ServiceError::RateLimited { why: s(), retry_after_ms: 1 }, Code::TooManyRequests),
             (ServiceError::Denied(s()), Code::PermissionDenied),
             (ServiceError::NotImplemented, Code::NotImplemented),
+            (ServiceError::Busy, Code::Busy),
             (ServiceError::VersionNotSupported, Code::VersionNotSupported),
             (ServiceError::Unavailable { reason: s(), retry_after_ms: 1 }, Code::ServiceUnavailable),
             (ServiceError::Rejected { code: Code::TooLarge, reason: "too long".into() }, Code::TooLarge),

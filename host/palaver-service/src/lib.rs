@@ -24,6 +24,7 @@ pub use delivery::control::Eviction;
 pub use delivery::hub::{Attached, Frame, Hub, Outbound, SessionHandle, SessionRx};
 pub use error::{ServiceError, ServiceResult};
 pub use metrics::{LiveGauge, Metrics};
+pub use usecases::calls::{CallConfig, IceServer, turn_credentials};
 
 /// The content type of [`Service::render_metrics`]: the OpenMetrics text format, which Prometheus reads.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -98,6 +99,8 @@ pub struct ServiceConfig {
     pub outbox_max_depth: u64,
     /// Offline push (`[push]`).
     pub push: backbone::push::PushConfig,
+    /// One-to-one calls (`[calls]`).
+    pub calls: usecases::calls::CallConfig,
 }
 
 impl Default for ServiceConfig {
@@ -133,6 +136,7 @@ impl Default for ServiceConfig {
             max_reports_per_hour: 20,
             outbox_max_depth: 100_000,
             push: backbone::push::PushConfig::default(),
+            calls: usecases::calls::CallConfig::default(),
         }
     }
 }
@@ -151,6 +155,8 @@ pub(crate) struct Inner {
     pub(crate) backbone: Arc<Backbone>,
     /// The push tasks' buffer and the push counters.
     pub(crate) push: Arc<backbone::push::PushState>,
+    /// The calls this node's sessions are parties of, and the call counters.
+    pub(crate) calls: Arc<usecases::calls::Calls>,
     /// The node's one metrics registry: the service's own, the backbone's, and every component's the server
     /// adds (plugins, Redis, the queue).
     registry: parking_lot::Mutex<palaver_core::Registry>,
@@ -182,6 +188,8 @@ impl Service {
         palaver_core::MetricsSource::register(metrics.as_ref(), &mut registry);
         palaver_core::MetricsSource::register(backbone.as_ref(), &mut registry);
         palaver_core::MetricsSource::register(push.as_ref(), &mut registry);
+        let calls = Arc::new(usecases::calls::Calls::new());
+        palaver_core::MetricsSource::register(calls.as_ref(), &mut registry);
         let svc = Service {
             inner: Arc::new(Inner {
                 ports,
@@ -195,6 +203,7 @@ impl Service {
                 api_limiter,
                 backbone,
                 push,
+                calls,
                 registry: parking_lot::Mutex::new(registry),
                 next_sid: AtomicU64::new(seed << 24),
                 draining: AtomicBool::new(false),

@@ -232,6 +232,7 @@ impl Session {
         self.svc.closing.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let _done = ClosingGuard(self.svc.clone());
         self.svc.hub.unregister(&self.handle, &stored);
+        self.svc.session_left_calls(self.handle.sid).await;
         if let Some(user) = self.user {
             let sid = self.internal_sid();
             let now = now_millis();

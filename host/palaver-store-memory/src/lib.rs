@@ -5,13 +5,14 @@
 //! [`MemoryPresence`] and [`MemoryBus`] are what the embedded single-node mode runs in production.
 //! [`MemoryTenants`] is a tenant registry over a map, for tests of multi-tenant code. [`MemoryQueue`] and
 //! [`MemoryOutbox`] are the task queue and outbox in process, and [`MemoryAudit`] the audit log, for tests of their
-//! consumers. [`MemoryDevices`] is the device table for tests; [`MemoryPushDedup`] the embedded mode's push dedup.
+//! consumers. [`MemoryDevices`] is the device table for tests, [`MemoryCalls`] the call table; [`MemoryPushDedup`] the embedded mode's push dedup.
 //!
 //! Every adapter keeps its state behind a short `parking_lot` lock that is never held across an await, so the
 //! async methods never suspend while holding it.
 
 mod audit;
 mod bus;
+mod calls;
 mod control;
 mod idempotency;
 mod presence;
@@ -23,6 +24,7 @@ mod tenants;
 
 pub use audit::MemoryAudit;
 pub use bus::{MemoryBus, MemoryHub};
+pub use calls::MemoryCalls;
 pub use control::{MemoryControl, MemoryNodes};
 pub use idempotency::MemoryIdempotency;
 pub use presence::MemoryPresence;

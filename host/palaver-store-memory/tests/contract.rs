@@ -19,6 +19,8 @@ palaver_contract::command_contract_tests!(async { MemoryStore::new() });
 
 palaver_contract::device_contract_tests!(async { palaver_store_memory::MemoryDevices::new() });
 
+palaver_contract::call_contract_tests!(async { palaver_store_memory::MemoryCalls::new() });
+
 mod queue {
     use palaver_store_memory::{MemoryAudit, MemoryOutbox, MemoryQueue};
 

@@ -18,7 +18,7 @@
 //! mutes, settings, join requests, announcements) run on the same database's business tables, and so do
 //! `CommandStore` (the admin command ledger) and `ReportStore` (abuse reports), whose writes append their queue
 //! records to the same database's outbox in the same transaction. `DeviceStore` (push tokens) runs on its
-//! `im_devices` table.
+//! `im_devices` table, `CallStore` (one-to-one calls) on `im_calls`.
 //!
 //! # Pools
 //!
@@ -59,6 +59,7 @@
 
 mod append;
 mod batch;
+mod calls;
 mod codec;
 mod commands;
 mod config;

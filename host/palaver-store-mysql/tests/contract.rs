@@ -138,3 +138,12 @@ palaver_contract::device_contract_tests!(
         common::storage_fixture()
     }
 );
+
+palaver_contract::call_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);

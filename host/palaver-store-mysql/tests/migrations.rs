@@ -19,6 +19,7 @@ const TENANT_SQL: &[&str] = &[
     include_str!("../../../migrations/mysql/tenant/0006_audit_lease.sql"),
     include_str!("../../../migrations/mysql/tenant/0007_admin_commands.sql"),
     include_str!("../../../migrations/mysql/tenant/0008_devices.sql"),
+    include_str!("../../../migrations/mysql/tenant/0009_calls.sql"),
 ];
 
 #[test]

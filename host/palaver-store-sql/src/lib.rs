@@ -4,6 +4,7 @@
 //! stays in each adapter.
 
 pub mod bind;
+pub mod calls;
 pub mod columns;
 pub mod dellog;
 pub mod ledger;

@@ -29,6 +29,8 @@ palaver_contract::audit_contract_tests!(fixture = fresh());
 
 palaver_contract::device_contract_tests!(fixture = fresh());
 
+palaver_contract::call_contract_tests!(fixture = fresh());
+
 mod queue {
     use palaver_store_sqlite::{SqliteQueue, SqliteStore};
 

@@ -4,10 +4,11 @@
 //! [`crate::tenant_contract_tests!`] the tenant registry's, [`crate::queue_contract_tests!`] the task queue's,
 //! [`crate::outbox_contract_tests!`] the outbox's, [`crate::owed_contract_tests!`] the records a user change
 //! owes, [`crate::audit_contract_tests!`] the audit log's,
-//! [`crate::device_contract_tests!`] the device store's; an adapter
+//! [`crate::device_contract_tests!`] the device store's, [`crate::call_contract_tests!`] the call store's; an adapter
 //! may also call single cases from its own tests.
 
 mod audit;
+mod calls;
 mod commands;
 mod deletions;
 mod devices;
@@ -29,6 +30,7 @@ mod topics;
 mod users;
 
 pub use audit::*;
+pub use calls::*;
 pub use commands::*;
 pub use deletions::*;
 pub use devices::*;

@@ -5,6 +5,7 @@
 
 mod audit;
 mod bus;
+mod calls;
 mod commands;
 mod control;
 mod devices;
@@ -30,6 +31,7 @@ mod users;
 
 pub use audit::{AuditEvent, AuditStore};
 pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus};
+pub use calls::{Call, CallEnd, CallState, CallStore};
 pub use commands::{Claim, CommandEnd, CommandRecord, CommandStatus, CommandStore};
 pub use control::{ControlScope, ControlVersions, SessionControlStore};
 pub use devices::{Device, DeviceStore};
@@ -81,6 +83,8 @@ pub struct Ports {
     pub outbox: Arc<dyn OutboxStore>,
     /// The users' push devices (`{hi dev}`), read by the push worker.
     pub devices: Arc<dyn DeviceStore>,
+    /// One-to-one calls (`{pub head:{webrtc}}` and `{note what:"call"}`), in the tenant's database.
+    pub calls: Arc<dyn CallStore>,
     /// Failed-login counters shared by the nodes (Redis in scale-out mode); `None`: each node counts in process.
     pub login_failures: Option<Arc<dyn LoginFailureStore>>,
 }

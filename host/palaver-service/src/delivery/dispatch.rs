@@ -49,6 +49,19 @@ pub(crate) enum Event {
         #[serde(default)]
         from: Option<UserId>,
     },
+    /// A call event as `{info topic:"me" src what:"call"}` to the sessions of `to`, or only to the one
+    /// `session` (`node/session`) names.
+    Call {
+        topic: String,
+        to: Vec<UserId>,
+        #[serde(default)]
+        session: Option<String>,
+        from: UserId,
+        seq: Seq,
+        event: String,
+        #[serde(default)]
+        payload: Option<Value>,
+    },
     /// Close sessions whose control version is older than `version` (an eviction or a revocation).
     Control { user: UserId, scope: ControlScope, version: u64, reason: String, except: Option<String> },
 }
@@ -131,6 +144,14 @@ impl Event {
             Event::Business { to: BusinessTarget::Topic(t), .. } => {
                 (EventKind::TopicEvent, BusTarget::Topic(t.clone()))
             }
+            Event::Call { session: Some(key), .. } => {
+                let (node, sid) = key.rsplit_once('/').unwrap_or(("", key.as_str()));
+                (EventKind::UserEvent, BusTarget::Session { node_id: node.to_owned(), session: sid.to_owned() })
+            }
+            Event::Call { to, .. } => match to.as_slice() {
+                [one] => (EventKind::UserEvent, BusTarget::User(*one)),
+                _ => (EventKind::UserEvent, BusTarget::Users(to.clone())),
+            },
             Event::Control { user, scope, .. } => {
                 let target = match scope {
                     ControlScope::User => BusTarget::User(*user),

@@ -86,6 +86,26 @@ impl Inner {
             Event::Business { to, event, payload, from } => {
                 self.deliver_business(tenant, &to, &event, &payload, from);
             }
+            Event::Call { topic, to, session, from, seq, event, payload } => {
+                let info = |user: UserId| MsgInfo {
+                    topic: "me".into(),
+                    src: Some(wire_name(&topic, user)),
+                    from: from.to_string(),
+                    what: "call".into(),
+                    seq: Some(seq),
+                    event: Some(event.clone()),
+                    payload: payload.clone(),
+                };
+                for user in to {
+                    let frame = render::frame(&ServerMsg::Info(info(user)));
+                    self.hub.for_each_user_session(tenant, user, |s| {
+                        let named = |k: &String| *k == format!("{}/{}", self.cfg.node_id, s.sid);
+                        if Some(s.sid) != skip && session.as_ref().is_none_or(named) {
+                            s.push(frame.clone());
+                        }
+                    });
+                }
+            }
             Event::Control { user, scope, version, reason, except } => {
                 self.apply_control(tenant, user, &scope, version, &reason, except.as_deref());
             }

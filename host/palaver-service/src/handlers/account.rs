@@ -49,7 +49,7 @@ impl Session {
         }
         self.hello = Some(Hello { ver, ua: m.ua, dev: m.dev, platf: m.platf, lang: m.lang });
         let cfg = &self.svc.cfg;
-        let params = json!({
+        let mut params = json!({
             "ver": PROTOCOL_VERSION,
             "build": concat!("palaver:", env!("CARGO_PKG_VERSION")),
             "sid": self.sid(),
@@ -61,6 +61,11 @@ impl Session {
             "maxFileUploadSize": 0,
             "msgDelAge": 0,
         });
+        if cfg.calls.enabled {
+            let now = u64::try_from(crate::now_millis() / 1000).unwrap_or(0);
+            params["iceServers"] = cfg.calls.ice_servers_for(&self.sid(), now);
+            params["callTimeout"] = json!(cfg.calls.ring_timeout_ms / 1000);
+        }
         let code = if self.transport == Transport::WebSocket { Code::Created } else { Code::Ok };
         self.reply(id, None, code, Some(params)).await;
         Ok(())

@@ -1,6 +1,7 @@
 //! The handlers of each client message kind, as `impl Session` blocks split by area.
 
 pub(crate) mod account;
+mod call;
 mod delete;
 mod meta;
 mod publish;

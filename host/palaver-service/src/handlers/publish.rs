@@ -51,6 +51,12 @@ impl Session {
             h.remove("sender");
         }
         let head = head.filter(|h| !h.is_empty());
+        // A call message: refused (486) while either party is in a call, before anything is stored.
+        let call_peer = match head.as_ref().filter(|h| h.contains_key("webrtc")) {
+            Some(h) => Some(self.svc.check_call_start(self.tenant(), &stored, me, h).await?),
+            None => None,
+        };
+        let audio_only = head.as_ref().and_then(|h| h.get("aonly")).and_then(|v| v.as_bool()).unwrap_or(false);
         let msg = Message {
             topic: stored.clone(),
             seq: 0,
@@ -92,6 +98,12 @@ impl Session {
             // A retry answered from storage, or our own queue was full: reply the waiting way.
             self.send(ack(seq, held)).await;
         }
+        if let Some(callee) = call_peer
+            && fresh
+            && !held
+        {
+            self.svc.start_call(tenant, &stored, seq, me, callee, self.handle.sid, audio_only).await;
+        }
         if fresh && !held {
             // The push task is only handed to a buffer: nothing here waits for the queue or a provider.
             let device = self.hello.as_ref().and_then(|h| h.dev.as_deref()).map(crate::usecases::devices::device_id);
@@ -128,6 +140,8 @@ impl Session {
                 }
                 (Some(seq), m.what.clone())
             }
+            "call" if stored.starts_with("p2p") => return self.on_call_note(stored, m).await,
+            "call" => return Err(ServiceError::PermissionDenied),
             _ => return Err(ServiceError::NotImplemented),
         };
         let event = crate::delivery::dispatch::Event::Info {

@@ -8,6 +8,7 @@
 //! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
 //! - [`messages::Messages`]: the publish hooks, storing under the next seq, history, deletion, review;
 //! - [`devices::Devices`]: push tokens registered by `{hi dev}` and their removal;
+//! - [`calls`]: one-to-one calls (the record's transitions, signalling relays, timers, `[calls]`);
 //! - [`rules`]: the publish gate and the timed ask of the tenant's business rules;
 //! - [`relations::Relations`], [`governance::Governance`], [`notices::Notices`], [`reports::Reports`]: what the
 //!   business commands of `/v1/im/` (`business/`) store: friendships and blocks, a group's governance and
@@ -20,6 +21,7 @@
 //! hub holds for it; everything stored goes through an owner here.
 
 pub(crate) mod accounts;
+pub(crate) mod calls;
 pub(crate) mod devices;
 pub(crate) mod governance;
 pub(crate) mod messages;

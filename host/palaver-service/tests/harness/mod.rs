@@ -56,6 +56,7 @@ pub fn service_with_push_hook(
         business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
         outbox: Arc::new(outbox),
         devices: Arc::new(palaver_store_memory::MemoryDevices::new()),
+        calls: Arc::new(palaver_store_memory::MemoryCalls::new()),
         login_failures: None,
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
@@ -111,6 +112,7 @@ fn cluster_on(
     // The store's own outbox, which its command ledger and report writes append to in the same "transaction".
     let outbox = Arc::new(store.outbox().clone());
     let devices = Arc::new(palaver_store_memory::MemoryDevices::new());
+    let calls = Arc::new(palaver_store_memory::MemoryCalls::new());
     let nodes = (0..n)
         .map(|i| {
             let mut cfg = ServiceConfig { node_id: format!("node{i}"), ..ServiceConfig::default() };
@@ -131,6 +133,7 @@ fn cluster_on(
                 business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
                 outbox: outbox.clone(),
                 devices: devices.clone(),
+                calls: calls.clone(),
                 login_failures: login_failures.clone(),
             };
             Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))

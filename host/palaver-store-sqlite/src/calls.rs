@@ -1,0 +1,137 @@
+//! The call port over SQLite: the `im_calls` table of migration 0009. Every transition is one
+//! `UPDATE … WHERE state …` on the writer, so a late or racing event changes no row; the row is read back after
+//! a transition that took.
+
+use crate::SqliteStore;
+use crate::codec::tenant;
+use crate::error::db_error;
+use palaver_core::ports::{Call, CallEnd, CallStore};
+use palaver_core::{Seq, StoreResult, TenantId, UnixMillis, UserId};
+// The statements built at run time join only constants of `palaver_store_sql::calls`; every value is bound.
+use palaver_store_sql::calls::{CALL_COLUMNS, CallRow, END_SET, LIVE_CONDITION, call_of, end_condition};
+use palaver_store_sql::columns::user_col;
+use sqlx::AssertSqlSafe;
+
+impl SqliteStore {
+    /// The row on the writer, so a read right after a transition sees it.
+    async fn call_row(&self, tenant_id: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
+        let sql = format!("SELECT {CALL_COLUMNS} FROM im_calls WHERE tenant_id = ? AND topic = ? AND seq = ?");
+        let row: Option<CallRow> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(tenant(tenant_id))
+            .bind(topic)
+            .bind(seq)
+            .fetch_optional(&self.writer)
+            .await
+            .map_err(db_error)?;
+        Ok(row.map(call_of).transpose()?)
+    }
+
+    /// The call after a transition: read back if its conditional update changed the row, else `None`.
+    async fn after(&self, tenant_id: TenantId, topic: &str, seq: Seq, changed: u64) -> StoreResult<Option<Call>> {
+        if changed == 0 {
+            return Ok(None);
+        }
+        self.call_row(tenant_id, topic, seq).await
+    }
+}
+
+#[async_trait::async_trait]
+impl CallStore for SqliteStore {
+    async fn create_call(&self, tenant_id: TenantId, c: &Call) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO im_calls (tenant_id, topic, seq, caller_id, callee_id, caller_session, callee_session, \
+             audio_only, state, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(tenant(tenant_id))
+        .bind(&c.topic)
+        .bind(c.seq)
+        .bind(user_col(c.caller))
+        .bind(user_col(c.callee))
+        .bind(&c.caller_session)
+        .bind(&c.callee_session)
+        .bind(c.audio_only)
+        .bind(c.state.as_str())
+        .bind(c.started_at)
+        .execute(&self.writer)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn get_call(&self, tenant_id: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
+        self.call_row(tenant_id, topic, seq).await
+    }
+
+    async fn accept_call(
+        &self,
+        tenant_id: TenantId,
+        topic: &str,
+        seq: Seq,
+        callee_session: &str,
+        at: UnixMillis,
+    ) -> StoreResult<Option<Call>> {
+        let done = sqlx::query(
+            "UPDATE im_calls SET state = 'accepted', accepted_at = ?, callee_session = ? \
+             WHERE tenant_id = ? AND topic = ? AND seq = ? AND state = 'started'",
+        )
+        .bind(at)
+        .bind(callee_session)
+        .bind(tenant(tenant_id))
+        .bind(topic)
+        .bind(seq)
+        .execute(&self.writer)
+        .await
+        .map_err(db_error)?;
+        self.after(tenant_id, topic, seq, done.rows_affected()).await
+    }
+
+    async fn end_call(
+        &self,
+        tenant_id: TenantId,
+        topic: &str,
+        seq: Seq,
+        end: CallEnd,
+        reason: &str,
+        at: UnixMillis,
+    ) -> StoreResult<Option<Call>> {
+        let sql = format!(
+            "UPDATE im_calls SET {END_SET} WHERE tenant_id = ? AND topic = ? AND seq = ? AND {}",
+            end_condition(end)
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(end.state().as_str())
+            .bind(at)
+            .bind(at)
+            .bind(reason)
+            .bind(tenant(tenant_id))
+            .bind(topic)
+            .bind(seq)
+            .execute(&self.writer)
+            .await
+            .map_err(db_error)?;
+        self.after(tenant_id, topic, seq, done.rows_affected()).await
+    }
+
+    async fn live_call_of(
+        &self,
+        tenant_id: TenantId,
+        user: UserId,
+        started_since: UnixMillis,
+        accepted_since: UnixMillis,
+    ) -> StoreResult<Option<Call>> {
+        let sql = format!(
+            "SELECT {CALL_COLUMNS} FROM im_calls WHERE tenant_id = ? AND (caller_id = ? OR callee_id = ?) \
+             AND {LIVE_CONDITION} ORDER BY started_at DESC LIMIT 1"
+        );
+        let row: Option<CallRow> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(tenant(tenant_id))
+            .bind(user_col(user))
+            .bind(user_col(user))
+            .bind(started_since)
+            .bind(accepted_since)
+            .fetch_optional(&self.writer)
+            .await
+            .map_err(db_error)?;
+        Ok(row.map(call_of).transpose()?)
+    }
+}
