@@ -79,8 +79,8 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
         return error(Reason::AdminTokenRequired, "admin token required (`Authorization: Bearer …`)");
     }
     let path = req.uri().path().trim_end_matches('/').trim_start_matches("/v1/admin").to_owned();
-    let Some((route, params)) = crate::im::routes::find_in(ROUTES, req.method().as_str(), &path) else {
-        return if crate::im::routes::path_exists_in(ROUTES, &path) {
+    let Some((route, params)) = crate::route::find_in(ROUTES, req.method().as_str(), &path) else {
+        return if crate::route::path_exists_in(ROUTES, &path) {
             error(Reason::MethodNotAllowed, "this path takes another method")
         } else {
             error(Reason::NoRoute, format!("no admin endpoint {path}; see /v1/openapi.json"))

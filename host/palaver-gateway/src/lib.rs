@@ -15,6 +15,7 @@ mod limits;
 mod listener;
 mod longpoll;
 mod ready;
+mod route;
 mod users;
 mod ws;
 

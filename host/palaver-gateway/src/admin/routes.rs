@@ -2,7 +2,7 @@
 //! (`admin.rs`) and the OpenAPI document both read this table, and a test drives every entry through the
 //! router, so the two cannot drift apart.
 
-use crate::im::routes::{Endpoint, RequestBody, SchemaFn, body, schema};
+use crate::route::{Operation, body, r, schema};
 use palaver_api::bodies as b;
 use palaver_api::bodies::admin as a;
 use palaver_service::admin::CommandResult;
@@ -26,37 +26,6 @@ pub(crate) enum Op {
     ReviewMessage,
 }
 
-/// One endpoint.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Route {
-    pub(crate) method: &'static str,
-    /// Path below `/v1/admin`, with `{name}` segments for parameters.
-    pub(crate) path: &'static str,
-    pub(crate) op: Op,
-    /// The OpenAPI operation id.
-    pub(crate) id: &'static str,
-    pub(crate) tag: &'static str,
-    pub(crate) summary: &'static str,
-    pub(crate) request: Option<RequestBody>,
-    pub(crate) response: SchemaFn,
-    pub(crate) query: &'static [&'static str],
-}
-
-#[expect(clippy::too_many_arguments, reason = "one positional row per endpoint keeps the table one line per route")]
-const fn r(
-    method: &'static str,
-    path: &'static str,
-    op: Op,
-    id: &'static str,
-    tag: &'static str,
-    summary: &'static str,
-    request: Option<RequestBody>,
-    response: SchemaFn,
-    query: &'static [&'static str],
-) -> Route {
-    Route { method, path, op, id, tag, summary, request, response, query }
-}
-
 /// `evict` answers the command's result record when one device's sessions go (a `user.device.revoke`
 /// command), or what this node closed when every session of the user goes (a direct session control).
 fn evicted(g: &mut SchemaGenerator) -> Schema {
@@ -73,7 +42,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "GET",
         "/plugins",
         Op::Plugins,
-        "admin.plugins.list",
         PLUGINS,
         "Every plugin, its state and counters.",
         None,
@@ -84,7 +52,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "POST",
         "/plugins/rescan",
         Op::Rescan,
-        "admin.plugins.rescan",
         PLUGINS,
         "Load whatever changed in the plugins directory.",
         None,
@@ -95,7 +62,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "POST",
         "/plugins/{name}/reload",
         Op::Reload,
-        "admin.plugin.reload",
         PLUGINS,
         "Reload one plugin from its manifest; a refused load keeps the old version.",
         None,
@@ -106,7 +72,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "POST",
         "/plugins/{name}/rollback",
         Op::Rollback,
-        "admin.plugin.rollback",
         PLUGINS,
         "Bring back the previous version of a plugin.",
         None,
@@ -117,7 +82,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "GET",
         "/tenants/{tenant}/plugins/{name}",
         Op::TenantPlugin,
-        "admin.tenant.plugin.get",
         PLUGINS,
         "A tenant's choices for a plugin, defaults merged in.",
         None,
@@ -128,7 +92,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "PUT",
         "/tenants/{tenant}/plugins/{name}",
         Op::SetTenantPlugin,
-        "admin.tenant.plugin.set",
         PLUGINS,
         "Change a tenant's choices (enabled, settings, failure policies); null restores the default.",
         Some(body::<a::TenantPluginChange>()),
@@ -139,7 +102,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "POST",
         "/tenants/{tenant}/users/{user}/disable",
         Op::Disable,
-        "admin.user.disable",
         USER,
         "Disable an account (the `user.disable` command).",
         Some(body::<a::UserAction>()),
@@ -150,7 +112,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "POST",
         "/tenants/{tenant}/users/{user}/enable",
         Op::Enable,
-        "admin.user.enable",
         USER,
         "Enable an account again (the `user.enable` command).",
         Some(body::<a::UserAction>()),
@@ -161,7 +122,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "POST",
         "/tenants/{tenant}/users/{user}/evict",
         Op::Evict,
-        "admin.user.evict",
         USER,
         "Close a user's sessions: one device's (`user.device.revoke`), or all of them.",
         Some(body::<a::UserAction>()),
@@ -172,7 +132,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "POST",
         "/tenants/{tenant}/commands",
         Op::Command,
-        "admin.command.run",
         "commands",
         "Run one admin command now; a repeated command id answers the stored result.",
         Some(body::<a::CommandRequest>()),
@@ -183,7 +142,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "GET",
         "/tenants/{tenant}/commands/{id}",
         Op::GetCommand,
-        "admin.command.get",
         "commands",
         "The stored result of a finished command.",
         None,
@@ -194,7 +152,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "GET",
         "/tenants/{tenant}/reports",
         Op::Reports,
-        "admin.reports.list",
         "reports",
         "The tenant's abuse reports, newest first (`open=true` for the open ones).",
         None,
@@ -205,7 +162,6 @@ pub(crate) const ROUTES: &[Route] = &[
         "POST",
         "/tenants/{tenant}/topics/{topic}/messages/{seq}/audit",
         Op::ReviewMessage,
-        "admin.message.review",
         "messages",
         "Release or reject a message a publish hook held.",
         Some(body::<a::AuditAction>()),
@@ -214,35 +170,31 @@ pub(crate) const ROUTES: &[Route] = &[
     ),
 ];
 
-impl Endpoint for Route {
-    fn method(&self) -> &'static str {
-        self.method
+/// An admin endpoint runs one of these; `admin.…` names its OpenAPI operation.
+pub(crate) type Route = crate::route::Route<Op>;
+
+impl Operation for Op {
+    const PREFIX: &'static str = "/v1/admin";
+
+    fn operation_id(self) -> &'static str {
+        match self {
+            Op::Plugins => "admin.plugins.list",
+            Op::Rescan => "admin.plugins.rescan",
+            Op::Reload => "admin.plugin.reload",
+            Op::Rollback => "admin.plugin.rollback",
+            Op::TenantPlugin => "admin.tenant.plugin.get",
+            Op::SetTenantPlugin => "admin.tenant.plugin.set",
+            Op::Disable => "admin.user.disable",
+            Op::Enable => "admin.user.enable",
+            Op::Evict => "admin.user.evict",
+            Op::Command => "admin.command.run",
+            Op::GetCommand => "admin.command.get",
+            Op::Reports => "admin.reports.list",
+            Op::ReviewMessage => "admin.message.review",
+        }
     }
-    fn path(&self) -> String {
-        format!("/v1/admin{}", self.path)
-    }
-    fn local_path(&self) -> &'static str {
-        self.path
-    }
-    fn operation_id(&self) -> &'static str {
-        self.id
-    }
-    fn tag(&self) -> &'static str {
-        self.tag
-    }
-    fn summary(&self) -> &'static str {
-        self.summary
-    }
-    fn request(&self) -> Option<RequestBody> {
-        self.request
-    }
-    fn response(&self) -> SchemaFn {
-        self.response
-    }
-    fn query(&self) -> &'static [&'static str] {
-        self.query
-    }
-    fn security(&self) -> serde_json::Value {
+
+    fn security() -> serde_json::Value {
         serde_json::json!([{ "adminToken": [] }])
     }
 }
@@ -250,7 +202,7 @@ impl Endpoint for Route {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::im::routes::find_in;
+    use crate::route::find_in;
 
     #[test]
     fn every_route_is_unique_and_found_with_its_parameters() {
@@ -258,7 +210,7 @@ mod tests {
             for b in &ROUTES[i + 1..] {
                 assert!(!(a.method == b.method && a.path == b.path), "{} {} twice", a.method, a.path);
                 assert_ne!(a.op, b.op, "{:?} twice", a.op);
-                assert_ne!(a.id, b.id, "{} twice", a.id);
+                assert_ne!(a.op.operation_id(), b.op.operation_id(), "{} twice", a.op.operation_id());
             }
         }
         let (r, p) = find_in(ROUTES, "POST", "/plugins/rescan").unwrap();

@@ -123,11 +123,11 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
     for (k, v) in params {
         args.insert(k.to_owned(), Value::String(v));
     }
-    let Some(commands) = shared.commands.as_ref() else { return not_available(route.command) };
-    match commands.run(ImCall { tenant, actor, command: route.command, args: Value::Object(args) }).await {
+    let Some(commands) = shared.commands.as_ref() else { return not_available(route.op) };
+    match commands.run(ImCall { tenant, actor, command: route.op, args: Value::Object(args) }).await {
         ImOutcome::Ok(v) => json(StatusCode::OK, Bytes::from(v.to_string())),
         ImOutcome::Refused { reason, message } => error(reason, message),
-        ImOutcome::NotAvailable => not_available(route.command),
+        ImOutcome::NotAvailable => not_available(route.op),
     }
 }
 

@@ -3,7 +3,8 @@
 //! parses bodies into and the service serializes answers from (`palaver_api::bodies`), and the error schema
 //! from the one error body (`palaver_api::ErrorBody`), so the document cannot drift from the code.
 
-use super::routes::{Endpoint, ROUTES};
+use super::routes::ROUTES;
+use crate::route::Endpoint;
 use palaver_api::ErrorBody;
 use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;

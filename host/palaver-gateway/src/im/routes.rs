@@ -2,73 +2,25 @@
 //! router and the OpenAPI document are both read from this table, and a test drives every entry through the
 //! router, so the two cannot drift apart.
 
+use crate::route::{Operation, Params, body, find_in, path_exists_in, r, schema};
 use palaver_api::CommandName;
 use palaver_api::CommandName as C;
 use palaver_api::bodies as b;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
 
-/// The JSON Schema of a body type, registered in the document's components.
-pub(crate) type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+/// A `/v1/im` endpoint runs the business command a plugin handles (`on-command`); the command's name is the
+/// operation id.
+pub(crate) type Route = crate::route::Route<CommandName>;
 
-/// What an endpoint reads from its JSON body: the type's schema, and a check that a body parses as that type.
-#[derive(Clone, Copy)]
-pub(crate) struct RequestBody {
-    pub(crate) schema: SchemaFn,
-    pub(crate) check: fn(&Map<String, Value>) -> Result<(), String>,
-}
+impl Operation for CommandName {
+    const PREFIX: &'static str = "/v1/im";
 
-impl std::fmt::Debug for RequestBody {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RequestBody")
+    fn operation_id(self) -> &'static str {
+        self.name()
     }
-}
 
-pub(crate) fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
-    g.subschema_for::<T>()
-}
-
-fn check<T: DeserializeOwned>(body: &Map<String, Value>) -> Result<(), String> {
-    T::deserialize(&Value::Object(body.clone())).map(drop).map_err(|e| e.to_string())
-}
-
-/// The body of type `T` (`palaver_api::bodies`).
-pub(crate) const fn body<T: JsonSchema + DeserializeOwned>() -> RequestBody {
-    RequestBody { schema: schema::<T>, check: check::<T> }
-}
-
-/// One endpoint.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Route {
-    pub(crate) method: &'static str,
-    /// Path below `/v1/im`, with `{name}` segments for parameters.
-    pub(crate) path: &'static str,
-    /// The business command a plugin handles (`on-command`).
-    pub(crate) command: CommandName,
-    /// The OpenAPI tag.
-    pub(crate) tag: &'static str,
-    pub(crate) summary: &'static str,
-    /// The JSON body it takes, if any.
-    pub(crate) request: Option<RequestBody>,
-    /// What it answers with 200 (`palaver_api::bodies`, which the service serializes).
-    pub(crate) response: SchemaFn,
-    /// Query parameters it reads.
-    pub(crate) query: &'static [&'static str],
-}
-
-#[expect(clippy::too_many_arguments, reason = "one positional row per endpoint keeps the table one line per route")]
-const fn r(
-    method: &'static str,
-    path: &'static str,
-    command: CommandName,
-    tag: &'static str,
-    summary: &'static str,
-    request: Option<RequestBody>,
-    response: SchemaFn,
-    query: &'static [&'static str],
-) -> Route {
-    Route { method, path, command, tag, summary, request, response, query }
+    fn security() -> serde_json::Value {
+        serde_json::json!([{ "apiKey": [], "token": [] }])
+    }
 }
 
 const PAGE: &[&str] = &["cursor", "limit"];
@@ -425,94 +377,6 @@ pub(crate) const ROUTES: &[Route] = &[
     ),
 ];
 
-/// Path parameters by name, in path order.
-pub(crate) type Params = Vec<(&'static str, String)>;
-
-/// One entry of a route table, as the matcher and the OpenAPI document read it.
-pub(crate) trait Endpoint: 'static {
-    fn method(&self) -> &'static str;
-    /// The full path, with `{name}` segments for parameters.
-    fn path(&self) -> String;
-    /// The path below the API's prefix, as the table writes it.
-    fn local_path(&self) -> &'static str;
-    fn operation_id(&self) -> &'static str;
-    fn tag(&self) -> &'static str;
-    fn summary(&self) -> &'static str;
-    fn request(&self) -> Option<RequestBody>;
-    fn response(&self) -> SchemaFn;
-    fn query(&self) -> &'static [&'static str];
-    /// The security scheme of the OpenAPI document that the endpoint requires.
-    fn security(&self) -> serde_json::Value;
-}
-
-impl Endpoint for Route {
-    fn method(&self) -> &'static str {
-        self.method
-    }
-    fn path(&self) -> String {
-        format!("/v1/im{}", self.path)
-    }
-    fn local_path(&self) -> &'static str {
-        self.path
-    }
-    fn operation_id(&self) -> &'static str {
-        self.command.name()
-    }
-    fn tag(&self) -> &'static str {
-        self.tag
-    }
-    fn summary(&self) -> &'static str {
-        self.summary
-    }
-    fn request(&self) -> Option<RequestBody> {
-        self.request
-    }
-    fn response(&self) -> SchemaFn {
-        self.response
-    }
-    fn query(&self) -> &'static [&'static str] {
-        self.query
-    }
-    fn security(&self) -> serde_json::Value {
-        serde_json::json!([{ "apiKey": [], "token": [] }])
-    }
-}
-
-/// The entry of `table` matching `method` and `path` (below the table's prefix), with its path parameters.
-/// A literal segment beats a parameter, so `/notifications/read-all` is not read as `/notifications/{id}`.
-pub(crate) fn find_in<E: Endpoint>(table: &'static [E], method: &str, path: &str) -> Option<(&'static E, Params)> {
-    let got: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let mut best: Option<(&'static E, Params, usize)> = None;
-    for route in table.iter().filter(|r| r.method() == method) {
-        let want: Vec<&str> = route.local_path().trim_matches('/').split('/').collect();
-        if want.len() != got.len() {
-            continue;
-        }
-        let mut params = Vec::new();
-        let mut literals = 0;
-        let fits = want.iter().zip(&got).all(|(w, g)| match w.strip_prefix('{').and_then(|w| w.strip_suffix('}')) {
-            Some(name) if !g.is_empty() => {
-                params.push((name, (*g).to_owned()));
-                true
-            }
-            Some(_) => false,
-            None => {
-                literals += 1;
-                w == g
-            }
-        });
-        if fits && best.as_ref().is_none_or(|(_, _, l)| literals > *l) {
-            best = Some((route, params, literals));
-        }
-    }
-    best.map(|(r, p, _)| (r, p))
-}
-
-/// True if some entry of `table` has this path under another method (405 rather than 404).
-pub(crate) fn path_exists_in<E: Endpoint>(table: &'static [E], path: &str) -> bool {
-    ["GET", "POST", "PUT", "PATCH", "DELETE"].iter().any(|m| find_in(table, m, path).is_some())
-}
-
 /// The `/v1/im` route matching `method` and `path` (below `/v1/im`), with its path parameters, or `None`.
 pub(crate) fn find(method: &str, path: &str) -> Option<(&'static Route, Params)> {
     find_in(ROUTES, method, path)
@@ -530,13 +394,13 @@ mod tests {
     #[test]
     fn literals_beat_parameters_and_parameters_are_captured() {
         let (r, p) = find("POST", "/notifications/read-all").unwrap();
-        assert_eq!(r.command, C::NotificationReadAll);
+        assert_eq!(r.op, C::NotificationReadAll);
         assert!(p.is_empty());
         let (r, p) = find("POST", "/notifications/42/read").unwrap();
-        assert_eq!(r.command, C::NotificationRead);
+        assert_eq!(r.op, C::NotificationRead);
         assert_eq!(p, [("id", "42".to_owned())]);
         let (r, p) = find("PUT", "/groups/grpX/members/usrY/role").unwrap();
-        assert_eq!(r.command, C::GroupRoleSet);
+        assert_eq!(r.op, C::GroupRoleSet);
         assert_eq!(p, [("topic", "grpX".to_owned()), ("user", "usrY".to_owned())]);
         assert!(find("GET", "/nothing").is_none());
         assert!(find("PATCH", "/friends").is_none());
@@ -548,7 +412,7 @@ mod tests {
         for (i, a) in ROUTES.iter().enumerate() {
             for b in &ROUTES[i + 1..] {
                 assert!(!(a.method == b.method && a.path == b.path), "{} {} twice", a.method, a.path);
-                assert_ne!(a.command, b.command, "command {} twice", a.command);
+                assert_ne!(a.op, b.op, "command {} twice", a.op);
             }
         }
     }
