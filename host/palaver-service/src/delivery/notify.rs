@@ -1,6 +1,6 @@
 //! The `{pres}` on `me` and membership events a change sends, for sessions and business commands alike (`from`
 //! being the actor): access changed, topic gone, evicted, member list dropped. An access change or a topic gone
-//! also hands the user's devices a silent `sub` push (only a buffer is written).
+//! that someone else made also hands the user's devices a silent `sub` push (only a buffer is written).
 
 use crate::Inner;
 use crate::delivery::dispatch::Event;

@@ -113,8 +113,12 @@ impl Inner {
 
     /// Hands a silent push for a change of `user`'s subscription to `topic` (a wire or stored name as `user`
     /// sees it: created, changed or removed by `actor`) to the buffer, without waiting; `seq` is the change's
-    /// Unix ms, so two changes are two pushes.
+    /// Unix ms, so two changes are two pushes. A change the user made themselves pushes nothing: the acting
+    /// device is not known here, and the user's other sessions learn of it from `{pres}` on `me`.
     pub(crate) fn enqueue_sub(&self, tenant: TenantId, user: UserId, topic: &str, actor: Option<UserId>) {
+        if actor == Some(user) {
+            return;
+        }
         let stored = match resolve(topic, user) {
             Some(Resolved::Group(name)) => name,
             Some(Resolved::P2p { stored, .. }) => stored,

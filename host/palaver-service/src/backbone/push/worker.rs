@@ -5,8 +5,8 @@
 //! except users who had a session attached to the topic on the publishing node when the message was stored: they
 //! saw it. The sender's other devices get a silent push (no text, no alert) so apps can sync; the device that
 //! sent it gets none. Messages from blocked senders and held messages never make a task. A read receipt
-//! (`what: read`) or a subscription change (`what: sub`) names its one user, whose devices get a silent push
-//! (the reading device excepted) so apps clear notifications.
+//! (`what: read`) or a subscription change by someone else (`what: sub`) names its one user, whose devices get a
+//! silent push (the reading device excepted) so apps clear notifications.
 //!
 //! **Once.** Before pushing a user, the worker claims `push:dedup:{topic}:{seq}:{uid}` (Redis `SET NX` with
 //! `push.dedup_ttl_ms` in scale-out, a bounded in-process map when embedded), so a redelivered task or a second
