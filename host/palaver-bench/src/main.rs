@@ -11,6 +11,7 @@
 //! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --messages 5000
 //! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --compare
 //! palaver-bench publish --spawn target/release/palaver --topics 16 --publishers-per-topic 4 --compare-kafka
+//! palaver-bench publish --spawn target/release/palaver --topics 8 --publishers-per-topic 2 --compare-push
 //! palaver-bench admin --spawn target/release/palaver --nodes 2 --commands 2000
 //! palaver-bench business --spawn target/release/palaver --server-env PALAVER_PLUGINS__DIR=target/plugins/deploy
 //! palaver-bench topics --spawn target/release/palaver --topics 100000 --server-env PALAVER_LIMITS__RATE_PER_SECOND=0 \
@@ -34,6 +35,7 @@ mod park;
 mod publish;
 mod pubload;
 mod pubload_compare;
+mod pubload_push;
 mod pubload_setup;
 mod scaleout;
 mod stats;
@@ -70,7 +72,8 @@ enum Command {
     P2p(p2p::P2pArgs),
     /// T groups × P publishers send as fast as their windows allow; print accepted msg/s and ack latency.
     /// With --compare, the same load against an embedded and a scale-out server, side by side; with
-    /// --compare-kafka, against a scale-out node without and with `[kafka]`.
+    /// --compare-kafka, against a scale-out node without and with `[kafka]`; with --compare-push, push off and on
+    /// (pushes/s through the worker to a local webhook sink).
     Publish(pubload::PublishArgs),
     /// Admin commands produced to Kafka and their results read back, on a spawned cluster of --nodes nodes;
     /// print commands/s, produce→result latency and the exactly-once check.

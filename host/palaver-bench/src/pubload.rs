@@ -2,13 +2,14 @@
 //! messages/s, publish→ctrl 202 latency and rejections by code, i.e. the write path without fanout.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use crate::publish::{self, Outcome, Plan};
 use crate::pubload_compare::{self, CompareArgs};
+use crate::pubload_push::{PushFigures, Sink};
 use crate::pubload_setup::{self, Shape};
 use crate::stats::{JsonLine, SeqCheck, Summary, check_seqs, per_second_line, round3};
 use crate::target::{RATE_LIMIT_HINT, Target, TargetArgs, cpu_secs, machine_busy_secs, own_cpu_secs, pid_of};
@@ -54,6 +55,9 @@ pub(crate) struct PublishArgs {
     /// Let publishers keep R, so each message is also delivered to the group's other publishers (fanout P − 1).
     #[arg(long)]
     pub(crate) peers_read: bool,
+    /// With --compare-push: the longest wait after the load for the worker to push the rest, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub(crate) push_drain_secs: u64,
     #[command(flatten)]
     pub(crate) compare: CompareArgs,
 }
@@ -93,6 +97,9 @@ pub(crate) async fn run(args: PublishArgs) -> Result<()> {
     if args.compare.compare_kafka {
         return pubload_compare::run_kafka(&args).await;
     }
+    if args.compare.compare_push {
+        return crate::pubload_push::run(&args).await;
+    }
     let figures = measure(&args.target, &args, "").await?;
     println!("{}", json_line(&args, "", &figures));
     Ok(())
@@ -100,6 +107,26 @@ pub(crate) async fn run(args: PublishArgs) -> Result<()> {
 
 /// Starts or finds the server, sets the groups up, runs the load and prints the human-readable figures.
 pub(crate) async fn measure(target_args: &TargetArgs, args: &PublishArgs, label: &str) -> Result<Figures> {
+    Ok(measure_with(target_args, args, label, None).await?.0)
+}
+
+/// [`measure`] with push on through `sink`: after the load, also waits for the pushes and counts them.
+pub(crate) async fn measure_push(
+    target_args: &TargetArgs,
+    args: &PublishArgs,
+    label: &str,
+    sink: &Sink,
+) -> Result<(Figures, PushFigures)> {
+    let (figures, push) = measure_with(target_args, args, label, Some(sink)).await?;
+    Ok((figures, push.unwrap_or_default()))
+}
+
+async fn measure_with(
+    target_args: &TargetArgs,
+    args: &PublishArgs,
+    label: &str,
+    sink: Option<&Sink>,
+) -> Result<(Figures, Option<PushFigures>)> {
     let publishers = args.topics * args.publishers_per_topic;
     crate::raise_nofile(publishers as u64 + 256);
     let mut target_args = target_args.clone();
@@ -128,6 +155,7 @@ pub(crate) async fn measure(target_args: &TargetArgs, args: &PublishArgs, label:
         publishers_per_topic: args.publishers_per_topic,
         concurrency: args.setup_concurrency,
         peers_read: args.peers_read,
+        offline_readers: args.compare.compare_push,
     };
     let ready = pubload_setup::setup(&target, &shape).await?;
     let setup_s = setup_start.elapsed().as_secs_f64();
@@ -179,10 +207,14 @@ pub(crate) async fn measure(target_args: &TargetArgs, args: &PublishArgs, label:
     // Read after the load, before the server goes: what the publish path put through the outbox meanwhile.
     let outbox_after = crate::scaleout::metric(target.addr, OUTBOX_PRODUCED).await.ok();
     figures.outbox_produced = outbox_after.zip(outbox_before).map(|(after, before)| after - before);
+    let push = match sink {
+        Some(sink) => Some(sink.drain(target.addr, figures.acked, Duration::from_secs(args.push_drain_secs)).await),
+        None => None,
+    };
     drop(sessions);
     target.report_log_problems();
     target.finish();
-    Ok(figures)
+    Ok((figures, push))
 }
 
 /// Samples the CPU that processes other than this tool, MariaDB and Redis use, once a second,

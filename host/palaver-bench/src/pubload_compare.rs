@@ -23,8 +23,13 @@ pub(crate) struct CompareArgs {
     pub(crate) compare: bool,
     /// Run the load twice against a spawned scale-out node (needs --spawn): its configuration without `[kafka]`
     /// (the embedded queue), then with it (fresh topics); prints both and the ratio.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "compare_push")]
     pub(crate) compare_kafka: bool,
+    /// Run the load twice against a spawned server (needs --spawn): push off, then push on through a webhook
+    /// to a local sink, with one offline member holding a device per group in both runs; prints both, the
+    /// cost and the pushes/s the worker reached.
+    #[arg(long, conflicts_with = "compare")]
+    pub(crate) compare_push: bool,
     #[command(flatten)]
     pub(crate) scaleout: ScaleoutArgs,
 }
@@ -131,12 +136,17 @@ fn print_kafka_table(args: &PublishArgs, without: &Figures, with: &Figures) {
     println!("{out}");
 }
 
-fn ratio(a: f64, b: f64) -> f64 {
+pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { f64::NAN }
 }
 
 /// The rows both comparisons print: throughput, ack latency, CPU per message and rejections, with b/a.
-fn side_by_side(args: &PublishArgs, title: [&str; 2], (name_a, a): (&str, &Figures), (name_b, b): (&str, &Figures)) {
+pub(crate) fn side_by_side(
+    args: &PublishArgs,
+    title: [&str; 2],
+    (name_a, a): (&str, &Figures),
+    (name_b, b): (&str, &Figures),
+) {
     let [title, head] = title;
     let per_msg = |s: f64, f: &Figures| s * 1e6 / f.acked.max(1) as f64;
     let cpu_per_msg = |f: &Figures| f.server_cpu_s.map_or(f64::NAN, |s| per_msg(s, f));

@@ -23,6 +23,8 @@ pub(crate) struct Shape {
     pub(crate) concurrency: usize,
     /// Publishers keep R, so each message also reaches the topic's other publishers.
     pub(crate) peers_read: bool,
+    /// Every group also gets a member with R, P and a device token who is offline during the load.
+    pub(crate) offline_readers: bool,
 }
 
 /// One ready publisher and the group it publishes to.
@@ -59,6 +61,20 @@ pub(crate) async fn setup(target: &Target, shape: &Shape) -> Result<Vec<Publishe
         }
     }
     println!("  {} groups created after {:.1} s", parked.len(), start.elapsed().as_secs_f64());
+    if shape.offline_readers {
+        let made: Vec<String> = topics.iter().flatten().cloned().collect();
+        let readers = client::bounded("offline readers", made.len(), shape.concurrency, |i| {
+            let login = format!("b{tag}t{i}r");
+            let topic = made[i].clone();
+            async move { offline_reader(target, &login, &topic).await }
+        })
+        .await;
+        for (i, result) in readers {
+            if let Err(err) = result {
+                failures.note(format!("offline reader {i}: {err:#}"));
+            }
+        }
+    }
 
     let joiners_per_topic = shape.publishers_per_topic.saturating_sub(1);
     let ready: Vec<usize> = (0..shape.topics).filter(|&t| topics[t].is_some()).collect();
@@ -121,6 +137,21 @@ async fn join(target: &Target, login: &str, topic: &str, peers_read: bool) -> Re
         check_no_read(&reply.params, &reply.raw)?;
     }
     Ok(conn)
+}
+
+/// Signs up a member of `topic` whose `{hi}` registers a device token, joins with the default mode (R and P:
+/// a message pushes to it) and disconnects, so that it is offline while the load runs.
+async fn offline_reader(target: &Target, login: &str, topic: &str) -> Result<()> {
+    let mut conn = Conn::new(client::connect(target, 64 * 1024).await?);
+    let hi = json!({"ver": "0.25.3", "ua": "palaver-bench/0.0", "dev": format!("bench-{login}"), "platf": "android"});
+    conn.request_ok("hi", hi).await?;
+    conn.sign_up(login, client::PASSWORD, "bench reader").await.with_context(|| format!("signing up {login}"))?;
+    let reply = conn.sub(topic, None).await?;
+    let mode = reply.params.get("acs").and_then(|a| a.get("mode")).and_then(Value::as_str).unwrap_or("");
+    if !(mode.contains('R') && mode.contains('P')) {
+        bail!("the offline reader's mode lacks R or P, so it would get no push: {}", reply.raw);
+    }
+    Ok(())
 }
 
 /// Fails when the `acs.mode` of a sub reply still contains R, which would turn the run into a fanout test.

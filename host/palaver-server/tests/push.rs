@@ -2,125 +2,17 @@
 //! pointed at a local server that checks each request's HMAC signature: an offline user with a registered token
 //! gets exactly one push per message, an attached user none, two devices one each, a replayed task nothing
 //! (the dedup key), `{hi dev:"␡"}` deletes the token, a topic with P turned off pushes nothing, and a 410 from
-//! the provider removes the device; and a push filter plugin (`quiet-hours`) rewrites and drops what the provider
+//! the provider removes the device. Read receipts and subscription changes push silently; a held message
+//! pushes only once released; and a push filter plugin (`quiet-hours`) rewrites and drops what the provider
 //! gets.
 
 mod common;
 
-use base64::Engine;
-use common::Client;
+use common::webhook::{Hook, SECRET, login};
+use common::{http_with, plugins_dir};
 use palaver_core::ports::QueueTopic;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-const SECRET: &str = "webhook-test-secret";
-
-/// A webhook receiver: records each verified body; answers 410 for tokens listed in `gone`.
-#[derive(Clone, Default)]
-struct Hook {
-    got: Arc<Mutex<Vec<Value>>>,
-    gone: Arc<Mutex<Vec<String>>>,
-}
-
-impl Hook {
-    async fn start(&self) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/push", listener.local_addr().unwrap());
-        let hook = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut s, _)) = listener.accept().await else { return };
-                let hook = hook.clone();
-                tokio::spawn(async move {
-                    while let Some((head, body)) = read_request(&mut s).await {
-                        let status = hook.check(&head, &body);
-                        let resp = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n\r\n{{}}");
-                        if s.write_all(resp.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        url
-    }
-
-    fn check(&self, head: &str, body: &[u8]) -> u16 {
-        let header = |name: &str| {
-            head.lines()
-                .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim()))
-                .unwrap_or("")
-                .to_owned()
-        };
-        assert!(head.starts_with("POST /push HTTP/1.1"), "{head}");
-        let ts: u64 = header("x-palaver-timestamp").parse().unwrap();
-        assert_eq!(header("x-palaver-signature"), palaver_push::signature(SECRET.as_bytes(), ts, body));
-        let v: Value = serde_json::from_slice(body).unwrap();
-        let token = v["device"]["token"].as_str().unwrap().to_owned();
-        self.got.lock().unwrap().push(v);
-        if self.gone.lock().unwrap().contains(&token) { 410 } else { 200 }
-    }
-
-    fn to(&self, token: &str) -> Vec<Value> {
-        self.got.lock().unwrap().iter().filter(|v| v["device"]["token"] == token).cloned().collect()
-    }
-
-    /// Waits until `token` got `n` pushes (failing if it gets more within a short grace).
-    async fn expect(&self, token: &str, n: usize) -> Vec<Value> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while self.to(token).len() < n && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let got = self.to(token);
-        assert_eq!(got.len(), n, "pushes to {token}: {got:?}");
-        got
-    }
-}
-
-async fn read_request(s: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = s.read(&mut chunk).await.ok().filter(|n| *n > 0)?;
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-length")))
-        .map(|(_, v)| v.trim().parse().unwrap())
-        .unwrap_or(0);
-    while buf.len() < end + len {
-        let n = s.read(&mut chunk).await.ok().filter(|n| *n > 0)?;
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    Some((head, buf[end..end + len].to_vec()))
-}
-
-/// Signs up (or logs in) `login` over a new connection whose `{hi}` names the device token `dev`.
-async fn login(addr: std::net::SocketAddr, login: &str, dev: Option<&str>, create: bool) -> (Client, String) {
-    let mut c = Client::connect(addr).await;
-    let mut hi = json!({ "ver": "0.25.3", "platf": "android", "lang": "en" });
-    if let Some(d) = dev {
-        hi["dev"] = json!(d);
-    }
-    assert!(c.req("hi", hi).await["code"].as_i64().unwrap() < 300);
-    let secret = base64::engine::general_purpose::STANDARD.encode(format!("{login}:secret1"));
-    let ctrl = if create {
-        c.req("acc", json!({ "user": "new", "secret": secret, "login": true })).await
-    } else {
-        c.req("login", json!({ "scheme": "basic", "secret": secret })).await
-    };
-    assert_eq!(ctrl["code"], 200, "{ctrl}");
-    let user = ctrl["params"]["user"].as_str().unwrap().to_owned();
-    (c, user)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn offline_users_get_one_push_per_message() {
@@ -146,7 +38,7 @@ async fn offline_users_get_one_push_per_message() {
     // Alice opens the P2P topic with Bob; Bob is offline with one registered device.
     assert_eq!(alice.req("sub", json!({ "topic": bob_id })).await["code"], 200);
     assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "hello bob" })).await["code"], 202);
-    let first = hook.expect("bob-phone", 1).await;
+    let first = hook.expect_msgs("bob-phone", 1).await;
     let data = &first[0]["data"];
     assert_eq!(data["what"], "msg");
     assert_eq!(data["seq"], "1");
@@ -169,15 +61,15 @@ async fn offline_users_get_one_push_per_message() {
     assert_eq!(bob.req("sub", json!({ "topic": alice_id })).await["code"], 200);
     assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "you are here" })).await["code"], 202);
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(hook.to("bob-phone").len(), 1, "an attached user gets no push, and the replay none");
-    assert!(hook.to("bob-tablet").is_empty());
+    assert_eq!(hook.msgs("bob-phone").len(), 1, "an attached user gets no push, and the replay none");
+    assert!(hook.msgs("bob-tablet").is_empty());
 
     // Bob gone: both devices get one push each for the next message.
     drop(bob);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "two devices" })).await["code"], 202);
-    hook.expect("bob-phone", 2).await;
-    hook.expect("bob-tablet", 1).await;
+    hook.expect_msgs("bob-phone", 2).await;
+    hook.expect_msgs("bob-tablet", 1).await;
 
     // `␡` deletes the tablet's token: the next message reaches the phone only.
     let (mut tablet, _) = login(addr, "push-bob", Some("bob-tablet"), false).await;
@@ -185,8 +77,8 @@ async fn offline_users_get_one_push_per_message() {
     drop(tablet);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "phone only" })).await["code"], 202);
-    hook.expect("bob-phone", 3).await;
-    hook.expect("bob-tablet", 1).await;
+    hook.expect_msgs("bob-phone", 3).await;
+    hook.expect_msgs("bob-tablet", 1).await;
 
     // Bob turns P off (mutes the conversation): nothing is pushed.
     let (mut bob, _) = login(addr, "push-bob", None, false).await;
@@ -196,22 +88,27 @@ async fn offline_users_get_one_push_per_message() {
     drop(bob);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "muted" })).await["code"], 202);
-    hook.expect("bob-phone", 3).await;
+    hook.expect_msgs("bob-phone", 3).await;
 
     // P back on; the provider says the phone's token is gone (410): the device is removed.
     let (mut bob, _) = login(addr, "push-bob", None, false).await;
     assert_eq!(bob.req("sub", json!({ "topic": alice_id })).await["code"], 200);
     assert_eq!(bob.req("set", json!({ "topic": alice_id, "sub": { "mode": "JRWPA" } })).await["code"], 200);
     drop(bob);
+    // Whatever silent push the mode change makes lands before the provider starts refusing the token.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     hook.gone.lock().unwrap().push("bob-phone".into());
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "gone" })).await["code"], 202);
-    hook.expect("bob-phone", 4).await;
+    hook.expect_msgs("bob-phone", 4).await;
     assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "after" })).await["code"], 202);
-    hook.expect("bob-phone", 4).await;
+    hook.expect_msgs("bob-phone", 4).await;
 
+    // Every push the hook answered 200 counts as a success (the silent `sub` ones included); the 410 does not.
     let metrics = node.service().render_metrics();
-    assert!(metrics.contains("palaver_push_succeeded_total{provider=\"webhook\"} 4"), "{metrics}");
+    let ok = hook.got.lock().unwrap().len() - 1;
+    let succeeded = common::sample(&metrics, "palaver_push_succeeded_total{provider=\"webhook\"}");
+    assert_eq!(succeeded, Some(ok as f64), "{metrics}");
     assert!(metrics.contains("palaver_push_devices_removed_total 1"), "{metrics}");
     assert!(metrics.contains("palaver_push_deduplicated_total 1"), "{metrics}");
     node.shutdown().await;
@@ -285,5 +182,119 @@ async fn push_filters_rewrite_and_drop_what_the_provider_gets() {
     assert_eq!(count("palaver_push_filtered_total{decision=\"keep\"}"), 1.0);
     assert_eq!(count("palaver_push_filtered_total{decision=\"drop\"}"), 1.0);
     assert_eq!(count("palaver_plugin_calls_total{plugin=\"quiet-hours\",hook=\"before-push\"}"), 3.0);
+    node.shutdown().await;
+}
+
+/// The environment of a node that pushes through the webhook at `url`.
+fn push_env(url: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("PALAVER_PUSH__ENABLED", "true".into()),
+        ("PALAVER_PUSH__RETRY_BACKOFF_MS", "10".into()),
+        ("PALAVER_PUSH__WEBHOOK__URL", url.into()),
+        ("PALAVER_PUSH__WEBHOOK__SECRET", SECRET.into()),
+        ("PALAVER_OUTBOX__RELAY_INTERVAL_MS", "50".into()),
+    ]
+}
+
+fn pairs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// Asserts that `push` is a silent `what` push about `topic` carrying no text.
+fn assert_silent(push: &Value, what: &str, topic: &str) {
+    let data = &push["data"];
+    assert_eq!((data["what"].as_str(), data["topic"].as_str()), (Some(what), Some(topic)), "{push}");
+    assert_eq!((&push["silent"], &data["silent"]), (&json!(true), &json!("true")), "{push}");
+    assert_eq!(push["body"], "", "a silent push shows nothing: {push}");
+    assert!(data.get("content").is_none(), "{push}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn read_receipts_and_subscription_changes_push_silently() {
+    let hook = Hook::default();
+    let url = hook.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let node = common::start(dir.path(), &pairs(&push_env(&url))).await;
+    let addr = node.addr();
+    let (mut alice, _) = login(addr, "silent-alice", None, true).await;
+    let (bob, bob_id) = login(addr, "silent-bob", Some("bob-phone"), true).await;
+    drop(bob);
+
+    // Alice adds the offline Bob to her group: his device learns of the new subscription, silently.
+    let grp = alice.req("sub", json!({ "topic": "new1" })).await["topic"].as_str().unwrap().to_owned();
+    let added = alice.req("set", json!({ "topic": grp, "sub": { "user": bob_id, "mode": "JRWP" } })).await;
+    assert_eq!(added["code"], 200, "{added}");
+    let got = hook.expect("bob-phone", 1).await;
+    assert_silent(&got[0], "sub", &grp);
+    assert_eq!(got[0]["user"], bob_id);
+
+    // A message reaches the phone; Bob reads it on his tablet: the phone is told, silently, and the tablet
+    // that read it is not.
+    assert_eq!(alice.req("pub", json!({ "topic": grp, "content": "hello" })).await["code"], 202);
+    assert_eq!(hook.expect("bob-phone", 2).await[1]["data"]["what"], "msg");
+    let (mut tablet, _) = login(addr, "silent-bob", Some("bob-tablet"), false).await;
+    assert_eq!(tablet.req("sub", json!({ "topic": grp })).await["code"], 200);
+    tablet.send_raw(json!({ "note": { "topic": grp, "what": "read", "seq": 1 } }).to_string()).await;
+    let got = hook.expect("bob-phone", 3).await;
+    assert_silent(&got[2], "read", &grp);
+    assert_eq!(got[2]["data"]["seq"], "1");
+    assert!(hook.to("bob-tablet").is_empty(), "the reading device gets nothing");
+    // The same receipt again changes nothing and pushes nothing; a later one pushes again.
+    tablet.send_raw(json!({ "note": { "topic": grp, "what": "read", "seq": 1 } }).to_string()).await;
+    hook.expect("bob-phone", 3).await;
+
+    // Alice removes Bob: both his devices learn the subscription is gone.
+    drop(tablet);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let removed = alice.req("del", json!({ "topic": grp, "what": "sub", "user": bob_id })).await;
+    assert_eq!(removed["code"], 200, "{removed}");
+    assert_silent(&hook.expect("bob-phone", 4).await[3], "sub", &grp);
+    assert_silent(&hook.expect("bob-tablet", 1).await[0], "sub", &grp);
+    node.shutdown().await;
+}
+
+const ADMIN_TOKEN: &str = "push-admin-token-0123456789";
+
+async fn admin(addr: std::net::SocketAddr, method: &str, path: &str, body: &str) -> u16 {
+    let auth = format!("Bearer {ADMIN_TOKEN}");
+    http_with(addr, method, path, &[("Authorization", &auth)], body).await.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_held_message_pushes_once_released() {
+    let hook = Hook::default();
+    let url = hook.start().await;
+    let plugins = plugins_dir(&["moderation-"]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = push_env(&url);
+    env.push(("PALAVER_PLUGINS__DIR", plugins.path().to_string_lossy().into_owned()));
+    env.push(("PALAVER_ADMIN__TOKEN", ADMIN_TOKEN.into()));
+    let node = common::start(dir.path(), &pairs(&env)).await;
+    let addr = node.addr();
+    let hold = r#"{"settings":{"hold_words":["review"]}}"#;
+    assert_eq!(admin(addr, "PUT", "/v1/admin/tenants/1/plugins/moderation", hold).await, 200);
+    let (mut alice, alice_id) = login(addr, "held-alice", None, true).await;
+    let (bob, bob_id) = login(addr, "held-bob", Some("bob-phone"), true).await;
+    drop(bob);
+    assert_eq!(alice.req("sub", json!({ "topic": bob_id })).await["code"], 200);
+
+    let held = alice.req("pub", json!({ "topic": bob_id, "content": "please review this" })).await;
+    assert_eq!(held["params"]["audit"], "pending", "{held}");
+    let seq = held["params"]["seq"].as_i64().unwrap();
+    hook.expect_msgs("bob-phone", 0).await;
+
+    let p2p = palaver_core::p2p_name(
+        palaver_core::UserId::parse(&alice_id).unwrap(),
+        palaver_core::UserId::parse(&bob_id).unwrap(),
+    );
+    let audit = format!("/v1/admin/tenants/1/topics/{p2p}/messages/{seq}/audit");
+    assert_eq!(admin(addr, "POST", &audit, r#"{"action":"release"}"#).await, 200);
+    let got = hook.expect_msgs("bob-phone", 1).await;
+    assert_eq!(got[0]["data"]["seq"], "1");
+    assert_eq!(got[0]["silent"], false);
+    assert_eq!(seq, 1);
+    // Releasing again is refused and pushes nothing more.
+    assert_eq!(admin(addr, "POST", &audit, r#"{"action":"release"}"#).await, 409);
+    hook.expect_msgs("bob-phone", 1).await;
     node.shutdown().await;
 }

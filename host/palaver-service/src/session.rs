@@ -78,6 +78,11 @@ impl Session {
         self.handle.sid.to_string()
     }
 
+    /// The id of the device this session registered with `{hi dev}`, if any (it gets no push for its own acts).
+    pub(crate) fn device_id(&self) -> Option<String> {
+        self.hello.as_ref().and_then(|h| h.dev.as_deref()).map(crate::usecases::devices::device_id)
+    }
+
     /// True once the server has closed the session (revoked, evicted, drained).
     pub fn is_closed(&self) -> bool {
         self.handle.is_closed()

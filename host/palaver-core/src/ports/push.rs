@@ -17,7 +17,8 @@ pub struct PushTask {
     pub from: UserId,
     /// Unix ms the message was stored.
     pub ts: UnixMillis,
-    /// `what` of Tinode's push payload: `msg` here.
+    /// `what` of Tinode's push payload: `msg` for a stored message, `read` for a read receipt, `sub` for a
+    /// subscription change. For `read` and `sub`, `seq` is the read seq and the change's Unix ms respectively.
     pub what: String,
     /// The content's `head.mime`, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,6 +41,10 @@ pub struct PushTask {
     /// The users the message mentions (Drafty `MN` entities), at most [`MAX_MENTIONS`], for push filters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mentions: Vec<UserId>,
+    /// For `read` and `sub`: the one user whose devices get a silent push (the reader, the user whose
+    /// subscription changed). `None` for `msg`, whose recipients are the topic's subscribers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<UserId>,
 }
 
 /// The most mentions a push task carries: enough for a mention-only rule, bounded whatever the message says.

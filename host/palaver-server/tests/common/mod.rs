@@ -15,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 
 pub mod proxy;
+pub mod webhook;
 
 pub const KEY: &str = "AQEAAAABAAD_rAp4DJh05a1HAwFT3A6K";
 

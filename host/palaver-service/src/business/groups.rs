@@ -78,6 +78,7 @@ async fn remove(cx: &Cx<'_>) -> BizResult<Value> {
     let gone =
         MsgPres { topic: "me".into(), src: Some(g.name().to_owned()), what: "gone".into(), ..MsgPres::default() };
     cx.svc.dispatch(cx.tenant, Event::MePres { users: vec![user], pres: gone }, None, cx.from()).await;
+    cx.svc.enqueue_sub(cx.tenant, user, g.name(), cx.from());
     let payload = json!({ "topic": g.name(), "user_id": user.to_string(), "by": cx.actor.to_string() });
     cx.to_topic(g.name(), "group.member.removed", &payload);
     cx.to_user(user, "group.member.removed", &payload);

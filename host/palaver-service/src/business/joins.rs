@@ -62,6 +62,7 @@ async fn add_member(cx: &Cx<'_>, g: &Group, user: UserId) -> BizResult<bool> {
         ..MsgPres::default()
     };
     cx.svc.dispatch(cx.tenant, Event::MePres { users: vec![user], pres: acs }, None, Some(cx.actor)).await;
+    cx.svc.enqueue_sub(cx.tenant, user, g.name(), Some(cx.actor));
     let payload = json!({ "topic": g.name(), "user_id": user.to_string(), "by": cx.actor.to_string() });
     cx.to_topic(g.name(), "group.member.added", &payload);
     cx.to_user(user, "group.member.added", &payload);

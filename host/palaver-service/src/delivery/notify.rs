@@ -1,5 +1,6 @@
 //! The `{pres}` on `me` and membership events a change sends, for sessions and business commands alike (`from`
-//! being the actor): access changed, topic gone, evicted, member list dropped.
+//! being the actor): access changed, topic gone, evicted, member list dropped. An access change or a topic gone
+//! that someone else made also hands the user's devices a silent `sub` push (only a buffer is written).
 
 use crate::Inner;
 use crate::delivery::dispatch::Event;
@@ -40,6 +41,7 @@ impl Inner {
             ..MsgPres::default()
         };
         self.dispatch(tenant, Event::MePres { users: vec![user], pres }, None, from).await;
+        self.enqueue_sub(tenant, user, wire, from);
     }
 
     /// Tells `user`'s sessions that a topic is gone for them.
@@ -54,6 +56,7 @@ impl Inner {
         let pres =
             MsgPres { topic: "me".into(), src: Some(wire.to_owned()), what: "gone".into(), ..MsgPres::default() };
         self.dispatch(tenant, Event::MePres { users: vec![user], pres }, skip, from).await;
+        self.enqueue_sub(tenant, user, wire, from);
     }
 
     /// Detaches every session of `user` from a topic, on every node, and tells each of them it was evicted

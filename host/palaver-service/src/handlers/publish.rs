@@ -106,8 +106,7 @@ impl Session {
         }
         if fresh && !held {
             // The push task is only handed to a buffer: nothing here waits for the queue or a provider.
-            let device = self.hello.as_ref().and_then(|h| h.dev.as_deref()).map(crate::usecases::devices::device_id);
-            self.svc.enqueue_push(tenant, &msg, device);
+            self.svc.enqueue_push(tenant, &msg, self.device_id());
             self.svc.notify_unattached(tenant, &msg).await;
         }
         Ok(())
@@ -137,6 +136,10 @@ impl Session {
                     .ok_or_else(|| ServiceError::Malformed("note.seq must be positive".into()))?;
                 if !self.svc.subscriptions(tenant).mark(me, &stored, m.what == "read", seq).await? {
                     return Ok(());
+                }
+                if m.what == "read" {
+                    // The reader's other devices clear their notifications; only a buffer is written here.
+                    self.svc.enqueue_read(tenant, &stored, seq, me, self.device_id());
                 }
                 (Some(seq), m.what.clone())
             }

@@ -255,6 +255,8 @@ impl Messages<'_> {
         };
         if audit == AuditStatus::Pass {
             self.svc.fan_out(tenant, &msg, None).await;
+            // Held, it pushed nobody; released, it pushes as if just published (only a buffer is written).
+            self.svc.enqueue_push(tenant, &msg, None);
         }
         Ok(())
     }

@@ -11,8 +11,9 @@ pub use payload::{PREVIEW_CHARS, build_message, preview_of};
 pub use state::PushState;
 
 use crate::Inner;
+use crate::names::{Resolved, resolve};
 use palaver_core::ports::{PushTask, QueueRecord, QueueTopic, mentions_of};
-use palaver_core::{Message, TenantId};
+use palaver_core::{Message, Seq, TenantId, UserId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -100,6 +101,68 @@ impl Inner {
             sender_device,
             head: head.cloned(),
             mentions: mentions_of(&msg.content),
+            to: None,
+        };
+        self.push.offer(task);
+    }
+
+    /// Hands a silent push for a read receipt to the buffer, without waiting: the reader's other devices (all
+    /// but `device`, the one that read) learn that `stored` is read up to `seq`, so apps clear notifications.
+    pub(crate) fn enqueue_read(
+        &self,
+        tenant: TenantId,
+        stored: &str,
+        seq: Seq,
+        reader: UserId,
+        device: Option<String>,
+    ) {
+        self.offer_silent(tenant, "read", stored, seq, (reader, reader), device);
+    }
+
+    /// Hands a silent push for a change of `user`'s subscription to `topic` (a wire or stored name as `user`
+    /// sees it: created, changed or removed by `actor`) to the buffer, without waiting; `seq` is the change's
+    /// Unix ms, so two changes are two pushes. A change the user made themselves pushes nothing: the acting
+    /// device is not known here, and the user's other sessions learn of it from `{pres}` on `me`.
+    pub(crate) fn enqueue_sub(&self, tenant: TenantId, user: UserId, topic: &str, actor: Option<UserId>) {
+        if actor == Some(user) {
+            return;
+        }
+        let stored = match resolve(topic, user) {
+            Some(Resolved::Group(name)) => name,
+            Some(Resolved::P2p { stored, .. }) => stored,
+            _ => return,
+        };
+        let from = actor.unwrap_or(crate::business::ADMIN_ACTOR);
+        self.offer_silent(tenant, "sub", &stored, crate::now_millis(), (from, user), None);
+    }
+
+    fn offer_silent(
+        &self,
+        tenant: TenantId,
+        what: &str,
+        stored: &str,
+        seq: Seq,
+        (from, to): (UserId, UserId),
+        device: Option<String>,
+    ) {
+        if !self.cfg.push.enabled {
+            return;
+        }
+        let task = PushTask {
+            tenant,
+            topic: stored.to_owned(),
+            seq,
+            from,
+            ts: crate::now_millis(),
+            what: what.to_owned(),
+            mime: None,
+            webrtc: None,
+            preview: None,
+            attached: Vec::new(),
+            sender_device: device,
+            head: None,
+            mentions: Vec::new(),
+            to: Some(to),
         };
         self.push.offer(task);
     }

@@ -129,7 +129,11 @@ impl PushState {
 impl MetricsSource for PushState {
     fn register(&self, r: &mut palaver_core::Registry) {
         let counters: [(&str, &str, &Counter); 5] = [
-            ("palaver_push_triggered", "Push tasks made for stored messages", &self.triggered),
+            (
+                "palaver_push_triggered",
+                "Push tasks made for messages, read receipts and subscription changes",
+                &self.triggered,
+            ),
             (
                 "palaver_push_dropped",
                 "Push tasks dropped: the buffer was full or the outbox refused them",

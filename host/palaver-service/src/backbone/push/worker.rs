@@ -4,7 +4,9 @@
 //! **Recipients.** The topic's subscribers whose mode has R and P (a user who turned P off has muted the topic),
 //! except users who had a session attached to the topic on the publishing node when the message was stored: they
 //! saw it. The sender's other devices get a silent push (no text, no alert) so apps can sync; the device that
-//! sent it gets none. Messages from blocked senders and held messages never make a task.
+//! sent it gets none. Messages from blocked senders and held messages never make a task. A read receipt
+//! (`what: read`) or a subscription change by someone else (`what: sub`) names its one user, whose devices get a
+//! silent push (the reading device excepted) so apps clear notifications.
 //!
 //! **Once.** Before pushing a user, the worker claims `push:dedup:{topic}:{seq}:{uid}` (Redis `SET NX` with
 //! `push.dedup_ttl_ms` in scale-out, a bounded in-process map when embedded), so a redelivered task or a second
@@ -27,7 +29,7 @@ use crate::names::wire_name;
 use palaver_core::ports::{
     Delivery, Device, PushDedup, PushError, PushProvider, PushTask, QueueRecord, QueueTopic, TaskQueue,
 };
-use palaver_core::{AccessMode, StoreResult};
+use palaver_core::{AccessMode, StoreResult, UserId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -110,16 +112,15 @@ impl PushWorker {
     /// Pushes one task to its recipients.
     pub(crate) async fn push_task(&self, task: &PushTask, delivery: &Delivery) -> StoreResult<()> {
         let ports = &self.service.inner.ports;
-        let subs = ports.subs.list_topic_subs(task.tenant, &task.topic).await?;
-        for sub in subs {
-            let sender = sub.user == task.from;
-            if !sender
-                && (task.attached.contains(&sub.user)
-                    || !(sub.mode().has(AccessMode::READ) && sub.mode().has(AccessMode::PRES)))
-            {
-                continue;
-            }
-            let devices = ports.devices.list_devices(task.tenant, sub.user).await?;
+        // A message's dedup key is the topic's; a read receipt's or a subscription change's is kept apart from
+        // it, so the reader's push for seq 5 is not taken for the message push of seq 5.
+        let dedup_topic = match task.to {
+            None => task.topic.clone(),
+            Some(_) => format!("{}#{}", task.topic, task.what),
+        };
+        for user in self.recipients(task).await? {
+            let sender = user == task.from;
+            let devices = ports.devices.list_devices(task.tenant, user).await?;
             let devices: Vec<Device> = devices
                 .into_iter()
                 .filter(|d| !(sender && task.sender_device.as_deref() == Some(&d.device_id)))
@@ -128,12 +129,13 @@ impl PushWorker {
                 continue;
             }
             let ttl = self.service.inner.cfg.push.dedup_ttl_ms;
-            if !self.dedup.claim(task.tenant, &task.topic, task.seq, sub.user, ttl).await? {
+            if !self.dedup.claim(task.tenant, &dedup_topic, task.seq, user, ttl).await? {
                 self.state().deduplicated.inc();
                 continue;
             }
-            let msg = build_message(task, &wire_name(&task.topic, sub.user), sender);
-            let filter::Filtered::Send(msg) = self.filter(task, sub.user, &devices, msg, delivery).await else {
+            let silent = sender || task.to.is_some();
+            let msg = build_message(task, &wire_name(&task.topic, user), silent);
+            let filter::Filtered::Send(msg) = self.filter(task, user, &devices, msg, delivery).await else {
                 continue;
             };
             for device in devices {
@@ -141,6 +143,22 @@ impl PushWorker {
             }
         }
         Ok(())
+    }
+
+    /// Who a task pushes: its one user for a read receipt or a subscription change; for a message, the
+    /// sender (silently, for their other devices) and the subscribers with R and P that were not attached.
+    async fn recipients(&self, task: &PushTask) -> StoreResult<Vec<UserId>> {
+        if let Some(user) = task.to {
+            return Ok(vec![user]);
+        }
+        let subs = self.service.inner.ports.subs.list_topic_subs(task.tenant, &task.topic).await?;
+        let wanted = |s: &palaver_core::Subscription| {
+            s.user == task.from
+                || (!task.attached.contains(&s.user)
+                    && s.mode().has(AccessMode::READ)
+                    && s.mode().has(AccessMode::PRES))
+        };
+        Ok(subs.iter().filter(|s| wanted(s)).map(|s| s.user).collect())
     }
 
     /// Sends to one device, retrying what is worth retrying; the final outcome is counted and, if a failure,

@@ -1,0 +1,197 @@
+//! `publish --compare-push`: the same load against a spawned server with push off and then on, side by side,
+//! and the push worker's throughput. Every group gets one extra member with R and P and a registered device
+//! token who is offline during the load (in both runs, so the two differ only in push), so each accepted
+//! message makes one push task and one webhook push. The webhook points at a local sink that answers 200 and
+//! counts; pushes/s is the sink's count over the span from its first to its last push.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::pubload::{self, Figures, PublishArgs};
+use crate::pubload_compare::{ratio, side_by_side};
+use crate::stats::round3;
+
+/// The largest share of accepted msg/s that making push tasks may cost the publish path.
+const MAX_PUSH_COST: f64 = 0.05;
+/// The sink stops waiting for more pushes once none has come for this long.
+const IDLE: Duration = Duration::from_secs(5);
+/// The server's counters of push tasks made and dropped (a full buffer).
+const TRIGGERED: &str = "palaver_push_triggered_total";
+const DROPPED: &str = "palaver_push_dropped_total";
+
+/// What the push-on run adds to the publish figures.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PushFigures {
+    /// Push tasks the publish path made and dropped during the load.
+    pub(crate) triggered: f64,
+    pub(crate) dropped: f64,
+    /// Pushes the sink received, and over how long (first to last).
+    pub(crate) received: u64,
+    pub(crate) span_s: f64,
+    /// How long after the last accepted message the last push came.
+    pub(crate) drain_s: f64,
+}
+
+impl PushFigures {
+    fn per_s(&self) -> f64 {
+        if self.span_s > 0.0 { self.received as f64 / self.span_s } else { 0.0 }
+    }
+}
+
+/// The local webhook receiver: answers every request 200 and counts it, noting its first and last arrival.
+#[derive(Clone)]
+pub(crate) struct Sink {
+    pub(crate) url: String,
+    count: Arc<AtomicU64>,
+    span: Arc<Span>,
+}
+
+/// The first and last instants a push arrived.
+#[derive(Default)]
+struct Span(Mutex<Option<(Instant, Instant)>>);
+
+impl Span {
+    fn note(&self, at: Instant) {
+        let mut span = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *span = Some(span.map_or((at, at), |(first, _)| (first, at)));
+    }
+
+    fn get(&self) -> Option<(Instant, Instant)> {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Sink {
+    pub(crate) async fn start() -> Result<Sink> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the push sink")?;
+        let url = format!("http://{}/push", listener.local_addr()?);
+        let sink = Sink { url, count: Arc::default(), span: Arc::default() };
+        let serving = sink.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serving.clone().serve(stream));
+            }
+        });
+        Ok(sink)
+    }
+
+    /// Answers the requests of one keep-alive connection until it closes.
+    async fn serve(self, mut s: tokio::net::TcpStream) {
+        let mut buf = Vec::with_capacity(8192);
+        let mut chunk = [0u8; 8192];
+        loop {
+            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4) else {
+                match s.read(&mut chunk).await {
+                    Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                    _ => return,
+                }
+                continue;
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() < end + len {
+                match s.read(&mut chunk).await {
+                    Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                    _ => return,
+                }
+                continue;
+            }
+            buf.drain(..end + len);
+            self.count.fetch_add(1, Ordering::Relaxed);
+            self.span.note(Instant::now());
+            if s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}").await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn received(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// After the load: waits until `expected` pushes came, none came for [`IDLE`], or `max` passed.
+    pub(crate) async fn drain(&self, addr: std::net::SocketAddr, expected: u64, max: Duration) -> PushFigures {
+        let load_end = Instant::now();
+        let (mut last, mut seen) = (Instant::now(), self.received());
+        while self.received() < expected && last.elapsed() < IDLE && load_end.elapsed() < max {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if self.received() != seen {
+                (last, seen) = (Instant::now(), self.received());
+            }
+        }
+        let metric = |name| async move { crate::scaleout::metric(addr, name).await.unwrap_or(f64::NAN) };
+        let (first, end) = self.span.get().unwrap_or((load_end, load_end));
+        let figures = PushFigures {
+            triggered: metric(TRIGGERED).await,
+            dropped: metric(DROPPED).await,
+            received: self.received(),
+            span_s: end.saturating_duration_since(first).as_secs_f64(),
+            drain_s: end.saturating_duration_since(load_end).as_secs_f64(),
+        };
+        println!(
+            "  push: {} tasks made, {} dropped; the sink got {} pushes in {:.2} s ({:.0} pushes/s through the \
+             worker), the last {:.2} s after the load",
+            figures.triggered,
+            figures.dropped,
+            figures.received,
+            figures.span_s,
+            figures.per_s(),
+            figures.drain_s
+        );
+        if figures.received < expected {
+            println!("PROBLEM: the sink got {} of {expected} pushes", figures.received);
+        }
+        figures
+    }
+}
+
+/// Runs the load with push off, then with push on through the sink, and prints both and the cost.
+pub(crate) async fn run(args: &PublishArgs) -> Result<()> {
+    ensure!(args.target.spawn.is_some(), "--compare-push starts the server twice itself, so it needs --spawn PATH");
+    let off = pubload::measure(&args.target, args, "push off").await.context("the run with push off")?;
+    println!();
+    let sink = Sink::start().await?;
+    let mut target = args.target.clone();
+    target.server_env.extend([
+        ("PALAVER_PUSH__ENABLED".to_owned(), "true".to_owned()),
+        ("PALAVER_PUSH__WEBHOOK__URL".to_owned(), sink.url.clone()),
+        ("PALAVER_PUSH__WEBHOOK__SECRET".to_owned(), "bench-webhook-secret".to_owned()),
+    ]);
+    let (on, push) = pubload::measure_push(&target, args, "push on", &sink).await.context("the run with push on")?;
+    print_table(args, &off, &on, &push);
+    Ok(())
+}
+
+fn print_table(args: &PublishArgs, off: &Figures, on: &Figures, push: &PushFigures) {
+    side_by_side(args, ["publish compare-push", "ratio on/off"], ("push off", off), ("push on", on));
+    let cost = 1.0 - ratio(on.msg_per_s, off.msg_per_s);
+    let verdict = if cost <= MAX_PUSH_COST { "meets" } else { "MISSES" };
+    // A negative cost is the noise of one run each on a shared machine.
+    let shown = if cost < 0.0 { String::from("nothing measurable") } else { format!("{:.1} %", cost * 100.0) };
+    println!(
+        "verdict: push costs {shown} of accepted msg/s (target ≤ {:.0} %: {verdict}); the worker pushed {:.0}/s; \
+         one run each, on a shared 2-core machine",
+        MAX_PUSH_COST * 100.0,
+        push.per_s()
+    );
+    let mut out = pubload::head(args, "compare-push");
+    pubload::put_figures(&mut out, "off_", off);
+    pubload::put_figures(&mut out, "on_", on);
+    out.set("ratio_msg_per_s", round3(ratio(on.msg_per_s, off.msg_per_s)));
+    out.set("push_cost", round3(cost));
+    out.set("push_cost_target", MAX_PUSH_COST);
+    out.set("push_tasks", push.triggered);
+    out.set("push_dropped", push.dropped);
+    out.set("pushes_received", push.received);
+    out.set("pushes_per_s", push.per_s().round());
+    out.set("push_drain_s", round3(push.drain_s));
+    println!("{out}");
+}
