@@ -253,8 +253,6 @@ async fn read_receipts_and_subscription_changes_push_silently() {
     node.shutdown().await;
 }
 
-const ADMIN_TOKEN: &str = "push-admin-token-0123456789";
-
 async fn admin(addr: std::net::SocketAddr, method: &str, path: &str, body: &str) -> u16 {
     let auth = format!("Bearer {ADMIN_TOKEN}");
     http_with(addr, method, path, &[("Authorization", &auth)], body).await.0

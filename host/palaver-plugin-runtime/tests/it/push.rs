@@ -26,6 +26,7 @@ fn task(preview: &str) -> PushTask {
         sender_device: None,
         head: None,
         mentions: vec![RECIPIENT],
+        to: None,
     }
 }
 
