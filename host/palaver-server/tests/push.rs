@@ -147,18 +147,20 @@ async fn push_filters_rewrite_and_drop_what_the_provider_gets() {
     let (bob, bob_id) = login(addr, "hook-bob", Some("bob-phone"), true).await;
     drop(bob);
     assert_eq!(alice.req("sub", json!({ "topic": bob_id })).await["code"], 200);
+    // Opening the P2P topic sends Bob's devices a silent `sub` push; it is out before any filter is on.
+    assert_eq!(hook.expect("bob-phone", 1).await[0]["data"]["what"], "sub");
 
     // Rewrite: a message that mentions Bob reaches him with the tenant's mention text.
     quiet_hours(addr, json!({ "enabled": true, "settings": { "mention_body": "You were mentioned" } })).await;
     let mention = json!({ "txt": "hi bob", "ent": [{ "tp": "MN", "data": { "val": bob_id } }],
         "fmt": [{ "at": 3, "len": 3, "key": 0 }] });
     assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": mention })).await["code"], 202);
-    let got = hook.expect("bob-phone", 1).await;
+    let got = hook.expect_msgs("bob-phone", 1).await;
     assert_eq!(got[0]["body"], "You were mentioned", "{}", got[0]);
     assert_eq!(got[0]["data"]["seq"], "1", "the locating fields are the host's");
     // Keep: no mention, no quiet hours, the push as built.
     assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "plain" })).await["code"], 202);
-    let got = hook.expect("bob-phone", 2).await;
+    let got = hook.expect_msgs("bob-phone", 2).await;
     assert_eq!(got[1]["body"], "New message");
 
     // Drop: Bob's own quiet hours, around the current UTC minute, with `drop`.
@@ -174,7 +176,7 @@ async fn push_filters_rewrite_and_drop_what_the_provider_gets() {
         assert!(tokio::time::Instant::now() < deadline, "the filter never dropped the push");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    hook.expect("bob-phone", 2).await;
+    hook.expect_msgs("bob-phone", 2).await;
 
     let metrics = node.service().render_metrics();
     let count = |series: &str| common::sample(&metrics, series).unwrap_or(-1.0);
