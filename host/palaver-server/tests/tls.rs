@@ -55,6 +55,10 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// The two tests start servers and nodes of their own; run one at a time so that neither's start-up times out
+/// while the other's `mariadb-install-db` takes the machine.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 struct Killed(Child);
 
 impl Drop for Killed {
@@ -112,6 +116,7 @@ fn start_node(dir: &Path, redis_port: u16, ca: Option<&Path>) -> Result<serde_js
 
 #[test]
 fn a_node_reaches_redis_over_tls_with_a_rediss_address() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     if !certificates(dir.path()) {
         eprintln!("skipped: openssl could not make test certificates");
@@ -232,6 +237,7 @@ fn start_mysql_node(dir: &Path, url: &str) -> Result<(), String> {
 
 #[test]
 fn a_node_reaches_mariadb_over_tls_with_ssl_mode_and_a_private_ca() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     if !certificates(dir.path()) {
         eprintln!("skipped: openssl could not make test certificates");
