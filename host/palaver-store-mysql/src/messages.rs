@@ -5,7 +5,7 @@ use crate::MysqlStore;
 use crate::codec::{limit_col, now_millis, user_col};
 use crate::error::db_error;
 use crate::table::Table;
-use palaver_core::ports::{MessageStore, QueueRecord};
+use palaver_core::ports::{MessageStore, OwedFor};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
     TenantId, UserId,
@@ -87,7 +87,7 @@ impl MessageStore for MysqlStore {
         topic: &str,
         seq: Seq,
         audit: AuditStatus,
-        owed: &[QueueRecord],
+        owed: OwedFor<'_>,
     ) -> StoreResult<Message> {
         let db = self.db(tenant).await?;
         let table = Table::of(topic);
@@ -107,7 +107,7 @@ impl MessageStore for MysqlStore {
         let row: Option<MessageRow> =
             sqlx::query_as(table.get_sql()).bind(topic).bind(seq).fetch_optional(&mut *tx).await.map_err(db_error)?;
         let message = row.ok_or(StoreError::NotFound)?.into_message(topic)?;
-        crate::outbox::append(&mut tx, owed, now_millis()).await?;
+        crate::outbox::append(&mut tx, &owed(&message), now_millis()).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(message)
     }

@@ -15,7 +15,7 @@ use crate::client::RedisClient;
 use crate::coherence::Coherence;
 use crate::policy::HotPolicy;
 use async_trait::async_trait;
-use palaver_core::ports::{MessageStore, QueueRecord};
+use palaver_core::ports::{MessageStore, OwedFor};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreResult, TenantId, UserId,
 };
@@ -145,7 +145,7 @@ impl MessageStore for HotMessages {
         topic: &str,
         seq: Seq,
         audit: AuditStatus,
-        owed: &[QueueRecord],
+        owed: OwedFor<'_>,
     ) -> StoreResult<Message> {
         let span = tracing::debug_span!("hot.set_audit", tenant = tenant.0, topic, seq);
         async {

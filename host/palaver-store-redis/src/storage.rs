@@ -8,7 +8,7 @@ use crate::coherence::Coherence;
 use crate::hot::HotMessages;
 use crate::policy::HotPolicy;
 use async_trait::async_trait;
-use palaver_core::ports::{MessageStore, QueueRecord, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{MessageStore, OwedFor, QueueRecord, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{
     AccessMode, AppendOutcome, AuditStatus, AuthRecord, DeleteMessages, Deletions, Message, MessageQuery, RecordState,
     Seq, StoreResult, Subscription, TenantId, Topic, TopicUpdate, UnixMillis, User, UserId, UserUpdate,
@@ -208,7 +208,7 @@ impl MessageStore for CachedStorage {
         topic: &str,
         seq: Seq,
         audit: AuditStatus,
-        owed: &[QueueRecord],
+        owed: OwedFor<'_>,
     ) -> StoreResult<Message> {
         self.messages.set_audit(tenant, topic, seq, audit, owed).await
     }

@@ -3,7 +3,7 @@
 use crate::SqliteStore;
 use crate::codec::{limit_col, now_millis, risk_flags_col, tenant, user_col};
 use crate::error::db_error;
-use palaver_core::ports::{MessageStore, QueueRecord};
+use palaver_core::ports::{MessageStore, OwedFor};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
     TenantId, UserId,
@@ -214,7 +214,7 @@ impl MessageStore for SqliteStore {
         topic: &str,
         seq: Seq,
         audit: AuditStatus,
-        owed: &[QueueRecord],
+        owed: OwedFor<'_>,
     ) -> StoreResult<Message> {
         let t = tenant(tenant_id);
         let mut tx = self.begin_write().await?;
@@ -229,7 +229,7 @@ impl MessageStore for SqliteStore {
             .await
             .map_err(db_error)?;
         let message = row.ok_or(StoreError::NotFound)?.into_message(topic)?;
-        crate::outbox::append(&mut tx, t, owed, now_millis()).await?;
+        crate::outbox::append(&mut tx, t, &owed(&message), now_millis()).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(message)
     }

@@ -2,7 +2,7 @@
 
 use palaver_contract::Fixture;
 use palaver_contract::bare_topic as topic;
-use palaver_core::ports::{MessageStore, TopicStore, UserStore};
+use palaver_core::ports::{MessageStore, TopicStore, UserStore, nothing_owed};
 use palaver_core::{
     AccessMode, AuditStatus, DefaultAccess, DeleteMessages, Message, RecordState, SeqRange, TenantId, TopicKind, User,
     UserId, p2p_name,
@@ -115,7 +115,7 @@ async fn audit_columns_follow_the_message() {
     assert_eq!(row(1).await, ("pending".to_owned(), 1, Some(r#"["spam","link"]"#.to_owned()), 11));
     assert_eq!(row(2).await, ("pass".to_owned(), 0, None, 12), "no flags, no JSON");
 
-    let released = store.set_audit(T, "grpAudit", 1, AuditStatus::Reject, &[]).await.unwrap();
+    let released = store.set_audit(T, "grpAudit", 1, AuditStatus::Reject, &nothing_owed).await.unwrap();
     assert_eq!(released, Message { audit: AuditStatus::Reject, ..flagged });
     let (status, has_risk, _, updated) = row(1).await;
     assert_eq!((status.as_str(), has_risk), ("reject", 1));

@@ -3,6 +3,7 @@
 use super::{assert_conflict, assert_not_found};
 use crate::data::{group, held_msg, msg, msg_mid, p2p};
 use crate::{Fixture, Storage};
+use palaver_core::ports::nothing_owed;
 use palaver_core::{AppendOutcome, AuditStatus, Message, MessageQuery, Seq, TenantId, UserId};
 
 const TOPIC: &str = "grpContract1";
@@ -137,7 +138,7 @@ pub async fn held_messages_are_visible_to_their_sender_only<S: Storage>(fx: Fixt
         assert_eq!(seqs(s, t, topic, 2, all).await, vec![1], "{topic}: others see passed messages only");
         assert_eq!(s.get_topic(t, topic).await.unwrap().unwrap().seq, 3, "{topic}: held messages still take seqs");
 
-        let released = s.set_audit(t, topic, 2, AuditStatus::Pass, &[]).await.unwrap();
+        let released = s.set_audit(t, topic, 2, AuditStatus::Pass, &nothing_owed).await.unwrap();
         let expected = Message { audit: AuditStatus::Pass, ..pending };
         assert_eq!(released, expected, "{topic}: set_audit returns the message, flags kept");
         assert_eq!(seqs(s, t, topic, 1, all).await, vec![3, 2, 1], "{topic}: sender");
@@ -145,16 +146,22 @@ pub async fn held_messages_are_visible_to_their_sender_only<S: Storage>(fx: Fixt
         let by_other = s.list_messages(t, topic, UserId(2), &all).await.unwrap();
         assert_eq!(by_other, vec![expected, passed.clone()], "{topic}: released message read back whole");
 
-        let held_again = s.set_audit(t, topic, 1, AuditStatus::Pending, &[]).await.unwrap();
+        let held_again = s.set_audit(t, topic, 1, AuditStatus::Pending, &nothing_owed).await.unwrap();
         assert_eq!(held_again, Message { audit: AuditStatus::Pending, ..passed }, "{topic}: holding works too");
         assert_eq!(seqs(s, t, topic, 2, all).await, vec![2, 1], "{topic}: its sender still sees it");
         assert_eq!(seqs(s, t, topic, 1, all).await, vec![3, 2], "{topic}: others no longer do");
 
-        assert_not_found(s.set_audit(t, topic, 99, AuditStatus::Pass, &[]).await, "set_audit on a missing seq");
+        assert_not_found(
+            s.set_audit(t, topic, 99, AuditStatus::Pass, &nothing_owed).await,
+            "set_audit on a missing seq",
+        );
     }
-    assert_not_found(s.set_audit(t, "grpMissing", 1, AuditStatus::Pass, &[]).await, "set_audit on a missing topic");
     assert_not_found(
-        s.set_audit(fx.other_tenant, TOPIC, 2, AuditStatus::Pass, &[]).await,
+        s.set_audit(t, "grpMissing", 1, AuditStatus::Pass, &nothing_owed).await,
+        "set_audit on a missing topic",
+    );
+    assert_not_found(
+        s.set_audit(fx.other_tenant, TOPIC, 2, AuditStatus::Pass, &nothing_owed).await,
         "set_audit in another tenant",
     );
 }

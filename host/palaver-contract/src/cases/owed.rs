@@ -8,7 +8,7 @@ use super::outbox::{payloads, record};
 use crate::Fixture;
 use crate::data::{auth, group, held_msg, user};
 use palaver_core::ports::{MessageStore, OutboxStore, TopicStore, UserStore};
-use palaver_core::{AuditStatus, RecordState, UserId};
+use palaver_core::{AuditStatus, Message, RecordState, UserId};
 
 /// A new secret lands with the records it owes; a secret that cannot be set (no credential, no user) owes none.
 pub async fn set_secret_commits_owed_records<S: UserStore + OutboxStore>(fx: Fixture<S>) {
@@ -41,15 +41,17 @@ pub async fn revoke_tokens_commits_owed_records<S: UserStore + OutboxStore>(fx: 
     assert_eq!(s.depth(t).await.unwrap(), 2, "a refused change owes nothing");
 }
 
-/// A moderation decision lands with its records; a decision on a missing message owes none.
+/// A moderation decision lands with the records built from the message it changed (author and new state); a
+/// decision on a missing message owes none.
 pub async fn set_audit_commits_owed_records<S: TopicStore + MessageStore + OutboxStore>(fx: Fixture<S>) {
     let (s, t) = (&fx.store, fx.tenant);
     s.create_topic(t, &group("grpOwed")).await.unwrap();
     s.append(t, &held_msg("grpOwed", 1, 1, AuditStatus::Pending, &["spam"])).await.unwrap();
-    let released = s.set_audit(t, "grpOwed", 1, AuditStatus::Pass, &[record("m1", "released")]).await.unwrap();
+    let describe = |m: &Message| vec![record("m1", &format!("{} by {}", m.audit.as_str(), m.from.0))];
+    let released = s.set_audit(t, "grpOwed", 1, AuditStatus::Pass, &describe).await.unwrap();
     assert_eq!(released.audit, AuditStatus::Pass);
-    assert_eq!(payloads(&s.pending(t, 10).await.unwrap()), ["released"]);
-    let missing = s.set_audit(t, "grpOwed", 2, AuditStatus::Reject, &[record("m2", "never")]).await;
+    assert_eq!(payloads(&s.pending(t, 10).await.unwrap()), [format!("{} by 1", AuditStatus::Pass.as_str())]);
+    let missing = s.set_audit(t, "grpOwed", 2, AuditStatus::Reject, &|_: &Message| vec![record("m2", "never")]).await;
     assert_not_found(missing, "a missing seq");
     assert_eq!(s.depth(t).await.unwrap(), 1, "a refused decision owes nothing");
 }

@@ -5,6 +5,15 @@ use crate::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreResult, TenantId, UserId,
 };
 
+/// What a message change owes the outbox, built from the message as the change left it: it runs inside the
+/// store's transaction, so it only builds records (no I/O).
+pub type OwedFor<'a> = &'a (dyn Fn(&Message) -> Vec<QueueRecord> + Send + Sync);
+
+/// An [`OwedFor`] for a change that owes nothing.
+pub fn nothing_owed(_: &Message) -> Vec<QueueRecord> {
+    Vec::new()
+}
+
 /// Message history per topic.
 #[async_trait::async_trait]
 pub trait MessageStore: Send + Sync {
@@ -41,16 +50,16 @@ pub trait MessageStore: Send + Sync {
     /// returns the topic's next deletion id.
     async fn delete_messages(&self, tenant: TenantId, topic: &str, request: &DeleteMessages) -> StoreResult<i64>;
 
-    /// Changes a message's moderation state and returns the message, appending `owed` (the decision's audit
-    /// event) to the tenant's outbox in the same transaction. `NotFound` (nothing owed written) if there is no
-    /// such message.
+    /// Changes a message's moderation state and returns the message, appending what `owed` builds from the
+    /// changed message (the decision's audit event, which names the author) to the tenant's outbox in the same
+    /// transaction. `NotFound` (nothing owed written) if there is no such message.
     async fn set_audit(
         &self,
         tenant: TenantId,
         topic: &str,
         seq: Seq,
         audit: AuditStatus,
-        owed: &[QueueRecord],
+        owed: OwedFor<'_>,
     ) -> StoreResult<Message>;
 
     /// The deletions `reader` sees in the topic: ranges deleted for everyone plus the reader's own.

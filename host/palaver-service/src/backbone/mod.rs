@@ -75,7 +75,12 @@ impl Inner {
     /// and warned about, as [`Inner::put_outbox`] does). The state change itself is never refused for it. Call
     /// [`Inner::owed_written`] after the write.
     pub(crate) fn owed<'a>(&self, tenant: TenantId, records: &'a [QueueRecord]) -> &'a [QueueRecord] {
-        if self.backbone.admit(tenant, records.len()) { records } else { &[] }
+        if self.owes(tenant, records.len()) { records } else { &[] }
+    }
+
+    /// [`Inner::owed`] for `n` records the store builds inside its transaction: whether it may write them.
+    pub(crate) fn owes(&self, tenant: TenantId, n: usize) -> bool {
+        self.backbone.admit(tenant, n)
     }
 
     /// Wakes the relay after a state change committed records it owed.

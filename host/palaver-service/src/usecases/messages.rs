@@ -234,11 +234,20 @@ impl Messages<'_> {
         let Some(next) = seq.checked_add(1).filter(|_| seq > 0) else { return Err(ServiceError::NotFound) };
         // Under the topic's write lock, so that two reviews of one message on this node cannot both deliver it.
         let loaded = self.svc.topics.get(tenant, topic);
-        // The decision's audit event commits with it, in the store's transaction.
+        // The decision's audit event commits with it, in the store's transaction, naming the author the store
+        // read; it is owed only while the tenant's outbox has room for one more record.
         let action = if audit == AuditStatus::Pass { "message.release" } else { "message.reject" };
-        let target = ("message", format!("{topic}:{seq}"));
-        let event = crate::backbone::audit_event(tenant, action, ("admin", None), target).with_topic(topic, Some(seq));
-        let owed = [crate::backbone::audit_record(&event)];
+        let admitted = self.svc.owes(tenant, 1);
+        let owed = move |msg: &Message| {
+            if !admitted {
+                return Vec::new();
+            }
+            let target = ("message", format!("{topic}:{seq}"));
+            let event = crate::backbone::audit_event(tenant, action, ("admin", None), target)
+                .with_topic(topic, Some(seq))
+                .with_detail(serde_json::json!({ "author": msg.from.to_string() }));
+            vec![crate::backbone::audit_record(&event)]
+        };
         let msg = {
             let _write = loaded.write.lock().await;
             // A reader other than the sender sees only passed messages; no user has id 0, so this finds the
@@ -248,8 +257,7 @@ impl Messages<'_> {
             if passed.iter().any(|m| m.seq == seq) {
                 return Err(ServiceError::NotAllowed);
             }
-            let msg =
-                self.svc.ports.messages.set_audit(tenant, topic, seq, audit, self.svc.owed(tenant, &owed)).await?;
+            let msg = self.svc.ports.messages.set_audit(tenant, topic, seq, audit, &owed).await?;
             self.svc.owed_written();
             msg
         };

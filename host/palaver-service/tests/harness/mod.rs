@@ -40,7 +40,8 @@ pub fn service_with_push_hook(
     outbox: MemoryOutbox,
 ) -> Service {
     cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
-    let store = Arc::new(MemoryStore::new());
+    // The store appends what a state change owes to the same outbox the service's own writes go to.
+    let store = Arc::new(MemoryStore::with_outbox(outbox.clone()));
     let ports = Ports {
         users: store.clone(),
         topics: store.clone(),

@@ -1,7 +1,7 @@
 //! The message port of the in-memory store: history, idempotent appends and the deletion log.
 
 use super::{DelLogEntry, History, MemoryStore, StoredMessage};
-use palaver_core::ports::{MessageStore, QueueRecord};
+use palaver_core::ports::{MessageStore, OwedFor};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, SeqRange, StoreError,
     StoreResult, TenantId, UserId,
@@ -124,7 +124,7 @@ impl MessageStore for MemoryStore {
         topic: &str,
         seq: Seq,
         audit: AuditStatus,
-        owed: &[QueueRecord],
+        owed: OwedFor<'_>,
     ) -> StoreResult<Message> {
         let message = self.with_tenant(tenant, |t| {
             let stored = t.history.get_mut(topic).and_then(|h| h.messages.get_mut(&seq)).ok_or(StoreError::NotFound)?;
@@ -136,7 +136,7 @@ impl MessageStore for MemoryStore {
             stored.message.audit = audit;
             Ok(stored.message.clone())
         })?;
-        self.owe(tenant, owed).await?;
+        self.owe(tenant, &owed(&message)).await?;
         Ok(message)
     }
 

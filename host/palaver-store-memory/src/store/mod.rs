@@ -41,6 +41,12 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// An empty store whose command, report and audited writes append to `outbox`: a caller that reads the
+    /// outbox (a relay, a test) sees what each state change owed.
+    pub fn with_outbox(outbox: crate::MemoryOutbox) -> Self {
+        Self { inner: Arc::default(), outbox }
+    }
+
     /// The outbox the command and report writes append to.
     pub fn outbox(&self) -> &crate::MemoryOutbox {
         &self.outbox

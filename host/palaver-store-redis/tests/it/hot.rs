@@ -4,7 +4,7 @@
 
 use crate as common;
 use crate::{group, msg};
-use palaver_core::ports::{MessageStore, SeqAllocator, TopicStore};
+use palaver_core::ports::{MessageStore, SeqAllocator, TopicStore, nothing_owed};
 use palaver_core::{AuditStatus, DeleteMessages, Message, MessageQuery, Seq, SeqRange, TenantId, UserId};
 use palaver_store_memory::MemoryStore;
 use palaver_store_redis::{CachedStorage, HotPolicy, RedisClient, RedisConfig, RedisSeq};
@@ -137,10 +137,10 @@ async fn held_messages_are_served_to_others_by_the_store_until_passed() {
     assert_eq!(rig.list(1, q(None, None, 100)).await, (vec![5, 4, 3, 2, 1], true), "the sender sees it");
     assert_eq!(rig.list(2, q(None, None, 100)).await, (vec![5, 3, 2, 1], false), "others do not");
     assert_eq!(rig.list(2, q(Some(5), None, 100)).await, (vec![5], true), "windows without it stay hot");
-    rig.stack.set_audit(T, TOPIC, 4, AuditStatus::Pass, &[]).await.unwrap();
+    rig.stack.set_audit(T, TOPIC, 4, AuditStatus::Pass, &nothing_owed).await.unwrap();
     assert!(rig.raw_copy(4).await.unwrap().starts_with("P|1|"), "the copy follows moderation");
     assert_eq!(rig.list(2, q(None, None, 100)).await, (vec![5, 4, 3, 2, 1], true));
-    rig.stack.set_audit(T, TOPIC, 2, AuditStatus::Reject, &[]).await.unwrap();
+    rig.stack.set_audit(T, TOPIC, 2, AuditStatus::Reject, &nothing_owed).await.unwrap();
     assert_eq!(rig.list(2, q(None, None, 100)).await, (vec![5, 4, 3, 1], false));
 }
 
