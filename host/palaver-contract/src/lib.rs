@@ -314,6 +314,9 @@ macro_rules! call_contract_tests {
             call_disconnected_ends_live_calls_only,
             call_accept_racing_missed_one_wins,
             call_live_call_of_a_party,
+            call_create_is_busy_when_a_party_is_live,
+            call_starts_racing_for_one_callee_ring_once,
+            call_live_calls_list_the_oldest_live_rows,
             call_tenants_are_isolated,
         );
     };

@@ -4,6 +4,7 @@
 pub mod admin_cli;
 mod backbone;
 mod business;
+mod call_sweep;
 mod cluster;
 pub mod config;
 pub mod otlp;

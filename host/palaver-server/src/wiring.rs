@@ -56,6 +56,7 @@ pub struct Node {
     plugins: Option<Arc<Plugins>>,
     heartbeat: Option<Heartbeat>,
     backbone: Backbone,
+    call_sweep: tokio::task::JoinHandle<()>,
 }
 
 impl Node {
@@ -98,6 +99,7 @@ impl Node {
         // Clients that did not answer the close within the grace still count as online elsewhere: release them.
         self.service.release_presence().await;
         self.serving.abort();
+        self.call_sweep.abort();
         if let Some(m) = &self.metrics_serving {
             m.abort();
         }
@@ -198,6 +200,9 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         Backend::Sqlite(_) => None,
         Backend::Mysql(m) => Some(Arc::new(m.clone())),
     };
+    let live_nodes = cluster.as_ref().map(|c| c.nodes.clone());
+    let every = Duration::from_millis(cfg.calls.sweep_interval_ms);
+    let call_sweep = crate::call_sweep::spawn(service.clone(), registry.clone(), live_nodes, every);
     backbone.start(&cfg, &service, outbox, audit, registry);
     if cfg.push.enabled {
         backbone.start_push(&cfg, &service, dedup, providers);
@@ -252,6 +257,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         plugins,
         heartbeat,
         backbone,
+        call_sweep,
     })
 }
 

@@ -4,7 +4,8 @@
 //! (the dedup key), `{hi dev:"␡"}` deletes the token, a topic with P turned off pushes nothing, and a 410 from
 //! the provider removes the device. Read receipts and subscription changes push silently; a held message
 //! pushes only once released; and a push filter plugin (`quiet-hours`) rewrites and drops what the provider
-//! gets.
+//! gets. A call rings an offline callee's phone with an alert, a missed call alerts too, and the call's progress
+//! (accepted, ended) reaches it silently.
 
 mod common;
 
@@ -296,5 +297,61 @@ async fn a_held_message_pushes_once_released() {
     // Releasing again is refused and pushes nothing more.
     assert_eq!(admin(addr, "POST", &audit, r#"{"action":"release"}"#).await, 409);
     hook.expect_msgs("bob-phone", 1).await;
+    node.shutdown().await;
+}
+
+/// Asserts that `push` carries the call state `webrtc`, alerting with `body` (or silent when `body` is empty).
+fn assert_call_push(push: &Value, webrtc: &str, body: &str) {
+    let data = &push["data"];
+    assert_eq!((data["what"].as_str(), data["webrtc"].as_str()), (Some("msg"), Some(webrtc)), "{push}");
+    assert_eq!(data["mime"], "application/x-tinode-webrtc", "{push}");
+    assert_eq!(push["body"], body, "{push}");
+    assert_eq!(push["silent"], body.is_empty(), "only a ring and a missed call alert: {push}");
+    assert!(data.get("content").is_none(), "a call push shows no text even with previews on: {push}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_incoming_call_rings_an_offline_phone_and_its_progress_stops_it() {
+    let hook = Hook::default();
+    let url = hook.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = push_env(&url);
+    env.push(("PALAVER_PUSH__PREVIEW", "true".into()));
+    env.push(("PALAVER_CALLS__RING_TIMEOUT_MS", "1000".into()));
+    let node = common::start(dir.path(), &pairs(&env)).await;
+    let addr = node.addr();
+    let (mut alice, _) = login(addr, "call-alice", None, true).await;
+    let (bob, bob_id) = login(addr, "call-bob", Some("bob-phone"), true).await;
+    drop(bob);
+    assert_eq!(alice.req("sub", json!({ "topic": bob_id })).await["code"], 200);
+    let head = json!({ "webrtc": "started", "mime": "application/x-tinode-webrtc" });
+    let dial = json!({ "topic": bob_id, "head": head, "content": "call me" });
+
+    // Bob is offline: his phone rings (an alert, high priority at the provider), and when nobody answers
+    // within the ring timeout it shows a missed call.
+    assert_eq!(alice.req("pub", dial.clone()).await["code"], 202);
+    let pushes = hook.expect_msgs("bob-phone", 1).await;
+    assert_call_push(&pushes[0], "started", "Incoming call");
+    let alice_id = pushes[0]["data"]["xfrom"].as_str().unwrap().to_owned();
+    let pushes = hook.expect_msgs("bob-phone", 2).await;
+    assert_call_push(&pushes[1], "missed", "Missed call");
+
+    // Bob answers the next call on his tablet, online on `me` only: both devices ring, and once it is
+    // accepted the phone is told silently (so it stops ringing), and again when the call ends.
+    let (mut tablet, _) = login(addr, "call-bob", Some("bob-tablet"), false).await;
+    assert_eq!(tablet.req("sub", json!({ "topic": "me" })).await["code"], 200);
+    let ack = alice.req("pub", dial).await;
+    assert_eq!(ack["code"], 202, "{ack}");
+    let seq = ack["params"]["seq"].as_i64().unwrap();
+    assert_call_push(&hook.expect_msgs("bob-phone", 3).await[2], "started", "Incoming call");
+    assert_call_push(&hook.expect_msgs("bob-tablet", 1).await[0], "started", "Incoming call");
+    let accept = json!({ "note": { "topic": alice_id, "what": "call", "seq": seq, "event": "accept" } });
+    tablet.send_raw(accept.to_string()).await;
+    assert_call_push(&hook.expect_msgs("bob-phone", 4).await[3], "accepted", "");
+    let hang_up = json!({ "note": { "topic": bob_id, "what": "call", "seq": seq, "event": "hang-up" } });
+    alice.send_raw(hang_up.to_string()).await;
+    let pushes = hook.expect_msgs("bob-phone", 5).await;
+    assert_call_push(&pushes[4], "finished", "");
+    assert!(pushes[4]["data"]["seq"].as_str().unwrap().parse::<i64>().unwrap() > seq, "a replacement's own seq");
     node.shutdown().await;
 }

@@ -309,3 +309,78 @@ async fn calls_need_a_p2p_topic_and_a_party() {
     let (ctrl, _) = a.req("pub", json!({ "topic": grp, "head": { "webrtc": "started" }, "content": "" })).await;
     assert_eq!(ctrl["code"], 403, "{ctrl}");
 }
+
+#[tokio::test]
+async fn a_call_with_a_party_on_a_dead_node_is_ended_by_the_sweep() {
+    let nodes = cluster(2, |c| c.calls.ring_timeout_ms = 30_000);
+    let (mut a, mut b) = pair(&nodes[0], &nodes[1]).await;
+    let (alice, bob) = (a.user.clone(), b.user.clone());
+    let seq = dial(&mut a, &bob).await;
+    note(&mut b, &alice, seq, "accept", None).await;
+    expect(&mut a, &["accept"], &["accepted"]).await;
+    let tenant = palaver_core::TenantId::DEFAULT;
+    // While both nodes are live, the sweep leaves the call alone, on either node.
+    let both = ["node0".to_owned(), "node1".to_owned()];
+    assert_eq!(nodes[1].sweep_calls(tenant, Some(&both)).await.unwrap(), 0);
+    assert_eq!(nodes[0].sweep_calls(tenant, Some(&both)).await.unwrap(), 0);
+    // node0 stops heartbeating (its claim expires): node1's sweep ends the call it held the caller of.
+    let only_node1 = ["node1".to_owned()];
+    assert_eq!(nodes[1].sweep_calls(tenant, Some(&only_node1)).await.unwrap(), 1);
+    expect(&mut b, &["hang-up"], &["disconnected"]).await;
+    assert_eq!(final_state(&mut b, &alice, seq).await.0, "disconnected");
+    // A second sweep (or another node's) finds nothing left to end.
+    assert_eq!(nodes[1].sweep_calls(tenant, Some(&only_node1)).await.unwrap(), 0);
+    // Bob is free again.
+    let mut c = Client::connect(&nodes[1]);
+    c.signup(&format!("carol{}", rand_tag()), "secret123").await;
+    assert_eq!(c.sub(&bob).await["code"], 200);
+    dial(&mut c, &bob).await;
+}
+
+#[tokio::test]
+async fn two_calls_dialled_to_one_callee_at_once_ring_once() {
+    for _ in 0..5 {
+        let svc = service_with(cfg(30_000));
+        let mut b = Client::connect(&svc);
+        b.signup(&format!("bob{}", rand_tag()), "secret123").await;
+        let bob = b.user.clone();
+        let mut callers = Vec::new();
+        for _ in 0..2 {
+            let mut c = Client::connect(&svc);
+            c.signup(&format!("caller{}", rand_tag()), "secret123").await;
+            assert_eq!(c.sub(&bob).await["code"], 200);
+            callers.push(c);
+        }
+        let head = json!({ "webrtc": "started" });
+        let dials = callers.into_iter().map(|mut c| {
+            let (bob, head) = (bob.clone(), head.clone());
+            tokio::spawn(async move {
+                let (ctrl, _) = c.req("pub", json!({ "topic": bob, "head": head, "content": "" })).await;
+                (c, ctrl)
+            })
+        });
+        let mut results = Vec::new();
+        for d in dials.collect::<Vec<_>>() {
+            results.push(d.await.unwrap());
+        }
+        // One call rings; the other is refused with 486 before its message is stored, or, when both passed
+        // the check at once, stored and at once replaced with `busy`.
+        let mut ringing = 0;
+        for (mut c, ctrl) in results {
+            match ctrl["code"].as_i64() {
+                Some(486) => {}
+                Some(202) => {
+                    let seq = ctrl["params"]["seq"].as_i64().unwrap();
+                    let state = final_state(&mut c, &bob, seq).await.0;
+                    match state.as_str() {
+                        "started" => ringing += 1,
+                        "busy" => {}
+                        other => panic!("the second call is {other}"),
+                    }
+                }
+                _ => panic!("{ctrl}"),
+            }
+        }
+        assert_eq!(ringing, 1);
+    }
+}

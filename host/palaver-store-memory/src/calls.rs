@@ -41,16 +41,45 @@ impl MemoryCalls {
     }
 }
 
+/// [`CallStore::live_call_of`]'s rule for one row.
+fn is_live_since(c: &Call, started_since: UnixMillis, accepted_since: UnixMillis) -> bool {
+    match c.state {
+        CallState::Started => c.started_at >= started_since,
+        CallState::Accepted => c.accepted_at.is_some_and(|a| a >= accepted_since),
+        _ => false,
+    }
+}
+
 #[async_trait]
 impl CallStore for MemoryCalls {
-    async fn create_call(&self, tenant: TenantId, call: &Call) -> StoreResult<()> {
+    async fn create_call(
+        &self,
+        tenant: TenantId,
+        call: &Call,
+        started_since: UnixMillis,
+        accepted_since: UnixMillis,
+    ) -> StoreResult<CallState> {
+        // The busy check and the insert under one lock.
         let mut rows = self.rows.lock();
         let key = (tenant, call.topic.clone(), call.seq);
         if rows.contains_key(&key) {
             return Err(StoreError::Conflict(format!("call {}:{} exists", call.topic, call.seq)));
         }
-        rows.insert(key, call.clone());
-        Ok(())
+        let parties = [call.caller, call.callee];
+        let busy = rows.iter().any(|((t, _, _), c)| {
+            *t == tenant
+                && (parties.contains(&c.caller) || parties.contains(&c.callee))
+                && is_live_since(c, started_since, accepted_since)
+        });
+        let mut stored = call.clone();
+        if busy {
+            stored.state = CallState::Busy;
+            stored.ended_at = Some(call.started_at);
+            stored.end_reason = "busy".to_owned();
+        }
+        let state = stored.state;
+        rows.insert(key, stored);
+        Ok(state)
     }
 
     async fn get_call(&self, tenant: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
@@ -113,12 +142,20 @@ impl CallStore for MemoryCalls {
             .iter()
             .filter(|((t, _, _), c)| *t == tenant && (c.caller == user || c.callee == user))
             .map(|(_, c)| c)
-            .filter(|c| match c.state {
-                CallState::Started => c.started_at >= started_since,
-                CallState::Accepted => c.accepted_at.is_some_and(|a| a >= accepted_since),
-                _ => false,
-            })
+            .filter(|c| is_live_since(c, started_since, accepted_since))
             .max_by_key(|c| c.started_at);
         Ok(live.cloned())
+    }
+
+    async fn live_calls(&self, tenant: TenantId, before: UnixMillis, limit: usize) -> StoreResult<Vec<Call>> {
+        let rows = self.rows.lock();
+        let mut live: Vec<Call> = rows
+            .iter()
+            .filter(|((t, _, _), c)| *t == tenant && c.state.is_live() && c.started_at < before)
+            .map(|(_, c)| c.clone())
+            .collect();
+        live.sort_by(|a, b| (a.started_at, &a.topic, a.seq).cmp(&(b.started_at, &b.topic, b.seq)));
+        live.truncate(limit);
+        Ok(live)
     }
 }

@@ -1,14 +1,19 @@
 //! The call port over a tenant database: the `im_calls` table of migration 0009. Every transition is one
 //! `UPDATE … WHERE state …` on the primary, so a late or racing event changes no row; the row is read back after
-//! a transition that took.
+//! a transition that took. A new call first locks both parties' rows of `im_call_parties` (migration 0010), in
+//! key order so two starts never deadlock, then checks whether either is busy and inserts itself: starts that
+//! share a party run one after the other, so the second sees the first.
 
 use crate::MysqlStore;
 use crate::codec::user_col;
 use crate::error::db_error;
-use palaver_core::ports::{Call, CallEnd, CallStore};
+use palaver_core::ports::{Call, CallEnd, CallState, CallStore};
 use palaver_core::{Seq, StoreResult, TenantId, UnixMillis, UserId};
 // The statements built at run time join only constants of `palaver_store_sql::calls`; every value is bound.
-use palaver_store_sql::calls::{CALL_COLUMNS, CallRow, END_SET, LIVE_CONDITION, call_of, end_condition};
+use palaver_store_sql::calls::{
+    CALL_COLUMNS, CallRow, END_SET, LIVE_CONDITION, PARTIES_CONDITION, SWEEP_CONDITION, SWEEP_ORDER, call_of,
+    created_as, end_condition,
+};
 use sqlx::AssertSqlSafe;
 
 impl MysqlStore {
@@ -36,11 +41,47 @@ impl MysqlStore {
 
 #[async_trait::async_trait]
 impl CallStore for MysqlStore {
-    async fn create_call(&self, tenant_id: TenantId, c: &Call) -> StoreResult<()> {
+    async fn create_call(
+        &self,
+        tenant_id: TenantId,
+        c: &Call,
+        started_since: UnixMillis,
+        accepted_since: UnixMillis,
+    ) -> StoreResult<CallState> {
         let db = self.db(tenant_id).await?;
+        let (caller, callee) = (user_col(c.caller), user_col(c.callee));
+        // The lock rows exist before the transaction: inserting them inside it would take shared locks on the
+        // ones already there, which two starts could then not both upgrade.
+        sqlx::query("INSERT IGNORE INTO im_call_parties (user_id) VALUES (?), (?)")
+            .bind(caller)
+            .bind(callee)
+            .execute(&db.pool)
+            .await
+            .map_err(db_error)?;
+        let mut tx = db.pool.begin().await.map_err(db_error)?;
+        sqlx::query("SELECT user_id FROM im_call_parties WHERE user_id IN (?, ?) ORDER BY user_id FOR UPDATE")
+            .bind(caller)
+            .bind(callee)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        // The transaction's first plain read, so its snapshot is taken after the locks: every start that held
+        // them before has committed and is seen.
+        let sql = format!("SELECT 1 FROM im_calls WHERE {PARTIES_CONDITION} AND {LIVE_CONDITION} LIMIT 1");
+        let busy: Option<i32> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(caller)
+            .bind(callee)
+            .bind(caller)
+            .bind(callee)
+            .bind(started_since)
+            .bind(accepted_since)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let (state, ended_at, reason) = created_as(c, busy.is_some());
         sqlx::query(
             "INSERT INTO im_calls (topic, seq, caller_id, callee_id, caller_session, callee_session, \
-             audio_only, state, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             audio_only, state, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&c.topic)
         .bind(c.seq)
@@ -49,12 +90,15 @@ impl CallStore for MysqlStore {
         .bind(&c.caller_session)
         .bind(&c.callee_session)
         .bind(c.audio_only)
-        .bind(c.state.as_str())
+        .bind(state.as_str())
         .bind(c.started_at)
-        .execute(&db.pool)
+        .bind(ended_at)
+        .bind(reason)
+        .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-        Ok(())
+        tx.commit().await.map_err(db_error)?;
+        Ok(state)
     }
 
     async fn get_call(&self, tenant_id: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
@@ -129,5 +173,17 @@ impl CallStore for MysqlStore {
             .await
             .map_err(db_error)?;
         Ok(row.map(call_of).transpose()?)
+    }
+
+    async fn live_calls(&self, tenant_id: TenantId, before: UnixMillis, limit: usize) -> StoreResult<Vec<Call>> {
+        let db = self.db(tenant_id).await?;
+        let sql = format!("SELECT {CALL_COLUMNS} FROM im_calls WHERE {SWEEP_CONDITION} {SWEEP_ORDER} LIMIT ?");
+        let rows: Vec<CallRow> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(before)
+            .bind(u64::try_from(limit).unwrap_or(u64::MAX))
+            .fetch_all(&db.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(rows.into_iter().map(call_of).collect::<Result<_, _>>()?)
     }
 }

@@ -68,6 +68,21 @@ pub const END_SET: &str = "state = ?, ended_at = ?, \
 pub const LIVE_CONDITION: &str =
     "((state = 'started' AND started_at >= ?) OR (state = 'accepted' AND accepted_at >= ?))";
 
+/// "Either party of the new call is a party of this row"; binds, in order: the caller and the callee, twice.
+pub const PARTIES_CONDITION: &str = "(caller_id IN (?, ?) OR callee_id IN (?, ?))";
+
+/// The condition of [`palaver_core::ports::CallStore::live_calls`]; binds: `before`.
+pub const SWEEP_CONDITION: &str = "state IN ('started', 'accepted') AND started_at < ?";
+
+/// The order of [`palaver_core::ports::CallStore::live_calls`]: oldest first, ties by key.
+pub const SWEEP_ORDER: &str = "ORDER BY started_at, topic, seq";
+
+/// What a new call is stored as: `started`, or when a party is busy `busy` ended at once; the state, the end
+/// time and the end reason to bind.
+pub fn created_as(call: &Call, busy: bool) -> (CallState, Option<i64>, &'static str) {
+    if busy { (CallState::Busy, Some(call.started_at), "busy") } else { (CallState::Started, None, "") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

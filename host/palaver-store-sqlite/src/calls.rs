@@ -1,14 +1,18 @@
 //! The call port over SQLite: the `im_calls` table of migration 0009. Every transition is one
 //! `UPDATE … WHERE state …` on the writer, so a late or racing event changes no row; the row is read back after
-//! a transition that took.
+//! a transition that took. A new call's busy check and insert are one `BEGIN IMMEDIATE` transaction: SQLite has
+//! one writer, so no other start comes between them.
 
 use crate::SqliteStore;
 use crate::codec::tenant;
 use crate::error::db_error;
-use palaver_core::ports::{Call, CallEnd, CallStore};
+use palaver_core::ports::{Call, CallEnd, CallState, CallStore};
 use palaver_core::{Seq, StoreResult, TenantId, UnixMillis, UserId};
 // The statements built at run time join only constants of `palaver_store_sql::calls`; every value is bound.
-use palaver_store_sql::calls::{CALL_COLUMNS, CallRow, END_SET, LIVE_CONDITION, call_of, end_condition};
+use palaver_store_sql::calls::{
+    CALL_COLUMNS, CallRow, END_SET, LIVE_CONDITION, PARTIES_CONDITION, SWEEP_CONDITION, SWEEP_ORDER, call_of,
+    created_as, end_condition,
+};
 use palaver_store_sql::columns::user_col;
 use sqlx::AssertSqlSafe;
 
@@ -37,10 +41,31 @@ impl SqliteStore {
 
 #[async_trait::async_trait]
 impl CallStore for SqliteStore {
-    async fn create_call(&self, tenant_id: TenantId, c: &Call) -> StoreResult<()> {
+    async fn create_call(
+        &self,
+        tenant_id: TenantId,
+        c: &Call,
+        started_since: UnixMillis,
+        accepted_since: UnixMillis,
+    ) -> StoreResult<CallState> {
+        let mut tx = self.begin_write().await?;
+        let sql = format!("SELECT 1 FROM im_calls WHERE tenant_id = ? AND {PARTIES_CONDITION} AND {LIVE_CONDITION}");
+        let (caller, callee) = (user_col(c.caller), user_col(c.callee));
+        let busy: Option<i64> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(tenant(tenant_id))
+            .bind(caller)
+            .bind(callee)
+            .bind(caller)
+            .bind(callee)
+            .bind(started_since)
+            .bind(accepted_since)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let (state, ended_at, reason) = created_as(c, busy.is_some());
         sqlx::query(
             "INSERT INTO im_calls (tenant_id, topic, seq, caller_id, callee_id, caller_session, callee_session, \
-             audio_only, state, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             audio_only, state, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(tenant(tenant_id))
         .bind(&c.topic)
@@ -50,12 +75,15 @@ impl CallStore for SqliteStore {
         .bind(&c.caller_session)
         .bind(&c.callee_session)
         .bind(c.audio_only)
-        .bind(c.state.as_str())
+        .bind(state.as_str())
         .bind(c.started_at)
-        .execute(&self.writer)
+        .bind(ended_at)
+        .bind(reason)
+        .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-        Ok(())
+        tx.commit().await.map_err(db_error)?;
+        Ok(state)
     }
 
     async fn get_call(&self, tenant_id: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
@@ -133,5 +161,19 @@ impl CallStore for SqliteStore {
             .await
             .map_err(db_error)?;
         Ok(row.map(call_of).transpose()?)
+    }
+
+    async fn live_calls(&self, tenant_id: TenantId, before: UnixMillis, limit: usize) -> StoreResult<Vec<Call>> {
+        let sql = format!(
+            "SELECT {CALL_COLUMNS} FROM im_calls WHERE tenant_id = ? AND {SWEEP_CONDITION} {SWEEP_ORDER} LIMIT ?"
+        );
+        let rows: Vec<CallRow> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(tenant(tenant_id))
+            .bind(before)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(rows.into_iter().map(call_of).collect::<Result<_, _>>()?)
     }
 }

@@ -5,6 +5,8 @@
 //! `started → accepted → finished`, `started → missed`, `started → declined`, `started|accepted →
 //! disconnected`. `accept` only from `started`; `missed` and `declined` only from `started` with no
 //! `accepted_at`, so an accepted call is never overwritten by them; `finished` only ends an accepted call.
+//! A call dialled to (or by) a user already in a live call is stored `busy`, ended from the start: the busy
+//! check and the insert are one step.
 
 use crate::{Seq, StoreResult, TenantId, UnixMillis, UserId};
 
@@ -17,17 +19,20 @@ pub enum CallState {
     Missed,
     Declined,
     Disconnected,
+    /// A party was already in a live call when it was dialled; it never rang.
+    Busy,
 }
 
 impl CallState {
     /// Every state, in the order of the table's documentation.
-    pub const ALL: [CallState; 6] = [
+    pub const ALL: [CallState; 7] = [
         CallState::Started,
         CallState::Accepted,
         CallState::Finished,
         CallState::Missed,
         CallState::Declined,
         CallState::Disconnected,
+        CallState::Busy,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -38,6 +43,7 @@ impl CallState {
             CallState::Missed => "missed",
             CallState::Declined => "declined",
             CallState::Disconnected => "disconnected",
+            CallState::Busy => "busy",
         }
     }
 
@@ -147,8 +153,17 @@ impl Call {
 /// or out-of-order event), never an error.
 #[async_trait::async_trait]
 pub trait CallStore: Send + Sync {
-    /// Stores a new call (its state must be `started`). `Conflict` if the topic and seq already have one.
-    async fn create_call(&self, tenant: TenantId, call: &Call) -> StoreResult<()>;
+    /// Stores a new call (given as `started`): `started` unless a party of it already has a live call by
+    /// [`CallStore::live_call_of`]'s rule with the same cut-offs, else `busy`, ended at `started_at` with
+    /// reason `busy`. The check and the insert are one step, so two calls dialled to one user at the same
+    /// instant never both ring. Returns the state stored. `Conflict` if the topic and seq already have one.
+    async fn create_call(
+        &self,
+        tenant: TenantId,
+        call: &Call,
+        started_since: UnixMillis,
+        accepted_since: UnixMillis,
+    ) -> StoreResult<CallState>;
 
     /// The call started by message `seq` of `topic`.
     async fn get_call(&self, tenant: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>>;
@@ -185,4 +200,8 @@ pub trait CallStore: Send + Sync {
         started_since: UnixMillis,
         accepted_since: UnixMillis,
     ) -> StoreResult<Option<Call>>;
+
+    /// Up to `limit` live calls (`started` or `accepted`) that started before `before`, oldest first: what a
+    /// sweep checks for calls whose node died with their timers.
+    async fn live_calls(&self, tenant: TenantId, before: UnixMillis, limit: usize) -> StoreResult<Vec<Call>>;
 }

@@ -29,8 +29,16 @@ pub fn preview_of(content: &Value) -> Option<String> {
     Some(cut)
 }
 
+/// True if a push for `task` alerts nobody even when the recipient is not its sender: a call's progress past
+/// ringing (`accepted`, `finished`, `declined`, `disconnected`), which apps use only to stop ringing on the
+/// devices that did not answer. An incoming call (`started`) and a `missed` one alert, like a message.
+pub(super) fn silent_for_all(task: &PushTask) -> bool {
+    task.webrtc.as_deref().is_some_and(|state| state != "started" && state != "missed")
+}
+
 /// The message for `task` to a device whose user's name for the topic is `topic` (a P2P topic is named by
-/// the other user). Silent pushes carry no text and no alert.
+/// the other user). Silent pushes carry no text and no alert; a non-silent one is high priority at the
+/// provider. A call's alert says so (`Incoming call`, `Missed call`) instead of showing the call message's text.
 pub fn build_message(task: &PushTask, topic: &str, silent: bool) -> PushMessage {
     let kind = if task.topic.starts_with("p2p") { "p2p_message" } else { "group_message" };
     let mut data = BTreeMap::new();
@@ -49,13 +57,19 @@ pub fn build_message(task: &PushTask, topic: &str, silent: bool) -> PushMessage 
     if let Some(w) = &task.webrtc {
         put("webrtc", w.clone());
     }
-    let body = match (&task.preview, silent) {
-        (_, true) => String::new(),
-        (Some(p), false) => {
+    let call_alert = match task.webrtc.as_deref() {
+        Some("started") => Some("Incoming call"),
+        Some("missed") => Some("Missed call"),
+        _ => None,
+    };
+    let body = match (silent, call_alert, &task.preview) {
+        (true, _, _) => String::new(),
+        (false, Some(alert), _) => alert.to_owned(),
+        (false, None, Some(p)) => {
             put("content", p.clone());
             p.clone()
         }
-        (None, false) => "New message".to_owned(),
+        (false, None, None) => "New message".to_owned(),
     };
     PushMessage { data, silent, body }
 }

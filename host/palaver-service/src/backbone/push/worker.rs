@@ -22,7 +22,7 @@
 
 mod filter;
 
-use super::payload::build_message;
+use super::payload::{self, build_message};
 use super::state::PushState;
 use crate::Service;
 use crate::names::wire_name;
@@ -133,7 +133,7 @@ impl PushWorker {
                 self.state().deduplicated.inc();
                 continue;
             }
-            let silent = sender || task.to.is_some();
+            let silent = sender || task.to.is_some() || payload::silent_for_all(task);
             let msg = build_message(task, &wire_name(&task.topic, user), silent);
             let filter::Filtered::Send(msg) = self.filter(task, user, &devices, msg, delivery).await else {
                 continue;

@@ -48,7 +48,8 @@ impl Inner {
         Ok(peer)
     }
 
-    /// The cut-offs before which a live row is a call whose node died (its timers with it).
+    /// The cut-offs before which a live row is a call whose node died (its timers with it): it no longer makes
+    /// anyone busy, and the sweep ends it.
     fn live_since(&self) -> (i64, i64) {
         let now = now_millis();
         let c = &self.cfg.calls;
@@ -83,7 +84,8 @@ impl Inner {
 
     /// Stores the replacement of the call's message: same content, `head.replace` naming it, the new
     /// `head.webrtc` and, once ended, `webrtc-duration`. Delivered like any message, so both histories end with
-    /// the final state.
+    /// the final state, and pushed like one (Tinode routes call progress in data pushes too): a party's devices
+    /// with no session on the topic stop ringing (`accepted`, ended: silent) or show a missed call.
     async fn replace_call_message(&self, tenant: TenantId, call: &Call) {
         let query = MessageQuery { since: Some(call.seq), before: Some(call.seq + 1), limit: 1 };
         let content = match self.ports.messages.list_messages(tenant, &call.topic, call.caller, &query).await {
@@ -120,7 +122,10 @@ impl Inner {
             node: self.cfg.node_id.clone(),
         };
         match self.messages(tenant).publish(&ctx, msg, None, || false, |_, _| {}).await {
-            Ok(p) if p.fresh && !p.held => self.notify_unattached(tenant, &p.msg).await,
+            Ok(p) if p.fresh && !p.held => {
+                self.notify_unattached(tenant, &p.msg).await;
+                self.enqueue_push(tenant, &p.msg, None);
+            }
             Ok(_) => {}
             // The state is stored either way; only the history line is missing.
             Err(e) => tracing::warn!(error = %e, topic = %call.topic, seq = call.seq, "call message not replaced"),
@@ -180,10 +185,24 @@ impl Inner {
     ) {
         let inner = self;
         let key = session_key(&inner.cfg.node_id, sid);
-        let call = Call::started(topic.to_owned(), seq, caller, callee, key, audio_only, now_millis());
-        if let Err(e) = inner.ports.calls.create_call(tenant, &call).await {
-            tracing::warn!(error = %e, topic, seq, "call record not stored; the call does not ring");
-            return;
+        let mut call = Call::started(topic.to_owned(), seq, caller, callee, key, audio_only, now_millis());
+        let (started_since, accepted_since) = inner.live_since();
+        match inner.ports.calls.create_call(tenant, &call, started_since, accepted_since).await {
+            Ok(CallState::Started) => {}
+            Ok(state) => {
+                // A party got into another call between the check before the message was stored and now (two
+                // calls dialled to one user at once): this one is stored `busy` and never rings; the caller sees
+                // it in the message's replacement.
+                inner.calls.moved(state);
+                call.state = state;
+                call.ended_at = Some(call.started_at);
+                inner.replace_call_message(tenant, &call).await;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, topic, seq, "call record not stored; the call does not ring");
+                return;
+            }
         }
         inner.calls.moved(CallState::Started);
         inner.calls.join(sid, (tenant, topic.to_owned(), seq));
@@ -212,6 +231,59 @@ impl Inner {
                 }
             }
         }
+    }
+}
+
+/// How long the sweep leaves a call alone after the moment a local session joined it (the record is written
+/// just before the session joins), and after its timers were due (they fire on time on a live node).
+const SWEEP_GRACE_MS: i64 = 5_000;
+
+/// The most live calls of a tenant one sweep looks at.
+const SWEEP_BATCH: usize = 500;
+
+impl Inner {
+    /// Ends the tenant's live calls whose node died with their timers: ringing longer than
+    /// `calls.ring_timeout_ms` (`missed`), accepted longer than `calls.max_duration_ms` (`disconnected`), or
+    /// with a party session on a node that is gone (`disconnected`, reason `node-lost`): a node not in
+    /// `live_nodes` (when the cluster knows), or this node when the session is not one of its live ones (it
+    /// restarted). Each end is the usual conditional update, so every node may sweep: one wins, the others are
+    /// refused. Returns how many calls it ended.
+    pub(crate) async fn sweep_calls(&self, tenant: TenantId, live_nodes: Option<&[String]>) -> ServiceResult<usize> {
+        let now = now_millis();
+        let c = &self.cfg.calls;
+        let grace = SWEEP_GRACE_MS;
+        let (ring_cut, length_cut) = (now - c.ring_timeout_ms as i64 - grace, now - c.max_duration_ms as i64 - grace);
+        let mut ended = 0;
+        for call in self.ports.calls.live_calls(tenant, now, SWEEP_BATCH).await? {
+            let key = (tenant, call.topic.clone(), call.seq);
+            // A party session is lost when its node is not live, or when it is this node's but not one of its
+            // live sessions (the node restarted) a while after it joined (`since`: the start for the caller,
+            // the accept for the callee).
+            let lost = |session: &str, since: Option<i64>| match session.rsplit_once('/') {
+                None => false,
+                Some((node, _)) if node != self.cfg.node_id => {
+                    live_nodes.is_some_and(|live| !live.iter().any(|n| n == node))
+                }
+                Some((_, sid)) => {
+                    since.is_some_and(|at| at < now - SWEEP_GRACE_MS)
+                        && u64::from_str_radix(sid, 16).is_ok_and(|sid| !self.calls.holds(SessionId(sid), &key))
+                }
+            };
+            let party_lost =
+                lost(&call.caller_session, Some(call.started_at)) || lost(&call.callee_session, call.accepted_at);
+            let (end, reason) = match call.state {
+                CallState::Started if call.started_at < ring_cut => (CallEnd::Missed, "timeout"),
+                CallState::Accepted if call.accepted_at.is_some_and(|a| a < length_cut) => {
+                    (CallEnd::Disconnected, "max-duration")
+                }
+                _ if party_lost => (CallEnd::Disconnected, "node-lost"),
+                _ => continue,
+            };
+            if self.end_call(tenant, &call.topic, call.seq, end, reason, None).await? {
+                ended += 1;
+            }
+        }
+        Ok(ended)
     }
 }
 

@@ -33,6 +33,8 @@ pub struct CallConfig {
     pub ice_servers: Vec<IceServer>,
     /// How long the TURN REST credentials handed out in `{hi}` stay valid.
     pub turn_credential_ttl_seconds: u64,
+    /// How often each node sweeps the live calls whose node died with their timers.
+    pub sweep_interval_ms: u64,
 }
 
 impl Default for CallConfig {
@@ -43,6 +45,7 @@ impl Default for CallConfig {
             max_duration_ms: 4 * 3600 * 1000,
             ice_servers: Vec::new(),
             turn_credential_ttl_seconds: 86_400,
+            sweep_interval_ms: 10_000,
         }
     }
 }
@@ -70,6 +73,9 @@ impl CallConfig {
         }
         if self.max_duration_ms < self.ring_timeout_ms {
             return Err("calls.max_duration_ms must be at least calls.ring_timeout_ms".into());
+        }
+        if self.sweep_interval_ms < 100 {
+            return Err("calls.sweep_interval_ms must be at least 100".into());
         }
         if self.turn_credential_ttl_seconds == 0 {
             return Err("calls.turn_credential_ttl_seconds must be positive".into());
@@ -111,6 +117,19 @@ pub fn turn_credentials(secret: &str, who: &str, expiry_secs: u64) -> (String, S
     (username, credential)
 }
 
+impl crate::Service {
+    /// Ends the tenant's live calls whose node died with their timers (ringing or accepted too long, or a party
+    /// session on a node that is gone); `live_nodes` are the cluster's live node ids, `None` for a node on its
+    /// own. Safe on every node at once: each end is a conditional update. Returns how many it ended.
+    pub async fn sweep_calls(
+        &self,
+        tenant: TenantId,
+        live_nodes: Option<&[String]>,
+    ) -> crate::error::ServiceResult<usize> {
+        self.inner.sweep_calls(tenant, live_nodes).await
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabel {
     state: String,
@@ -122,7 +141,7 @@ struct EventLabel {
 }
 
 /// The events a refused transition is counted under.
-const REFUSED_EVENTS: [&str; 5] = ["accept", "hang-up", "timeout", "disconnect", "max-duration"];
+const REFUSED_EVENTS: [&str; 6] = ["accept", "hang-up", "timeout", "disconnect", "max-duration", "node-lost"];
 
 /// A call as a session's bookkeeping names it: tenant, stored topic, seq of its message.
 type CallKey = (TenantId, String, Seq);
@@ -169,6 +188,11 @@ impl Calls {
                 parties.remove(&sid);
             }
         }
+    }
+
+    /// True if local session `sid` is a party of the call: a live session of this node that joined it.
+    fn holds(&self, sid: SessionId, call: &CallKey) -> bool {
+        self.parties.lock().get(&sid).is_some_and(|calls| calls.contains(call))
     }
 
     fn take(&self, sid: SessionId) -> Vec<CallKey> {
