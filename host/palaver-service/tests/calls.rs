@@ -133,15 +133,21 @@ async fn ring_accept_signal_hang_up_leaves_the_final_head_in_both_histories() {
         (Some("me"), Some(alice.as_str()), Some(seq))
     );
     assert_eq!(invite["from"], alice.as_str());
+    // Signalling between the two sessions in the call goes on the P2P topic as each names it, where the
+    // clients' call panels listen (Tinode's routing); the invite went on `me`.
     note(&mut b, &alice, seq, "ringing", None).await;
-    assert_eq!(call_info(&mut a, "ringing").await["src"], bob.as_str());
+    let ringing = call_info(&mut a, "ringing").await;
+    assert_eq!((ringing["topic"].as_str(), ringing.get("src")), (Some(bob.as_str()), None), "{ringing}");
+    assert_eq!(ringing["from"], bob.as_str());
     let own = note(&mut b, &alice, seq, "accept", None).await;
     assert!(data(&own).iter().any(|d| d["head"]["webrtc"] == "accepted"), "the accepting session's history: {own:?}");
     let accepted = expect(&mut a, &["accept"], &["accepted"]).await.remove(0);
     assert_eq!(accepted["head"]["replace"], format!(":{seq}"));
     assert_eq!(accepted["head"]["aonly"], true);
+    assert_eq!(accepted["head"]["mime"], "application/x-tinode-webrtc", "the original's mime");
     note(&mut a, &bob, seq, "offer", Some(json!({ "type": "offer", "sdp": "v=0 a" }))).await;
-    assert_eq!(call_info(&mut b, "offer").await["payload"]["sdp"], "v=0 a");
+    let offer = call_info(&mut b, "offer").await;
+    assert_eq!((offer["topic"].as_str(), offer["payload"]["sdp"].as_str()), (Some(alice.as_str()), Some("v=0 a")));
     note(&mut b, &alice, seq, "answer", Some(json!({ "type": "answer", "sdp": "v=0 b" }))).await;
     assert_eq!(call_info(&mut a, "answer").await["payload"]["sdp"], "v=0 b");
     note(&mut a, &bob, seq, "ice-candidate", Some(json!({ "candidate": "c1" }))).await;
@@ -150,7 +156,10 @@ async fn ring_accept_signal_hang_up_leaves_the_final_head_in_both_histories() {
     assert_eq!(call_info(&mut a, "ice-candidate").await["payload"]["candidate"], "c2");
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     note(&mut a, &bob, seq, "hang-up", None).await;
-    let fin = expect(&mut b, &["hang-up"], &["finished"]).await.remove(0);
+    // The final head is stored before the parties are told, so the replacement comes first.
+    let fin = replaced(&mut b, "finished").await;
+    let (hang_up, _) = b.wait_for("hang-up", |v| v["info"]["event"] == "hang-up").await;
+    assert_eq!(hang_up["info"]["topic"], alice.as_str(), "attached: on the topic");
     assert!(fin["head"]["webrtc-duration"].as_i64().unwrap() >= 20, "{fin}");
     for (c, topic) in [(&mut a, &bob), (&mut b, &alice)] {
         let (state, duration) = final_state(c, topic, seq).await;

@@ -49,13 +49,15 @@ pub(crate) enum Event {
         #[serde(default)]
         from: Option<UserId>,
     },
-    /// A call event as `{info topic:"me" src what:"call"}` to the sessions of `to`, or only to the one
-    /// `session` (`node/session`) names.
+    /// A call event as `{info what:"call"}` to the sessions of `to` but `except` (`node/session`), or only to the
+    /// one `session` names; on the P2P topic or on `me`, by Tinode's routing (`delivery/local.rs`).
     Call {
         topic: String,
         to: Vec<UserId>,
         #[serde(default)]
         session: Option<String>,
+        #[serde(default)]
+        except: Option<String>,
         from: UserId,
         seq: Seq,
         event: String,

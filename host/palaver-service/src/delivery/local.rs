@@ -86,22 +86,40 @@ impl Inner {
             Event::Business { to, event, payload, from } => {
                 self.deliver_business(tenant, &to, &event, &payload, from);
             }
-            Event::Call { topic, to, session, from, seq, event, payload } => {
-                let info = |user: UserId| MsgInfo {
-                    topic: "me".into(),
-                    src: Some(wire_name(&topic, user)),
-                    from: from.to_string(),
-                    what: "call".into(),
-                    seq: Some(seq),
-                    event: Some(event.clone()),
-                    payload: payload.clone(),
+            Event::Call { topic, to, session, except, from, seq, event, payload } => {
+                // Tinode's routing. The signalling between the two sessions in the call (ringing, the caller's
+                // accept, offer, answer, ICE: `session` names one) goes on the P2P topic as its user names it,
+                // where the clients' call panels listen. An invite, and an accept to the other devices, go on
+                // `me` with `src` naming the topic (an incoming call; a call taken elsewhere). A hang-up goes on
+                // the topic to the sessions attached to it and on `me` to the others.
+                let mut attached = std::collections::HashSet::new();
+                if event == "hang-up" {
+                    self.hub.for_each_attached(tenant, &topic, |a| {
+                        attached.insert(a.session.sid);
+                    });
+                }
+                let direct = session.is_some();
+                let info = |user: UserId, on_topic: bool| {
+                    let name = wire_name(&topic, user);
+                    let (topic, src) = if on_topic { (name, None) } else { ("me".to_owned(), Some(name)) };
+                    let info = MsgInfo {
+                        topic,
+                        src,
+                        from: from.to_string(),
+                        what: "call".into(),
+                        seq: Some(seq),
+                        event: Some(event.clone()),
+                        payload: payload.clone(),
+                    };
+                    render::frame(&ServerMsg::Info(info))
                 };
                 for user in to {
-                    let frame = render::frame(&ServerMsg::Info(info(user)));
+                    let frames = [info(user, false), info(user, true)];
                     self.hub.for_each_user_session(tenant, user, |s| {
                         let named = |k: &String| *k == format!("{}/{}", self.cfg.node_id, s.sid);
-                        if Some(s.sid) != skip && session.as_ref().is_none_or(named) {
-                            s.push(frame.clone());
+                        let excepted = except.as_ref().is_some_and(named);
+                        if Some(s.sid) != skip && !excepted && session.as_ref().is_none_or(named) {
+                            s.push(frames[usize::from(direct || attached.contains(&s.sid))].clone());
                         }
                     });
                 }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The mime type Tinode clients give call messages; the replacements carry it too.
+/// The mime of a replacement whose original names none: what Tinode's mobile clients give call messages.
 const CALL_MIME: &str = "application/x-tinode-webrtc";
 
 /// A session as the calls table names it: `node/session`, so any node can route to it.
@@ -56,15 +56,15 @@ impl Inner {
         (now - c.ring_timeout_ms as i64, now - c.max_duration_ms as i64)
     }
 
-    /// Relays a call event as `{info topic:"me" src what:"call"}` to the sessions of `to` (only the one named by
-    /// `session`, when given), here and on the other nodes.
+    /// Relays a call event as `{info what:"call"}` to the sessions of `to` (only the one named by `session`,
+    /// when given; never `skip` here or the one `except` names anywhere), here and on the other nodes.
     #[allow(clippy::too_many_arguments)]
     async fn call_info(
         &self,
         tenant: TenantId,
         call: &Call,
         to: Vec<UserId>,
-        session: Option<String>,
+        (session, except): (Option<String>, Option<String>),
         from: UserId,
         event: &str,
         payload: Option<Value>,
@@ -74,6 +74,7 @@ impl Inner {
             topic: call.topic.clone(),
             to,
             session,
+            except,
             from,
             seq: call.seq,
             event: event.to_owned(),
@@ -88,12 +89,18 @@ impl Inner {
     /// with no session on the topic stop ringing (`accepted`, ended: silent) or show a missed call.
     async fn replace_call_message(&self, tenant: TenantId, call: &Call) {
         let query = MessageQuery { since: Some(call.seq), before: Some(call.seq + 1), limit: 1 };
-        let content = match self.ports.messages.list_messages(tenant, &call.topic, call.caller, &query).await {
-            Ok(mut found) if !found.is_empty() => found.swap_remove(0).content,
-            _ => Value::String(String::new()),
-        };
-        let mut head = Map::new();
-        head.insert("mime".into(), json!(CALL_MIME));
+        // The original's content and head (its `mime` above all: the SDK folds the state into a Drafty call
+        // entity only while the mime says Drafty), as Tinode does.
+        let (content, mut head) =
+            match self.ports.messages.list_messages(tenant, &call.topic, call.caller, &query).await {
+                Ok(mut found) if !found.is_empty() => {
+                    let original = found.swap_remove(0);
+                    (original.content, original.head.unwrap_or_default())
+                }
+                _ => (Value::String(String::new()), Map::new()),
+            };
+        head.entry("mime").or_insert_with(|| json!(CALL_MIME));
+        head.remove("webrtc-duration");
         head.insert("replace".into(), json!(format!(":{}", call.seq)));
         head.insert("webrtc".into(), json!(call.state.as_str()));
         if call.duration_ms > 0 {
@@ -151,7 +158,7 @@ impl Inner {
         self.forget_parties(tenant, &call);
         self.replace_call_message(tenant, &call).await;
         let parties = vec![call.caller, call.callee];
-        self.call_info(tenant, &call, parties, None, call.caller, "hang-up", None, skip).await;
+        self.call_info(tenant, &call, parties, (None, None), call.caller, "hang-up", None, skip).await;
         Ok(true)
     }
 
@@ -206,7 +213,7 @@ impl Inner {
         }
         inner.calls.moved(CallState::Started);
         inner.calls.join(sid, (tenant, topic.to_owned(), seq));
-        inner.call_info(tenant, &call, vec![callee], None, caller, "invite", None, None).await;
+        inner.call_info(tenant, &call, vec![callee], (None, None), caller, "invite", None, None).await;
         let after = Duration::from_millis(inner.cfg.calls.ring_timeout_ms);
         spawn_timer(inner, tenant, topic, seq, after, CallEnd::Missed, "timeout");
     }
@@ -338,7 +345,7 @@ impl Inner {
                 }
                 if call.state == CallState::Started {
                     let to = Some(call.caller_session.clone());
-                    svc.call_info(tenant, &call, vec![call.caller], to, me, "ringing", None, None).await;
+                    svc.call_info(tenant, &call, vec![call.caller], (to, None), me, "ringing", None, None).await;
                 }
             }
             "accept" => {
@@ -352,10 +359,13 @@ impl Inner {
                 svc.calls.moved(CallState::Accepted);
                 svc.calls.join(sid, (tenant, stored.clone(), seq));
                 svc.replace_call_message(tenant, &call).await;
-                // The caller learns it is answered; the callee's other devices stop ringing; the caller's other
-                // devices see it taken.
-                let parties = vec![call.caller, call.callee];
-                svc.call_info(tenant, &call, parties, None, me, "accept", payload, Some(sid)).await;
+                // The dialling session learns it is answered, on the topic; the callee's other devices stop
+                // ringing and the caller's other devices see it taken, on `me`.
+                let dialling = Some(call.caller_session.clone());
+                let (caller, parties) = (vec![call.caller], vec![call.caller, call.callee]);
+                svc.call_info(tenant, &call, caller, (dialling.clone(), None), me, "accept", payload.clone(), None)
+                    .await;
+                svc.call_info(tenant, &call, parties, (None, dialling), me, "accept", payload, Some(sid)).await;
                 let after = Duration::from_millis(svc.cfg.calls.max_duration_ms);
                 spawn_timer(svc, tenant, &stored, seq, after, CallEnd::Disconnected, "max-duration");
             }
@@ -368,7 +378,7 @@ impl Inner {
                     return Err(ServiceError::PermissionDenied);
                 };
                 if call.state == CallState::Accepted && !session.is_empty() {
-                    svc.call_info(tenant, &call, vec![to], Some(session), me, event, payload, None).await;
+                    svc.call_info(tenant, &call, vec![to], (Some(session), None), me, event, payload, None).await;
                 }
             }
             "hang-up" => self.hang_up(tenant, call, me, sid).await?,
