@@ -241,6 +241,43 @@ impl Inner {
     }
 }
 
+/// How long a call note waits for the record of a call whose message it has already seen.
+const RECORD_WAIT: Duration = Duration::from_millis(1_000);
+
+impl Inner {
+    /// The record of call `seq` when its message is stored but its record not yet: the message is delivered
+    /// before the record is written, and a client notes `ringing` the moment it sees the message. Waits up to
+    /// [`RECORD_WAIT`] only when `me` can read a recent `webrtc:"started"` message at `seq`; `None` otherwise.
+    async fn call_being_started(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        seq: Seq,
+        me: UserId,
+    ) -> ServiceResult<Option<Call>> {
+        let query = MessageQuery { since: Some(seq), before: Some(seq + 1), limit: 1 };
+        let found = self.ports.messages.list_messages(tenant, topic, me, &query).await?;
+        let recent = now_millis() - self.cfg.calls.ring_timeout_ms as i64;
+        let starts_a_call = found.iter().any(|m| {
+            m.seq == seq
+                && m.created >= recent
+                && m.head.as_ref().and_then(|h| h.get("webrtc")).and_then(Value::as_str)
+                    == Some(CallState::Started.as_str())
+        });
+        if !starts_a_call {
+            return Ok(None);
+        }
+        let deadline = tokio::time::Instant::now() + RECORD_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if let Some(call) = self.ports.calls.get_call(tenant, topic, seq).await? {
+                return Ok(Some(call));
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// How long the sweep leaves a call alone after the moment a local session joined it (the record is written
 /// just before the session joins), and after its timers were due (they fire on time on a live node).
 const SWEEP_GRACE_MS: i64 = 5_000;
@@ -333,7 +370,10 @@ impl Inner {
         if !svc.cfg.calls.enabled {
             return Err(ServiceError::NotImplemented);
         }
-        let call = svc.ports.calls.get_call(tenant, &stored, seq).await?.ok_or(ServiceError::NotFound)?;
+        let call = match svc.ports.calls.get_call(tenant, &stored, seq).await? {
+            Some(call) => call,
+            None => svc.call_being_started(tenant, &stored, seq, me).await?.ok_or(ServiceError::NotFound)?,
+        };
         if me != call.caller && me != call.callee {
             return Err(ServiceError::PermissionDenied);
         }
