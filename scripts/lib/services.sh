@@ -5,6 +5,8 @@
 #   start_mariadb            # MariaDB 10.11 on 127.0.0.1:3306, user palaver/palaver with ALL PRIVILEGES
 #   start_redis              # Redis 7.0 on 127.0.0.1:6379
 #   start_kafka              # Apache Kafka (KRaft, one node) on 127.0.0.1:9092
+#   start_coturn             # coturn (TURN REST credentials, use-auth-secret) on 127.0.0.1:13478
+#   ensure_chromium          # Debian's Chromium, for the web app test in tests/e2e/webapp
 #
 # Settings (environment): PALAVER_MARIADB_DATADIR (default /var/lib/mysql), PALAVER_MARIADB_PORT (3306),
 # PALAVER_MARIADB_LOG (/var/log/palaver-mariadb.err).
@@ -261,4 +263,86 @@ stop_kafka() {
   done
   kill -9 "$pid" 2>/dev/null || true
   rm -f "$dir/kafka.pid"
+}
+
+# coturn, a TURN server checking TURN REST credentials (`use-auth-secret`: username `<unix expiry>:<anything>`,
+# password base64(HMAC-SHA1(secret, username))), on 127.0.0.1 over UDP and TCP, without TLS/DTLS. Loopback peers
+# are allowed, or a relay between two local clients is refused with 403 Forbidden IP. The secret is a fixed test
+# value, not a secret: the server listens on loopback only. It is started with an empty configuration file, so
+# /etc/turnserver.conf (the Debian package's) does not apply, and keeps its log, pid and user database in its
+# own directory.
+#
+#   start_coturn             # then tests read PALAVER_TEST_TURN_PORT (13478) and PALAVER_TEST_TURN_SECRET
+#   stop_coturn              # SIGTERM the daemon this function started (SIGKILL after 10 s)
+#
+# Settings (environment): PALAVER_COTURN_PORT (13478), PALAVER_COTURN_SECRET (palaver-test-turn-secret),
+# PALAVER_COTURN_DIR (/tmp/palaver-coturn-<port>: log, pid, database). A coturn already answering on the port is
+# taken as it is: its secret must be PALAVER_COTURN_SECRET.
+coturn_dir() {
+  printf '%s' "${PALAVER_COTURN_DIR:-/tmp/palaver-coturn-${PALAVER_COTURN_PORT:-13478}}"
+}
+
+# True if a STUN binding request over UDP is answered (the same port serves TURN). The client retries for ever
+# when nothing answers, hence the timeout.
+coturn_alive() {
+  timeout 2 turnutils_stunclient -p "${PALAVER_COTURN_PORT:-13478}" 127.0.0.1 >/dev/null 2>&1
+}
+
+start_coturn() {
+  local port="${PALAVER_COTURN_PORT:-13478}"
+  local secret="${PALAVER_COTURN_SECRET:-palaver-test-turn-secret}"
+  local dir
+  dir=$(coturn_dir)
+  export PALAVER_TEST_TURN_PORT="$port" PALAVER_TEST_TURN_SECRET="$secret"
+  if command -v turnutils_stunclient >/dev/null 2>&1 && coturn_alive; then
+    log "coturn is already answering on 127.0.0.1:$port"
+    return 0
+  fi
+  if ! command -v turnserver >/dev/null 2>&1 || ! command -v turnutils_uclient >/dev/null 2>&1; then
+    log "installing coturn from Debian's packages"
+    # The package's service start is denied without an init system; the daemon is started by hand below.
+    apt_install coturn || command -v turnserver >/dev/null 2>&1
+  fi
+  mkdir -p "$dir"
+  : >"$dir/turnserver.log"
+  log "starting coturn on 127.0.0.1:$port (dir $dir)"
+  turnserver -c /dev/null --daemon --pidfile="$dir/turnserver.pid" --log-file="$dir/turnserver.log" --simple-log \
+    --db="$dir/turndb" --listening-ip=127.0.0.1 --listening-port="$port" --relay-ip=127.0.0.1 \
+    --use-auth-secret --static-auth-secret="$secret" --realm=palaver.test \
+    --no-tls --no-dtls --no-cli --allow-loopback-peers
+  local waited=0
+  until coturn_alive; do
+    if [ "$waited" -ge 30 ]; then
+      log "coturn did not answer within 15 s; see $dir/turnserver.log"
+      tail -n 20 "$dir/turnserver.log" >&2 || true
+      return 1
+    fi
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+  log "coturn is up: turn:127.0.0.1:$port (static-auth-secret in PALAVER_TEST_TURN_SECRET)"
+}
+
+stop_coturn() {
+  local dir pid
+  dir=$(coturn_dir)
+  [ -f "$dir/turnserver.pid" ] || return 0
+  pid=$(cat "$dir/turnserver.pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 20); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$dir/turnserver.pid"
+}
+
+# Debian's Chromium, which tests/e2e/webapp drives headless with puppeteer-core (that package downloads no browser
+# of its own). Tests read E2E_CHROMIUM, default /usr/bin/chromium.
+ensure_chromium() {
+  if [ -x "${E2E_CHROMIUM:-/usr/bin/chromium}" ]; then
+    return 0
+  fi
+  log "installing chromium from Debian's packages"
+  apt_install chromium
 }
