@@ -1214,3 +1214,39 @@ async fn a_call_between_nodes_rings_every_callee_device_and_signals_only_the_acc
     assert_eq!(fin["data"]["head"]["replace"], format!(":{seq}"));
     assert!(fin["data"]["head"]["webrtc-duration"].as_i64().is_some(), "{fin}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_attached_on_another_node_is_not_pushed_until_they_leave() {
+    use common::webhook::{Hook, SECRET};
+    let hook = Hook::default();
+    let url = hook.start().await;
+    let mut cl = Cluster::new("pushatt");
+    for (k, v) in [
+        ("PALAVER_PUSH__ENABLED", "true"),
+        ("PALAVER_PUSH__RETRY_BACKOFF_MS", "10"),
+        ("PALAVER_PUSH__WEBHOOK__URL", url.as_str()),
+        ("PALAVER_PUSH__WEBHOOK__SECRET", SECRET),
+        ("PALAVER_OUTBOX__RELAY_INTERVAL_MS", "50"),
+    ] {
+        cl.env.push((k.into(), v.into()));
+    }
+    let nodes = cl.start_all(&["n1", "n2"]).await;
+    let mut a = Dev::signup(nodes[0].addr, KEY, "alice", "a-web", "web").await;
+    let mut b = Dev::signup(nodes[1].addr, KEY, "bob", "b-phone", "android").await;
+    a.sub(&b.user).await;
+    b.sub(&a.user).await;
+    // Bob reads the conversation on node 2; Alice writes on node 1, whose hub does not see him attached: the
+    // shared presence does, so whichever node's worker takes the task pushes him nothing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = a.publish(&b.user, json!("seen live")).await;
+    assert_eq!(b.await_data(&a.user, 1, 0).await, [seen]);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(hook.msgs("b-phone").is_empty(), "attached on node 2: {:?}", hook.msgs("b-phone"));
+    // Bob leaves the conversation (still online on node 2): the next message pushes his phone.
+    let left = b.ctrl("leave", json!({ "topic": a.user })).await;
+    assert_eq!(left["code"], 200, "{left}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.publish(&b.user, json!("after leaving")).await;
+    let pushes = hook.expect_msgs("b-phone", 1).await;
+    assert_eq!(pushes[0]["user"], b.user.as_str());
+}

@@ -11,7 +11,12 @@ use std::sync::Arc;
 #[derive(Clone, Default, Debug)]
 pub struct MemoryPresence {
     users: Arc<Mutex<HashMap<(TenantId, UserId), UserPresence>>>,
+    /// Who is attached to each topic, per node.
+    attached: Arc<Mutex<HashMap<(TenantId, String), NodeAttachments>>>,
 }
+
+/// One topic's attached users, by node id.
+type NodeAttachments = HashMap<String, Vec<UserId>>;
 
 /// One user's sessions and when the last of them left.
 #[derive(Default, Debug)]
@@ -102,6 +107,32 @@ impl PresenceStore for MemoryPresence {
     // Nothing here expires, so a heartbeat has nothing to refresh.
     async fn heartbeat(&self, _sessions: &[SessionBeat], _topics: &[(TenantId, String)]) -> StoreResult<()> {
         Ok(())
+    }
+
+    async fn set_attached(&self, tenant: TenantId, topic: &str, node_id: &str, users: &[UserId]) -> StoreResult<()> {
+        let mut attached = self.attached.lock();
+        let key = (tenant, topic.to_owned());
+        let nodes = attached.entry(key.clone()).or_default();
+        if users.is_empty() {
+            nodes.remove(node_id);
+        } else {
+            nodes.insert(node_id.to_owned(), users.to_vec());
+        }
+        if nodes.is_empty() {
+            attached.remove(&key);
+        }
+        Ok(())
+    }
+
+    async fn attached_users(&self, tenant: TenantId, topic: &str) -> StoreResult<Vec<UserId>> {
+        let attached = self.attached.lock();
+        let mut users: Vec<UserId> = attached
+            .get(&(tenant, topic.to_owned()))
+            .map(|n| n.values().flatten().copied().collect())
+            .unwrap_or_default();
+        users.sort_unstable();
+        users.dedup();
+        Ok(users)
     }
 }
 

@@ -62,7 +62,16 @@ impl Keys {
     pub fn topic_online_nodes(&self, t: TenantId, topic: &str) -> String {
         format!("{}{topic}:online_nodes", self.topic_base(t))
     }
-    /// `{prefix}:{tenant}:topic:{topic}:node:`, the head scripts append a node id and `:online_members` to.
+    /// Palaver's own: the users with a session attached to the topic on one node, for the push workers.
+    pub fn topic_node_attached(&self, t: TenantId, topic: &str, node_id: &str) -> String {
+        format!("{}{topic}:node:{node_id}:attached", self.topic_base(t))
+    }
+    /// Palaver's own: the nodes with an attached set of the topic.
+    pub fn topic_attached_nodes(&self, t: TenantId, topic: &str) -> String {
+        format!("{}{topic}:attached_nodes", self.topic_base(t))
+    }
+    /// `{prefix}:{tenant}:topic:{topic}:node:`, the head scripts append a node id and `:online_members` (or
+    /// `:attached`) to.
     pub fn topic_node_head(&self, t: TenantId, topic: &str) -> String {
         format!("{}{topic}:node:", self.topic_base(t))
     }

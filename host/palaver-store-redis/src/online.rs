@@ -43,11 +43,33 @@ end
 return live
 ";
 
-/// KEYS: online members, this node's members, online nodes. ARGV: node id, ttl. Refreshes the three sets and
+/// KEYS: attached nodes. ARGV: node-set head. The users of every listed node's attached set, dropping nodes
+/// whose set expired (a node that stopped refreshing); a user attached on two nodes comes twice.
+pub(crate) const ATTACHED: &str = r"
+local users = {}
+for _, node in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local key = ARGV[1] .. node .. ':attached'
+  if redis.call('EXISTS', key) == 1 then
+    for _, user in ipairs(redis.call('SMEMBERS', key)) do table.insert(users, user) end
+  else
+    redis.call('SREM', KEYS[1], node)
+  end
+end
+return users
+";
+
+/// KEYS: online members, this node's members, online nodes, this node's attached users, attached nodes. ARGV:
+/// node id, ttl. Refreshes this node's attached set (and lists the node for it) while it exists; then
+/// refreshes the three member sets and
 /// lists this node again in the nodes set (healing one that was lost), but only while this node's member set
 /// exists: re-listing a node whose members are gone would make the bus route the topic to nobody instead of
 /// broadcasting. Answers 0 for such a topic, whose members the service restores when they attach again.
 pub(crate) const TOPIC_BEAT: &str = r"
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  redis.call('SADD', KEYS[5], ARGV[1])
+  redis.call('EXPIRE', KEYS[4], ARGV[2])
+  redis.call('EXPIRE', KEYS[5], ARGV[2])
+end
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 redis.call('SADD', KEYS[3], ARGV[1])
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[2]) end
@@ -104,6 +126,49 @@ impl RedisPresence {
             pipe.cmd("EXPIRE").arg(key).arg(ttl).ignore();
         }
         self.client.pipeline(&pipe).await
+    }
+
+    /// Replaces `node_id`'s attached users of `topic` in one transaction, listing the node for readers (or
+    /// unlisting it when `users` is empty).
+    pub(crate) async fn put_attached(
+        &self,
+        tenant: TenantId,
+        topic: &str,
+        node_id: &str,
+        users: &[UserId],
+    ) -> StoreResult<()> {
+        let keys = self.client.keys();
+        let ttl = self.client.config().presence_ttl_seconds;
+        let (mine, nodes) =
+            (keys.topic_node_attached(tenant, topic, node_id), keys.topic_attached_nodes(tenant, topic));
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        pipe.cmd("DEL").arg(&mine).ignore();
+        if users.is_empty() {
+            pipe.cmd("SREM").arg(&nodes).arg(node_id).ignore();
+        } else {
+            let mut add = redis::cmd("SADD");
+            add.arg(&mine);
+            for u in users {
+                add.arg(u.0);
+            }
+            pipe.add_command(add).ignore();
+            pipe.cmd("SADD").arg(&nodes).arg(node_id).ignore();
+            pipe.cmd("EXPIRE").arg(&mine).arg(ttl).ignore();
+            pipe.cmd("EXPIRE").arg(&nodes).arg(ttl).ignore();
+        }
+        self.client.pipeline(&pipe).await
+    }
+
+    /// The users attached to `topic` on any live node ([`ATTACHED`]), each once.
+    pub(crate) async fn all_attached(&self, tenant: TenantId, topic: &str) -> StoreResult<Vec<UserId>> {
+        let keys = self.client.keys();
+        let mut call = self.scripts.attached.key(keys.topic_attached_nodes(tenant, topic));
+        call.arg(self.node_set_head(tenant, topic));
+        let mut users: Vec<u64> = self.client.script(&call).await?;
+        users.sort_unstable();
+        users.dedup();
+        Ok(users.into_iter().map(UserId).collect())
     }
 
     /// The nodes that hold online members of `topic`, the targets of a cross-node fanout.
@@ -202,10 +267,12 @@ impl RedisPresence {
             for (tenant, topic) in chunk {
                 pipe.cmd("EVALSHA")
                     .arg(self.scripts.topic_beat.get_hash())
-                    .arg(3)
+                    .arg(5)
                     .arg(keys.topic_online_members(*tenant, topic))
                     .arg(keys.topic_node_online_members(*tenant, topic, &self.node_id))
                     .arg(keys.topic_online_nodes(*tenant, topic))
+                    .arg(keys.topic_node_attached(*tenant, topic, &self.node_id))
+                    .arg(keys.topic_attached_nodes(*tenant, topic))
                     .arg(&*self.node_id)
                     .arg(ttl);
             }

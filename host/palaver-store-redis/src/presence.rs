@@ -100,6 +100,7 @@ pub(crate) struct Scripts {
     pub(crate) leave: Script,
     pub(crate) live_nodes: Script,
     pub(crate) topic_beat: Script,
+    pub(crate) attached: Script,
 }
 
 impl std::fmt::Debug for RedisPresence {
@@ -121,6 +122,7 @@ impl RedisPresence {
             leave: Script::new(crate::online::LEAVE),
             live_nodes: Script::new(crate::online::LIVE_NODES),
             topic_beat: Script::new(crate::online::TOPIC_BEAT),
+            attached: Script::new(crate::online::ATTACHED),
         };
         Self { client, node_id: Arc::from(node_id.into()), scripts: Arc::new(scripts) }
     }
@@ -256,5 +258,15 @@ impl PresenceStore for RedisPresence {
     async fn heartbeat(&self, sessions: &[SessionBeat], topics: &[(TenantId, String)]) -> StoreResult<()> {
         let span = tracing::debug_span!("redis.heartbeat", sessions = sessions.len(), topics = topics.len());
         self.beat(sessions, topics).instrument(span).await
+    }
+
+    async fn set_attached(&self, tenant: TenantId, topic: &str, node_id: &str, users: &[UserId]) -> StoreResult<()> {
+        let span = tracing::debug_span!("redis.set_attached", tenant = tenant.0, users = users.len());
+        self.put_attached(tenant, topic, node_id, users).instrument(span).await
+    }
+
+    async fn attached_users(&self, tenant: TenantId, topic: &str) -> StoreResult<Vec<UserId>> {
+        let span = tracing::debug_span!("redis.attached_users", tenant = tenant.0);
+        self.all_attached(tenant, topic).instrument(span).await
     }
 }

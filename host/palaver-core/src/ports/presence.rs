@@ -30,6 +30,15 @@ pub trait PresenceStore: Send + Sync {
     /// without touching `last_active_at`) and of this node's online-member sets of every listed topic, in as
     /// few round trips as the adapter can. Idle connections stay online this way; a crashed node's expire.
     async fn heartbeat(&self, sessions: &[SessionBeat], topics: &[(TenantId, String)]) -> StoreResult<()>;
+
+    /// Replaces the users with a session attached to `topic` on node `node_id` by `users` (empty clears them),
+    /// so that every node's push worker can tell who saw a message live. The set lives as long as the node's
+    /// online-member set of the topic ([`Self::heartbeat`] refreshes both), so a crashed node's attachments
+    /// expire with it.
+    async fn set_attached(&self, tenant: TenantId, topic: &str, node_id: &str, users: &[UserId]) -> StoreResult<()>;
+
+    /// The users with a session attached to `topic` on any live node, in no particular order.
+    async fn attached_users(&self, tenant: TenantId, topic: &str) -> StoreResult<Vec<UserId>>;
 }
 
 /// One live session, as the node heartbeat reports it.

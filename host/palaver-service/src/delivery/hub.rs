@@ -319,7 +319,7 @@ pub struct Attached {
     pub mode: AccessMode,
 }
 
-type TopicKey = (TenantId, String);
+pub(crate) type TopicKey = (TenantId, String);
 type UserKey = (TenantId, UserId);
 
 /// The registry of this node's sessions.
@@ -331,6 +331,10 @@ pub struct Hub {
     /// The topics each user with sessions here is listed under as an online member in the shared presence, so
     /// that the node can refresh those lists and take the user off them when the last session leaves.
     joined: Mutex<HashMap<UserKey, HashSet<String>>>,
+    /// Topics whose attached sessions changed since the shared presence last heard of them
+    /// (`delivery/attached.rs` takes them), and the signal that there are some.
+    attach_changes: Mutex<HashSet<TopicKey>>,
+    attach_changed: Arc<tokio::sync::Notify>,
 }
 
 impl Hub {
@@ -359,8 +363,25 @@ impl Hub {
                 if attached.is_empty() {
                     map.remove(&key);
                 }
+                self.attach_change(key);
             }
         }
+    }
+
+    /// Notes that a topic's attached sessions changed.
+    fn attach_change(&self, key: TopicKey) {
+        self.attach_changes.lock().insert(key);
+        self.attach_changed.notify_one();
+    }
+
+    /// Signalled (with a stored permit, so no change is missed) when some topic's attached sessions change.
+    pub(crate) fn attach_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.attach_changed.clone()
+    }
+
+    /// Takes the topics whose attached sessions changed since the last call.
+    pub(crate) fn take_attach_changes(&self) -> Vec<TopicKey> {
+        self.attach_changes.lock().drain().collect()
     }
 
     /// Binds a session to its user after login. Returns how many sessions the user now has on this node.
@@ -375,6 +396,7 @@ impl Hub {
     /// Attaches a session to a stored topic.
     pub(crate) fn attach(&self, tenant: TenantId, topic: &str, attached: Attached) {
         self.topics.write().entry((tenant, topic.to_owned())).or_default().insert(attached.session.sid, attached);
+        self.attach_change((tenant, topic.to_owned()));
     }
 
     /// Detaches a session from a stored topic.
@@ -386,6 +408,7 @@ impl Hub {
             if attached.is_empty() {
                 map.remove(&key);
             }
+            self.attach_change(key);
         }
     }
 
@@ -399,12 +422,15 @@ impl Hub {
         if attached.is_empty() {
             map.remove(&key);
         }
+        self.attach_change(key);
         gone
     }
 
     /// Detaches everyone from a topic (it was deleted), returning who was attached.
     pub(crate) fn detach_all(&self, tenant: TenantId, topic: &str) -> Vec<Attached> {
-        self.topics.write().remove(&(tenant, topic.to_owned())).map(|m| m.into_values().collect()).unwrap_or_default()
+        let gone = self.topics.write().remove(&(tenant, topic.to_owned()));
+        self.attach_change((tenant, topic.to_owned()));
+        gone.map(|m| m.into_values().collect()).unwrap_or_default()
     }
 
     /// Updates the effective mode of every attachment of `user` to a topic.

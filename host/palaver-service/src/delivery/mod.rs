@@ -8,12 +8,14 @@
 //! - [`fanout`] delivers a stored message to attached readers and tells unattached members;
 //! - [`notify`] sends the `{pres}` on `me` and membership events a change causes (access, gone, evicted);
 //! - [`control`] closes sessions for evictions and revoked credentials, on every node; [`control_state`] is what
-//!   each session is judged by, held by the hub.
+//!   each session is judged by, held by the hub;
+//! - [`attached`] tells the shared presence who is attached to which topic here, for other nodes' push workers.
 //!
-//! Imports run one way, with no cycle: `local`, `fanout`, `notify` and `control` use `dispatch`'s event type; `hub` uses
+//! Imports run one way, with no cycle: `attached` reads only `hub`; `local`, `fanout`, `notify` and `control` use `dispatch`'s event type; `hub` uses
 //! only `control_state`; `dispatch` and `topics` import none of the others (`topics` holds the business layer's
 //! gate and roster types, and the business layer uses `dispatch` and `fanout`).
 
+pub(crate) mod attached;
 pub(crate) mod control;
 pub(crate) mod control_state;
 pub(crate) mod dispatch;

@@ -128,3 +128,34 @@ async fn topic_online_members_follow_joins_and_leaves_per_node() {
     assert!(a.topic_members(T, "grpBig").await.unwrap().is_empty());
     assert!(b.topic_members(TenantId(8), "grpBig").await.unwrap().is_empty(), "tenants apart");
 }
+
+#[tokio::test]
+async fn attached_users_are_the_union_of_live_nodes_sets_and_a_dead_nodes_expire() {
+    let config = RedisConfig { presence_ttl_seconds: 2, ..common::config("presence-attached") };
+    let Some(client) = common::live(config).await else { return };
+    let (n1, n2) = (RedisPresence::new(client.clone(), "n1"), RedisPresence::new(client.clone(), "n2"));
+    let (ann, ben, cat) = (UserId(11), UserId(12), UserId(13));
+    assert!(n1.attached_users(T, "grpA").await.unwrap().is_empty());
+    n1.set_attached(T, "grpA", "n1", &[ann, ben]).await.unwrap();
+    n2.set_attached(T, "grpA", "n2", &[ben, cat]).await.unwrap();
+    assert_eq!(n1.attached_users(T, "grpA").await.unwrap(), [ann, ben, cat], "each user once");
+    assert!(n1.attached_users(TenantId(8), "grpA").await.unwrap().is_empty(), "tenants apart");
+    assert!(n1.attached_users(T, "grpB").await.unwrap().is_empty(), "topics apart");
+    // A write replaces the node's set whole; an empty one clears it.
+    n1.set_attached(T, "grpA", "n1", &[ann]).await.unwrap();
+    assert_eq!(n2.attached_users(T, "grpA").await.unwrap(), [ann, ben, cat]);
+    n2.set_attached(T, "grpA", "n2", &[]).await.unwrap();
+    assert_eq!(n2.attached_users(T, "grpA").await.unwrap(), [ann]);
+    let nodes: Vec<String> =
+        common::raw(&client, redis::cmd("SMEMBERS").arg(client.keys().topic_attached_nodes(T, "grpA"))).await;
+    assert_eq!(nodes, ["n1"], "an emptied node is no longer listed");
+
+    // n2 attaches again and keeps heartbeating the topic; n1 stops (its process died): its set expires.
+    n2.set_attached(T, "grpA", "n2", &[cat]).await.unwrap();
+    n2.join_topics(T, cat, &["grpA".to_owned()]).await.unwrap();
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        n2.heartbeat(&[], &[(T, "grpA".to_owned())]).await.unwrap();
+    }
+    assert_eq!(n2.attached_users(T, "grpA").await.unwrap(), [cat], "only the live node's attachments remain");
+}

@@ -2,7 +2,8 @@
 //! recipient's devices through their provider.
 //!
 //! **Recipients.** The topic's subscribers whose mode has R and P (a user who turned P off has muted the topic),
-//! except users who had a session attached to the topic on the publishing node when the message was stored: they
+//! except users who had a session attached to the topic when the message was stored (on the publishing node, or,
+//! in a cluster, on any node as the shared presence lists them when the worker reads the task): they
 //! saw it. The sender's other devices get a silent push (no text, no alert) so apps can sync; the device that
 //! sent it gets none. Messages from blocked senders and held messages never make a task. A read receipt
 //! (`what: read`) or a subscription change by someone else (`what: sub`) names its one user, whose devices get a
@@ -151,12 +152,21 @@ impl PushWorker {
         if let Some(user) = task.to {
             return Ok(vec![user]);
         }
-        let subs = self.service.inner.ports.subs.list_topic_subs(task.tenant, &task.topic).await?;
+        let ports = &self.service.inner.ports;
+        let subs = ports.subs.list_topic_subs(task.tenant, &task.topic).await?;
+        // Attached on any node, in a cluster: the publishing node's own list, plus what every node's hub told
+        // the shared presence (a few milliseconds behind a `{sub}` or `{leave}`). If that cannot be read, the
+        // publishing node's list alone decides: a push too many rather than one missed.
+        let mut attached = task.attached.clone();
+        if ports.bus.is_shared() {
+            match ports.presence.attached_users(task.tenant, &task.topic).await {
+                Ok(elsewhere) => attached.extend(elsewhere),
+                Err(e) => tracing::debug!(error = %e, "attached users not read; the publishing node's list decides"),
+            }
+        }
         let wanted = |s: &palaver_core::Subscription| {
             s.user == task.from
-                || (!task.attached.contains(&s.user)
-                    && s.mode().has(AccessMode::READ)
-                    && s.mode().has(AccessMode::PRES))
+                || (!attached.contains(&s.user) && s.mode().has(AccessMode::READ) && s.mode().has(AccessMode::PRES))
         };
         Ok(subs.iter().filter(|s| wanted(s)).map(|s| s.user).collect())
     }
