@@ -2,7 +2,8 @@
 # Runs every check and test: formatting, clippy, the Rust unit/integration/contract tests (against real
 # MariaDB, Redis and Apache Kafka, which it installs and starts when missing), the end-to-end suite that drives
 # a real server with the npm tinode-sdk over WebSocket and long polling, on the embedded store and on MariaDB +
-# Redis + Kafka, and the deployment artefacts in deploy/ (chart, compose file) without a container engine.
+# Redis + Kafka (TURN credentials checked against a real coturn), the stock Tinode web app in headless Chromium,
+# and the deployment artefacts in deploy/ (chart, compose file) without a container engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
@@ -15,6 +16,10 @@ ensure_node
 start_mariadb
 start_redis
 start_kafka
+# coturn for the TURN credentials of tests/e2e/test/turn.test.js (exports PALAVER_TEST_TURN_PORT and _SECRET),
+# Chromium for the web app test.
+start_coturn
+ensure_chromium
 
 start=$(date +%s)
 step() { log "$1 ($(( $(date +%s) - start )) s so far)"; }
@@ -50,6 +55,13 @@ moderation_dir="$PWD/target/plugins/deploy"
   PALAVER_BIN="$PWD/../../target/debug/palaver" PALAVER_PLUGINS__DIR="$moderation_dir" E2E_MODERATION=1 npm test
 )
 
+step "end-to-end: the stock Tinode web app in headless Chromium against target/debug/palaver (tests/e2e/webapp)"
+(
+  cd tests/e2e/webapp
+  PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+  PALAVER_BIN="$PWD/../../../target/debug/palaver" npm test
+)
+
 step "end-to-end: tinode-sdk against two target/debug/palaver nodes sharing MariaDB + Redis + Kafka, business plugins loaded, admin commands over Kafka"
 scaleout_dir=$(mktemp -d)
 control_db="palaver_e2e_$(date +%s)"
@@ -71,7 +83,7 @@ for node in 1 2; do
   mkdir -p "$scaleout_dir/n$node"
   PALAVER_SERVER__LISTEN="127.0.0.1:1606$node" PALAVER_STORE__URL="mysql://palaver:palaver@127.0.0.1:3306/$control_db" \
     PALAVER_STORE_CONFIG__REDIS='{ addr = "127.0.0.1:6379", key_prefix = "im_e2e" }' PALAVER_AUTH__TOKEN_KEY="$token_key" \
-    PALAVER_SERVER__HEARTBEAT_MS=1000 PALAVER_PLUGINS__DIR="$PWD/target/plugins/deploy" \
+    PALAVER_SERVER__HEARTBEAT_MS=1000 PALAVER_PLUGINS__DIR="$PWD/target/plugins/deploy" PALAVER_CALLS__RING_TIMEOUT_MS=3000 \
     target/debug/palaver serve --dev --config deploy/scaleout.toml --node-id "e2e-$node" --data-dir "$scaleout_dir/n$node" \
     >"$scaleout_dir/n$node.log" 2>&1 &
   pids+=($!)
@@ -86,6 +98,10 @@ show_logs() { tail -40 "$scaleout_dir/n1.log"; tail -40 "$scaleout_dir/n2.log"; 
 (cd tests/e2e && PALAVER_URL=127.0.0.1:16061 npm test) || { show_logs; exit 1; }
 (cd tests/e2e && PALAVER_URLS=127.0.0.1:16061,127.0.0.1:16062 node --test --test-concurrency=1 \
   --test-timeout=240000 --test-force-exit test/multinode.test.js) || { show_logs; exit 1; }
+# Calls with the caller on one node and the callee on the other (the nodes ring for 3 s, short enough for the
+# timeout cases to run, long enough for an answer on a loaded machine).
+(cd tests/e2e && PALAVER_URLS=127.0.0.1:16061,127.0.0.1:16062 node --test --test-concurrency=1 \
+  --test-timeout=240000 --test-force-exit test/calls.test.js) || { show_logs; exit 1; }
 (cd tests/e2e && PALAVER_URLS=127.0.0.1:16061,127.0.0.1:16062 E2E_BUSINESS=1 node --test --test-concurrency=1 \
   --test-timeout=240000 --test-force-exit test/business.test.js) || { show_logs; exit 1; }
 # Every admin command type produced to Kafka by `palaver admin command`, its effect seen on both nodes.
