@@ -296,6 +296,7 @@ macro_rules! device_contract_tests {
             device_moves_to_its_newest_user,
             device_delete_reports_and_removes,
             device_tenants_are_isolated,
+            device_delayed_pushes_are_claimed_once_when_due,
         );
     };
 }

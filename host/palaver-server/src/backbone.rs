@@ -115,13 +115,15 @@ impl Backbone {
         self.tasks.push(AuditConsumer::new(self.queue.clone(), audit, state, group).spawn());
     }
 
-    /// Starts the push worker on `im.push.task`, sending through `providers`.
+    /// Starts the push worker on `im.push.task`, sending through `providers`; it polls the delayed pushes of
+    /// every active tenant of `tenants` (of the default tenant without a registry).
     pub(crate) fn start_push(
         &mut self,
         cfg: &Config,
         service: &Service,
         dedup: Arc<dyn PushDedup>,
         providers: Vec<Arc<dyn PushProvider>>,
+        tenants: Option<Arc<dyn TenantStore>>,
     ) {
         let p = &cfg.push;
         let worker = WorkerConfig {
@@ -130,7 +132,10 @@ impl Backbone {
             backoff_initial: Duration::from_millis(p.retry_backoff_ms),
             backoff_max: Duration::from_millis(p.retry_backoff_max_ms),
         };
-        let worker = PushWorker::new(service.clone(), self.queue.clone(), dedup, providers, worker);
+        let mut worker = PushWorker::new(service.clone(), self.queue.clone(), dedup, providers, worker);
+        if let Some(registry) = tenants {
+            worker = worker.with_tenants(registry);
+        }
         self.tasks.push(worker.spawn());
     }
 

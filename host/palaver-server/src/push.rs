@@ -33,7 +33,7 @@ pub struct PushConfig {
     pub retry_backoff_max_ms: u64,
     /// The longest a push filter (a plugin's `before-push`) may delay a push; a longer delay is cut to it.
     pub max_delay_ms: u64,
-    /// Delayed pushes one node keeps waiting; beyond it a delayed push is sent at once.
+    /// Delayed pushes one tenant keeps waiting; beyond it a delayed push is sent at once.
     pub max_delayed: usize,
     pub fcm: Option<FcmSection>,
     pub apns: Option<ApnsSection>,

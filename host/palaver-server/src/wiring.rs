@@ -203,9 +203,9 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let live_nodes = cluster.as_ref().map(|c| c.nodes.clone());
     let every = Duration::from_millis(cfg.calls.sweep_interval_ms);
     let call_sweep = crate::call_sweep::spawn(service.clone(), registry.clone(), live_nodes, every);
-    backbone.start(&cfg, &service, outbox, audit, registry);
+    backbone.start(&cfg, &service, outbox, audit, registry.clone());
     if cfg.push.enabled {
-        backbone.start_push(&cfg, &service, dedup, providers);
+        backbone.start_push(&cfg, &service, dedup, providers, registry);
     }
     let gateway = Gateway::new(
         service.clone(),

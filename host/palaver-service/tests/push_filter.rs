@@ -1,5 +1,6 @@
-//! The push worker with a push filter (`PushHook`): a delayed push waits on its own timer, capped at
-//! `push.max_delay_ms`, while the worker goes on with the next task; a rewrite is what the provider gets.
+//! The push worker with a push filter (`PushHook`): a delayed push waits in the store, capped at
+//! `push.max_delay_ms`, while the worker goes on with the next task, and survives the worker stopping (another
+//! worker sends it when due); a rewrite is what the provider gets.
 
 mod harness;
 
@@ -55,7 +56,7 @@ impl PushProvider for Recorder {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_delay_waits_on_its_own_timer_capped_and_a_rewrite_is_sent() {
+async fn a_delay_waits_in_the_store_capped_survives_a_stopped_worker_and_a_rewrite_is_sent() {
     let mut cfg = ServiceConfig::default();
     cfg.push.enabled = true;
     cfg.push.providers = vec!["webhook".to_owned()];
@@ -107,19 +108,34 @@ async fn a_delay_waits_on_its_own_timer_capped_and_a_rewrite_is_sent() {
     };
     let started = Instant::now();
     let dedup = Arc::new(MemoryPushDedup::new(100));
-    let worker = PushWorker::new(svc.clone(), Arc::new(queue), dedup, vec![recorder.clone()], worker_cfg).spawn();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while recorder.got.lock().unwrap().len() < 2 {
-        assert!(Instant::now() < deadline, "pushes sent: {:?}", recorder.got.lock().unwrap());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    worker.abort();
+    let providers: Vec<Arc<dyn PushProvider>> = vec![recorder.clone()];
+    let first = PushWorker::new(svc.clone(), Arc::new(queue), dedup.clone(), providers.clone(), worker_cfg.clone());
+    let first = first.spawn();
+    let sent = |n: usize| {
+        let recorder = recorder.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while recorder.got.lock().unwrap().len() < n {
+                assert!(Instant::now() < deadline, "pushes sent: {:?}", recorder.got.lock().unwrap());
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    sent(1).await;
+    // The worker stops with the delayed push still waiting; past its due time nothing sent it.
+    first.abort();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(recorder.got.lock().unwrap().len(), 1, "{:?}", recorder.got.lock().unwrap());
+    // Another worker (a restarted node, or any other) sends it from the store.
+    let second = PushWorker::new(svc.clone(), Arc::new(MemoryQueue::new()), dedup, providers, worker_cfg).spawn();
+    sent(2).await;
+    second.abort();
     let got = recorder.got.lock().unwrap().clone();
     assert_eq!((got[0].0.as_str(), got[0].1.as_str()), ("2", "rewritten 2"), "the second task went first: {got:?}");
     assert_eq!(got[1].0, "1", "the delayed push came after: {got:?}");
     assert!(got[0].2.duration_since(started) < Duration::from_millis(300), "the delay did not hold the queue");
     let waited = got[1].2.duration_since(started);
-    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(5), "capped delay: {waited:?}");
+    assert!(waited >= Duration::from_millis(500) && waited < Duration::from_secs(5), "capped delay: {waited:?}");
     let state = svc.push_state();
     assert_eq!((state.filtered_count("delay"), state.filtered_count("rewrite")), (1, 1));
 }

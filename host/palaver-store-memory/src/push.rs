@@ -1,9 +1,9 @@
-//! Push in process: the device table for tests and the embedded mode's dedup, a map bounded in entries whose
-//! claims expire after their TTL.
+//! Push in process: the device table (with the delayed pushes) for tests and the embedded mode's dedup, a map
+//! bounded in entries whose claims expire after their TTL.
 
 use async_trait::async_trait;
-use palaver_core::ports::{Device, DeviceStore, PushDedup};
-use palaver_core::{Seq, StoreResult, TenantId, UserId};
+use palaver_core::ports::{DelayedPush, Device, DeviceStore, PushDedup};
+use palaver_core::{Seq, StoreResult, TenantId, UnixMillis, UserId};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -13,6 +13,21 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Default)]
 pub struct MemoryDevices {
     rows: Arc<Mutex<HashMap<TenantId, BTreeMap<String, Device>>>>,
+    delayed: Arc<Mutex<Delayed>>,
+}
+
+/// Delayed pushes by tenant and id, and the last id handed out.
+#[derive(Default)]
+struct Delayed {
+    next_id: i64,
+    rows: BTreeMap<(TenantId, i64), DelayedRow>,
+}
+
+/// One delayed push: when it is due, who holds it until when, and the push.
+struct DelayedRow {
+    due_at: UnixMillis,
+    claim: Option<(String, UnixMillis)>,
+    push: DelayedPush,
 }
 
 impl MemoryDevices {
@@ -46,6 +61,53 @@ impl DeviceStore for MemoryDevices {
 
     async fn count_devices(&self, tenant: TenantId, user: UserId) -> StoreResult<u64> {
         Ok(self.list_devices(tenant, user).await?.len() as u64)
+    }
+
+    async fn put_delayed(&self, tenant: TenantId, due_at: UnixMillis, push: &DelayedPush) -> StoreResult<()> {
+        let mut d = self.delayed.lock();
+        d.next_id += 1;
+        let id = d.next_id;
+        d.rows.insert((tenant, id), DelayedRow { due_at, claim: None, push: push.clone() });
+        Ok(())
+    }
+
+    async fn count_delayed(&self, tenant: TenantId) -> StoreResult<u64> {
+        Ok(self.delayed.lock().rows.range((tenant, i64::MIN)..=(tenant, i64::MAX)).count() as u64)
+    }
+
+    async fn claim_delayed(
+        &self,
+        tenant: TenantId,
+        owner: &str,
+        now: UnixMillis,
+        lease_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<(i64, DelayedPush)>> {
+        let mut d = self.delayed.lock();
+        let mut due: Vec<(UnixMillis, i64)> = d
+            .rows
+            .range_mut((tenant, i64::MIN)..=(tenant, i64::MAX))
+            .filter(|(_, r)| r.due_at <= now && r.claim.as_ref().is_none_or(|(_, until)| *until <= now))
+            .map(|((_, id), r)| (r.due_at, *id))
+            .collect();
+        due.sort_unstable();
+        due.truncate(limit);
+        let mut claimed = Vec::with_capacity(due.len());
+        for (_, id) in due {
+            if let Some(row) = d.rows.get_mut(&(tenant, id)) {
+                row.claim = Some((owner.to_owned(), now + lease_ms));
+                claimed.push((id, row.push.clone()));
+            }
+        }
+        Ok(claimed)
+    }
+
+    async fn remove_delayed(&self, tenant: TenantId, ids: &[i64]) -> StoreResult<()> {
+        let mut d = self.delayed.lock();
+        for id in ids {
+            d.rows.remove(&(tenant, *id));
+        }
+        Ok(())
     }
 }
 

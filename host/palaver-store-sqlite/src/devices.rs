@@ -4,8 +4,8 @@
 use crate::SqliteStore;
 use crate::codec::tenant;
 use crate::error::db_error;
-use palaver_core::ports::{Device, DeviceStore};
-use palaver_core::{StoreResult, TenantId, UserId};
+use palaver_core::ports::{DelayedPush, Device, DeviceStore};
+use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
 use palaver_store_sql::columns::{user_col, user_of};
 
 type DeviceRow = (String, i64, String, String, String, String, String, i64);
@@ -72,5 +72,64 @@ impl DeviceStore for SqliteStore {
             .await
             .map_err(db_error)?;
         Ok(n.max(0) as u64)
+    }
+
+    async fn put_delayed(&self, tenant_id: TenantId, due_at: UnixMillis, push: &DelayedPush) -> StoreResult<()> {
+        let json = palaver_store_sql::delayed::encode(push)?;
+        sqlx::query("INSERT INTO im_push_delayed (tenant_id, due_at, push) VALUES (?, ?, ?)")
+            .bind(tenant(tenant_id))
+            .bind(due_at)
+            .bind(json)
+            .execute(&self.writer)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn count_delayed(&self, tenant_id: TenantId) -> StoreResult<u64> {
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM im_push_delayed WHERE tenant_id = ?")
+            .bind(tenant(tenant_id))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(n.max(0) as u64)
+    }
+
+    async fn claim_delayed(
+        &self,
+        tenant_id: TenantId,
+        owner: &str,
+        now: UnixMillis,
+        lease_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<(i64, DelayedPush)>> {
+        // One statement on the one writer both picks and claims the rows, so two claimers never share one.
+        let rows: Vec<(i64, i64, String)> = sqlx::query_as(
+            "UPDATE im_push_delayed SET claimed_by = ?, claimed_until = ? WHERE id IN (\
+               SELECT id FROM im_push_delayed WHERE tenant_id = ? AND due_at <= ? AND claimed_until <= ? \
+               ORDER BY due_at, id LIMIT ?) RETURNING id, due_at, push",
+        )
+        .bind(owner)
+        .bind(now + lease_ms)
+        .bind(tenant(tenant_id))
+        .bind(now)
+        .bind(now)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.writer)
+        .await
+        .map_err(db_error)?;
+        palaver_store_sql::delayed::decode(rows)
+    }
+
+    async fn remove_delayed(&self, tenant_id: TenantId, ids: &[i64]) -> StoreResult<()> {
+        for id in ids {
+            sqlx::query("DELETE FROM im_push_delayed WHERE tenant_id = ? AND id = ?")
+                .bind(tenant(tenant_id))
+                .bind(id)
+                .execute(&self.writer)
+                .await
+                .map_err(db_error)?;
+        }
+        Ok(())
     }
 }

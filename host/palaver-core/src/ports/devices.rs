@@ -1,8 +1,10 @@
 //! The device aggregate: the push tokens a user's apps registered (`{hi dev platf}` after login), one row per
 //! device, kept per tenant. The push worker reads a user's devices; a provider that reports a token invalid has
-//! its device removed.
+//! its device removed. Pushes a filter delayed wait here too, until due, so that a node stopping loses none.
 
+use crate::ports::{PushMessage, PushTask};
 use crate::{StoreResult, TenantId, UnixMillis, UserId};
+use serde::{Deserialize, Serialize};
 
 /// One registered device of a user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,4 +41,33 @@ pub trait DeviceStore: Send + Sync {
 
     /// How many devices the user has (the bound `push.max_devices_per_user` is checked against it).
     async fn count_devices(&self, tenant: TenantId, user: UserId) -> StoreResult<u64>;
+
+    /// Keeps `push` until `due_at`.
+    async fn put_delayed(&self, tenant: TenantId, due_at: UnixMillis, push: &DelayedPush) -> StoreResult<()>;
+
+    /// How many delayed pushes the tenant has waiting (the bound `push.max_delayed` is checked against it).
+    async fn count_delayed(&self, tenant: TenantId) -> StoreResult<u64>;
+
+    /// Up to `limit` delayed pushes due at `now` that no claim holds, oldest due first, each with its id, now
+    /// held by `owner` until `now + lease_ms`: another claimer skips them until then, so a claimer that dies
+    /// before removing them leaves them to the next claim after the lease, and two never send one at once.
+    async fn claim_delayed(
+        &self,
+        tenant: TenantId,
+        owner: &str,
+        now: UnixMillis,
+        lease_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<(i64, DelayedPush)>>;
+
+    /// Removes delayed pushes that were sent (unknown ids are ignored).
+    async fn remove_delayed(&self, tenant: TenantId, ids: &[i64]) -> StoreResult<()>;
+}
+
+/// A push a filter delayed: its task, the one recipient, and the message as the filter left it (stored as JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DelayedPush {
+    pub task: PushTask,
+    pub recipient: UserId,
+    pub message: PushMessage,
 }

@@ -34,7 +34,7 @@ pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus};
 pub use calls::{Call, CallEnd, CallState, CallStore};
 pub use commands::{Claim, CommandEnd, CommandRecord, CommandStatus, CommandStore};
 pub use control::{ControlScope, ControlVersions, SessionControlStore};
-pub use devices::{Device, DeviceStore};
+pub use devices::{DelayedPush, Device, DeviceStore};
 pub use groups::{
     ADMIN_LIMIT, Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision,
     JoinOutcome, JoinPolicy, JoinRequest, Mute, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit,

@@ -74,7 +74,7 @@ pub fn mentions_of(content: &serde_json::Value) -> Vec<UserId> {
 
 /// What one device is sent: Tinode's push fields plus the minimal locating fields, all as strings (FCM's `data`
 /// map takes strings only), and whether it is silent (no alert: the sender's other devices).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PushMessage {
     pub data: BTreeMap<String, String>,
     pub silent: bool,

@@ -39,7 +39,7 @@ pub struct PushConfig {
     pub providers: Vec<String>,
     /// The longest a push filter may delay a push, in milliseconds; a longer delay is cut to it.
     pub max_delay_ms: u64,
-    /// Delayed pushes one node keeps waiting; beyond it a delayed push is sent at once.
+    /// Delayed pushes one tenant keeps waiting; beyond it a delayed push is sent at once.
     pub max_delayed: usize,
 }
 
@@ -189,5 +189,5 @@ pub(crate) async fn drain(inner: std::sync::Weak<Inner>, mut rx: mpsc::Receiver<
 /// The buffer's two ends: the state keeps the sender, [`drain`] gets the receiver.
 pub(crate) fn buffer(cfg: &PushConfig) -> (Arc<PushState>, mpsc::Receiver<PushTask>) {
     let (tx, rx) = mpsc::channel(cfg.buffer.max(1));
-    (Arc::new(PushState::new(tx, cfg.max_delayed)), rx)
+    (Arc::new(PushState::new(tx)), rx)
 }

@@ -7,9 +7,8 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
 
 /// Upper bounds of the provider latency histogram, in seconds: a provider answers in tens of milliseconds to
 /// seconds, coarser than the node's own latencies.
@@ -50,19 +49,16 @@ pub struct PushState {
     failed: Family<FailureLabel, Counter>,
     latency: Family<ProviderLabel, Histogram, fn() -> Histogram>,
     filtered: Family<DecisionLabel, Counter>,
-    /// Delayed pushes waiting on this node (`push.max_delayed` permits).
-    delayed: Arc<Semaphore>,
 }
 
 impl PushState {
-    pub(crate) fn new(tx: mpsc::Sender<PushTask>, max_delayed: usize) -> PushState {
+    pub(crate) fn new(tx: mpsc::Sender<PushTask>) -> PushState {
         let filtered = Family::default();
         for decision in DECISIONS {
             let _ = filtered.get_or_create(&DecisionLabel { decision });
         }
         PushState {
             filtered,
-            delayed: Arc::new(Semaphore::new(max_delayed)),
             tx,
             triggered: Counter::default(),
             dropped: Counter::default(),
@@ -108,11 +104,6 @@ impl PushState {
     /// Counts a push filter's decision (one of [`DECISIONS`]).
     pub(crate) fn filtered(&self, decision: &'static str) {
         self.filtered.get_or_create(&DecisionLabel { decision }).inc();
-    }
-
-    /// A slot for one delayed push, or `None` when `push.max_delayed` are waiting already.
-    pub(crate) fn delay_permit(&self) -> Option<OwnedSemaphorePermit> {
-        self.delayed.clone().try_acquire_owned().ok()
     }
 
     /// Push filter decisions of one kind, for tests.

@@ -21,6 +21,7 @@
 //! **Filters.** Between the claim and the send, the tenant's push filters (plugins' `before-push`) may keep,
 //! drop, delay or rewrite each recipient's push; see the `filter` module.
 
+mod delayed;
 mod filter;
 
 use super::payload::{self, build_message};
@@ -28,7 +29,7 @@ use super::state::PushState;
 use crate::Service;
 use crate::names::wire_name;
 use palaver_core::ports::{
-    Delivery, Device, PushDedup, PushError, PushProvider, PushTask, QueueRecord, QueueTopic, TaskQueue,
+    Delivery, Device, PushDedup, PushError, PushProvider, PushTask, QueueRecord, QueueTopic, TaskQueue, TenantStore,
 };
 use palaver_core::{AccessMode, StoreResult, UserId};
 use std::collections::BTreeMap;
@@ -57,6 +58,8 @@ pub struct PushWorker {
     dedup: Arc<dyn PushDedup>,
     providers: BTreeMap<String, Arc<dyn PushProvider>>,
     cfg: WorkerConfig,
+    /// The tenants whose delayed pushes the poller sends; none: the default tenant only (the embedded mode).
+    tenants: Option<Arc<dyn TenantStore>>,
 }
 
 impl PushWorker {
@@ -68,11 +71,21 @@ impl PushWorker {
         cfg: WorkerConfig,
     ) -> PushWorker {
         let providers = providers.into_iter().map(|p| (p.name().to_owned(), p)).collect();
-        PushWorker { service, queue, dedup, providers, cfg }
+        PushWorker { service, queue, dedup, providers, cfg, tenants: None }
     }
 
+    /// The worker for every active tenant of `registry` (their delayed pushes are polled), not only the default.
+    pub fn with_tenants(mut self, registry: Arc<dyn TenantStore>) -> PushWorker {
+        self.tenants = Some(registry);
+        self
+    }
+
+    /// Runs the consumer and the delay poller; aborting the handle stops both.
     pub fn spawn(self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(self.run())
+        let poller = self.clone();
+        tokio::spawn(async move {
+            tokio::join!(self.run(), poller.poll_delayed());
+        })
     }
 
     /// Consumes until the task is aborted, joining the group again after a queue failure.

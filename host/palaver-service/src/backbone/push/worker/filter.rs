@@ -11,16 +11,16 @@
 //! counts the fault (`palaver_plugin_faults_total{hook="before-push"}`), the worker counts the outcome
 //! (`palaver_push_filtered_total`).
 //!
-//! **Delay** never blocks the queue: the delayed send is a timer task of its own, capped at `push.max_delay_ms`,
-//! with at most `push.max_delayed` waiting per node; beyond that the push goes out at once (counted as
-//! `delay_overflow`). The task's offset is committed meanwhile, so a delayed push still waiting when the node
-//! stops is lost (the dedup claim keeps a redelivery from sending it early instead): the queue has no
-//! deliver-after, and re-producing the task until it is due would spin on the partition.
+//! **Delay** never blocks the queue: the push (task, recipient, the message as the filter left it) is stored in
+//! the tenant's store with its due time, capped at `push.max_delay_ms`, and the task's offset is committed; the
+//! worker's delay poller ([`super::delayed`]) sends it when due, on whichever node claims it first, so a node
+//! stopping loses none (the dedup claim keeps a redelivered task from sending it early). At most
+//! `push.max_delayed` wait per tenant; beyond that, or when the store cannot take it, the push goes out at once
+//! (counted as `delay_overflow`).
 
 use super::PushWorker;
-use palaver_core::ports::{Delivery, Device, PushContext, PushDecision, PushMessage, PushTask};
-use palaver_core::{TopicKind, UserId};
-use std::time::Duration;
+use palaver_core::ports::{DelayedPush, Delivery, Device, PushContext, PushDecision, PushMessage, PushTask};
+use palaver_core::{StoreResult, TopicKind, UserId};
 
 /// What the worker does with one recipient's push after the filters.
 pub(super) enum Filtered {
@@ -38,7 +38,7 @@ impl PushWorker {
         recipient: UserId,
         devices: &[Device],
         msg: PushMessage,
-        delivery: &Delivery,
+        _delivery: &Delivery,
     ) -> Filtered {
         let hook = &self.service.inner.ports.push_hook;
         if !hook.filters(task.tenant) {
@@ -67,26 +67,38 @@ impl PushWorker {
             }
             PushDecision::Delay { ms, rewrite } => {
                 let cfg = &self.service.inner.cfg.push;
-                let wait = Duration::from_millis(ms.min(cfg.max_delay_ms));
-                let Some(permit) = state.delay_permit() else {
-                    state.filtered("delay_overflow");
-                    return Filtered::Send(msg);
-                };
-                state.filtered("delay");
-                let msg = rewrite.unwrap_or(msg);
-                let (worker, task, devices, delivery) =
-                    (self.clone(), task.clone(), devices.to_vec(), delivery.clone());
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    tokio::time::sleep(wait).await;
-                    for device in &devices {
-                        if let Err(err) = worker.send(&task, device, &msg, &delivery).await {
-                            tracing::warn!(%err, topic = %task.topic, seq = task.seq, "delayed push not sent");
-                        }
+                let wait = i64::try_from(ms.min(cfg.max_delay_ms)).unwrap_or(i64::MAX);
+                let message = rewrite.unwrap_or_else(|| msg.clone());
+                let push = DelayedPush { task: task.clone(), recipient, message };
+                match self.delay(&push, palaver_core::now_millis().saturating_add(wait)).await {
+                    Ok(true) => {
+                        state.filtered("delay");
+                        Filtered::Done
                     }
-                });
-                Filtered::Done
+                    Ok(false) => {
+                        state.filtered("delay_overflow");
+                        Filtered::Send(msg)
+                    }
+                    Err(err) => {
+                        tracing::warn!(%err, topic = %task.topic, seq = task.seq, "delayed push not stored; sent now");
+                        state.filtered("delay_overflow");
+                        Filtered::Send(msg)
+                    }
+                }
             }
         }
+    }
+}
+
+impl PushWorker {
+    /// Stores `push` until `due_at`, unless the tenant has `push.max_delayed` waiting already (false).
+    async fn delay(&self, push: &DelayedPush, due_at: i64) -> StoreResult<bool> {
+        let devices = &self.service.inner.ports.devices;
+        let tenant = push.task.tenant;
+        if devices.count_delayed(tenant).await? >= self.service.inner.cfg.push.max_delayed as u64 {
+            return Ok(false);
+        }
+        devices.put_delayed(tenant, due_at, push).await?;
+        Ok(true)
     }
 }
