@@ -43,7 +43,13 @@ async fn sweep_once(service: &Service, tenants: Option<&dyn TenantStore>, nodes:
     let live = match nodes {
         None => None,
         Some(registry) => match registry.live_nodes().await {
-            Ok(live) => Some(live),
+            // A list without this very node is not the cluster's (Redis lost the claims, a failover): until the
+            // heartbeats restore them, no node is judged dead by it.
+            Ok(live) if live.iter().any(|n| *n == service.config().node_id) => Some(live),
+            Ok(_) => {
+                tracing::debug!("call sweep: the live node list lacks this node; judging no node dead");
+                None
+            }
             // Without the list, no remote node can be judged dead; the timeouts still apply.
             Err(e) => {
                 tracing::warn!(error = %e, "call sweep: the live nodes cannot be listed");

@@ -202,7 +202,11 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     };
     let live_nodes = cluster.as_ref().map(|c| c.nodes.clone());
     let every = Duration::from_millis(cfg.calls.sweep_interval_ms);
-    let call_sweep = crate::call_sweep::spawn(service.clone(), registry.clone(), live_nodes, every);
+    // Without calls there is nothing to sweep; the task then only waits.
+    let call_sweep = match cfg.calls.enabled {
+        true => crate::call_sweep::spawn(service.clone(), registry.clone(), live_nodes, every),
+        false => tokio::spawn(std::future::pending()),
+    };
     backbone.start(&cfg, &service, outbox, audit, registry.clone());
     if cfg.push.enabled {
         backbone.start_push(&cfg, &service, dedup, providers, registry);

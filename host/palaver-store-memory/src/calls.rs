@@ -147,11 +147,17 @@ impl CallStore for MemoryCalls {
         Ok(live.cloned())
     }
 
-    async fn live_calls(&self, tenant: TenantId, before: UnixMillis, limit: usize) -> StoreResult<Vec<Call>> {
+    async fn live_calls(
+        &self,
+        tenant: TenantId,
+        since: UnixMillis,
+        before: UnixMillis,
+        limit: usize,
+    ) -> StoreResult<Vec<Call>> {
         let rows = self.rows.lock();
         let mut live: Vec<Call> = rows
             .iter()
-            .filter(|((t, _, _), c)| *t == tenant && c.state.is_live() && c.started_at < before)
+            .filter(|((t, _, _), c)| *t == tenant && c.state.is_live() && (since..before).contains(&c.started_at))
             .map(|(_, c)| c.clone())
             .collect();
         live.sort_by(|a, b| (a.started_at, &a.topic, a.seq).cmp(&(b.started_at, &b.topic, b.seq)));

@@ -51,10 +51,12 @@ impl CallStore for MysqlStore {
         let db = self.db(tenant_id).await?;
         let (caller, callee) = (user_col(c.caller), user_col(c.callee));
         // The lock rows exist before the transaction: inserting them inside it would take shared locks on the
-        // ones already there, which two starts could then not both upgrade.
+        // ones already there, which two starts could then not both upgrade. In key order, like the locking read
+        // below, so this statement never holds one party's row while it waits for the other's.
+        let (low, high) = (caller.min(callee), caller.max(callee));
         sqlx::query("INSERT IGNORE INTO im_call_parties (user_id) VALUES (?), (?)")
-            .bind(caller)
-            .bind(callee)
+            .bind(low)
+            .bind(high)
             .execute(&db.pool)
             .await
             .map_err(db_error)?;
@@ -175,10 +177,17 @@ impl CallStore for MysqlStore {
         Ok(row.map(call_of).transpose()?)
     }
 
-    async fn live_calls(&self, tenant_id: TenantId, before: UnixMillis, limit: usize) -> StoreResult<Vec<Call>> {
+    async fn live_calls(
+        &self,
+        tenant_id: TenantId,
+        since: UnixMillis,
+        before: UnixMillis,
+        limit: usize,
+    ) -> StoreResult<Vec<Call>> {
         let db = self.db(tenant_id).await?;
         let sql = format!("SELECT {CALL_COLUMNS} FROM im_calls WHERE {SWEEP_CONDITION} {SWEEP_ORDER} LIMIT ?");
         let rows: Vec<CallRow> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(since)
             .bind(before)
             .bind(u64::try_from(limit).unwrap_or(u64::MAX))
             .fetch_all(&db.pool)

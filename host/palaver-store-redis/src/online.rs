@@ -43,13 +43,16 @@ end
 return live
 ";
 
-/// KEYS: attached nodes. ARGV: node-set head. The users of every listed node's attached set, dropping nodes
-/// whose set expired (a node that stopped refreshing); a user attached on two nodes comes twice.
+/// KEYS: attached nodes. ARGV: node-set head, node-claim head. The users of every listed node's attached set,
+/// dropping nodes whose set expired (a node that stopped refreshing) and skipping nodes whose id claim is gone
+/// (a node that died: its claim expires long before its sets); a user attached on two nodes comes twice.
 pub(crate) const ATTACHED: &str = r"
 local users = {}
 for _, node in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local key = ARGV[1] .. node .. ':attached'
-  if redis.call('EXISTS', key) == 1 then
+  if redis.call('EXISTS', ARGV[2] .. node) == 0 then
+    -- a dead node's users saw nothing live; its set expires on its own
+  elseif redis.call('EXISTS', key) == 1 then
     for _, user in ipairs(redis.call('SMEMBERS', key)) do table.insert(users, user) end
   else
     redis.call('SREM', KEYS[1], node)
@@ -164,7 +167,7 @@ impl RedisPresence {
     pub(crate) async fn all_attached(&self, tenant: TenantId, topic: &str) -> StoreResult<Vec<UserId>> {
         let keys = self.client.keys();
         let mut call = self.scripts.attached.key(keys.topic_attached_nodes(tenant, topic));
-        call.arg(self.node_set_head(tenant, topic));
+        call.arg(self.node_set_head(tenant, topic)).arg(keys.node_claim_head());
         let mut users: Vec<u64> = self.client.script(&call).await?;
         users.sort_unstable();
         users.dedup();

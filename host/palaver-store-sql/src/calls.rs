@@ -71,8 +71,8 @@ pub const LIVE_CONDITION: &str =
 /// "Either party of the new call is a party of this row"; binds, in order: the caller and the callee, twice.
 pub const PARTIES_CONDITION: &str = "(caller_id IN (?, ?) OR callee_id IN (?, ?))";
 
-/// The condition of [`palaver_core::ports::CallStore::live_calls`]; binds: `before`.
-pub const SWEEP_CONDITION: &str = "state IN ('started', 'accepted') AND started_at < ?";
+/// The condition of [`palaver_core::ports::CallStore::live_calls`]; binds: `since`, `before`.
+pub const SWEEP_CONDITION: &str = "state IN ('started', 'accepted') AND started_at >= ? AND started_at < ?";
 
 /// The order of [`palaver_core::ports::CallStore::live_calls`]: oldest first, ties by key.
 pub const SWEEP_ORDER: &str = "ORDER BY started_at, topic, seq";

@@ -163,12 +163,19 @@ impl CallStore for SqliteStore {
         Ok(row.map(call_of).transpose()?)
     }
 
-    async fn live_calls(&self, tenant_id: TenantId, before: UnixMillis, limit: usize) -> StoreResult<Vec<Call>> {
+    async fn live_calls(
+        &self,
+        tenant_id: TenantId,
+        since: UnixMillis,
+        before: UnixMillis,
+        limit: usize,
+    ) -> StoreResult<Vec<Call>> {
         let sql = format!(
             "SELECT {CALL_COLUMNS} FROM im_calls WHERE tenant_id = ? AND {SWEEP_CONDITION} {SWEEP_ORDER} LIMIT ?"
         );
         let rows: Vec<CallRow> = sqlx::query_as(AssertSqlSafe(sql))
             .bind(tenant(tenant_id))
+            .bind(since)
             .bind(before)
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .fetch_all(&self.pool)

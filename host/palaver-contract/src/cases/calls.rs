@@ -203,10 +203,15 @@ pub async fn call_live_calls_list_the_oldest_live_rows<S: CallStore>(f: Fixture<
     s.accept_call(t, TOPIC, 3, "node1/3", T0 + 250).await.unwrap().unwrap();
     s.end_call(t, TOPIC, 5, CallEnd::Missed, "timeout", T0 + 60).await.unwrap().unwrap();
     let seqs = |calls: Vec<Call>| calls.into_iter().map(|c| c.seq).collect::<Vec<_>>();
-    assert_eq!(seqs(s.live_calls(t, T0 + 400, 10).await.unwrap()), [2, 3, 1], "oldest first, T0+400 excluded");
-    assert_eq!(seqs(s.live_calls(t, T0 + 1_000, 2).await.unwrap()), [2, 3], "the limit");
-    assert_eq!(s.live_calls(t, T0 + 100, 10).await.unwrap(), Vec::new());
-    assert_eq!(s.live_calls(f.other_tenant, T0 + 1_000, 10).await.unwrap(), Vec::new(), "another tenant");
+    assert_eq!(
+        seqs(s.live_calls(t, i64::MIN, T0 + 400, 10).await.unwrap()),
+        [2, 3, 1],
+        "oldest first, T0+400 excluded"
+    );
+    assert_eq!(seqs(s.live_calls(t, i64::MIN, T0 + 1_000, 2).await.unwrap()), [2, 3], "the limit");
+    assert_eq!(s.live_calls(t, i64::MIN, T0 + 100, 10).await.unwrap(), Vec::new());
+    assert_eq!(seqs(s.live_calls(t, T0 + 200, T0 + 1_000, 10).await.unwrap()), [3, 1, 4], "a page from `since` on");
+    assert_eq!(s.live_calls(f.other_tenant, i64::MIN, T0 + 1_000, 10).await.unwrap(), Vec::new(), "another tenant");
 }
 
 /// One tenant's calls are not another's.

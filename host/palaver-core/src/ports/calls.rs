@@ -201,7 +201,14 @@ pub trait CallStore: Send + Sync {
         accepted_since: UnixMillis,
     ) -> StoreResult<Option<Call>>;
 
-    /// Up to `limit` live calls (`started` or `accepted`) that started before `before`, oldest first: what a
-    /// sweep checks for calls whose node died with their timers.
-    async fn live_calls(&self, tenant: TenantId, before: UnixMillis, limit: usize) -> StoreResult<Vec<Call>>;
+    /// Up to `limit` live calls (`started` or `accepted`) that started at or after `since` and before `before`,
+    /// oldest first (ties by topic and seq): what a sweep checks, a page at a time, for calls whose node died
+    /// with their timers.
+    async fn live_calls(
+        &self,
+        tenant: TenantId,
+        since: UnixMillis,
+        before: UnixMillis,
+        limit: usize,
+    ) -> StoreResult<Vec<Call>>;
 }

@@ -23,7 +23,8 @@ pub(crate) async fn sync(inner: Weak<Inner>) {
         // The wait holds only the signal, so a dropped service ends the task within a second.
         let _ = tokio::time::timeout(Duration::from_secs(1), signal.notified()).await;
         let Some(inner) = inner.upgrade() else { return };
-        for (tenant, topic) in inner.hub.take_attach_changes() {
+        let changes = inner.hub.take_attach_changes();
+        for (tenant, topic) in changes {
             let users = inner.hub.attached_users(tenant, &topic);
             let key = (tenant, topic);
             if written.get(&key).map_or(users.is_empty(), |w| *w == users) {
@@ -37,8 +38,12 @@ pub(crate) async fn sync(inner: Weak<Inner>) {
                 Ok(()) => {
                     written.insert(key, users);
                 }
-                // Left as it was: the next change of the topic writes it whole again.
-                Err(e) => tracing::debug!(error = %e, topic = %key.1, "attached users not written"),
+                // Noted as changed again, so the next round (within a second) writes it: a detach that stayed
+                // in Redis would silence the user's pushes.
+                Err(e) => {
+                    tracing::debug!(error = %e, topic = %key.1, "attached users not written; retried");
+                    inner.hub.note_attach_change(key);
+                }
             }
         }
     }

@@ -374,6 +374,11 @@ impl Hub {
         self.attach_changed.notify_one();
     }
 
+    /// Notes a topic again, without waking anyone: its write failed and waits for the next round.
+    pub(crate) fn note_attach_change(&self, key: TopicKey) {
+        self.attach_changes.lock().insert(key);
+    }
+
     /// Signalled (with a stored permit, so no change is missed) when some topic's attached sessions change.
     pub(crate) fn attach_signal(&self) -> Arc<tokio::sync::Notify> {
         self.attach_changed.clone()

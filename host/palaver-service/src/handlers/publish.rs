@@ -98,15 +98,19 @@ impl Session {
             // A retry answered from storage, or our own queue was full: reply the waiting way.
             self.send(ack(seq, held)).await;
         }
+        // A call that does not ring (a party got busy since the check) pushes nobody about its message.
+        let mut rings = true;
         if let Some(callee) = call_peer
             && fresh
             && !held
         {
-            self.svc.start_call(tenant, &stored, seq, me, callee, self.handle.sid, audio_only).await;
+            rings = self.svc.start_call(tenant, &stored, seq, me, callee, self.handle.sid, audio_only).await;
         }
         if fresh && !held {
-            // The push task is only handed to a buffer: nothing here waits for the queue or a provider.
-            self.svc.enqueue_push(tenant, &msg, self.device_id());
+            if rings {
+                // The push task is only handed to a buffer: nothing here waits for the queue or a provider.
+                self.svc.enqueue_push(tenant, &msg, self.device_id());
+            }
             self.svc.notify_unattached(tenant, &msg).await;
         }
         Ok(())

@@ -235,10 +235,10 @@ impl Messages<'_> {
         // Under the topic's write lock, so that two reviews of one message on this node cannot both deliver it.
         let loaded = self.svc.topics.get(tenant, topic);
         // The decision's audit event commits with it, in the store's transaction, naming the author the store
-        // read; it is owed only while the tenant's outbox has room for one more record.
+        // read; it is owed only while the tenant's outbox has room for one more record (`admitted`, counted once
+        // the message is known to be held).
         let action = if audit == AuditStatus::Pass { "message.release" } else { "message.reject" };
-        let admitted = self.svc.owes(tenant, 1);
-        let owed = move |msg: &Message| {
+        let owed = move |admitted: bool, msg: &Message| {
             if !admitted {
                 return Vec::new();
             }
@@ -257,6 +257,8 @@ impl Messages<'_> {
             if passed.iter().any(|m| m.seq == seq) {
                 return Err(ServiceError::NotAllowed);
             }
+            let admitted = self.svc.owes(tenant, 1);
+            let owed = |msg: &Message| owed(admitted, msg);
             let msg = self.svc.ports.messages.set_audit(tenant, topic, seq, audit, &owed).await?;
             self.svc.owed_written();
             msg

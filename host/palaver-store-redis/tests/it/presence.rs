@@ -135,6 +135,12 @@ async fn attached_users_are_the_union_of_live_nodes_sets_and_a_dead_nodes_expire
     let Some(client) = common::live(config).await else { return };
     let (n1, n2) = (RedisPresence::new(client.clone(), "n1"), RedisPresence::new(client.clone(), "n2"));
     let (ann, ben, cat) = (UserId(11), UserId(12), UserId(13));
+    // Both nodes hold their id claims (a node's registry entry, which a dead node's loses first).
+    for node in ["n1", "n2"] {
+        let _: i64 =
+            common::raw(&client, redis::cmd("HSET").arg(client.keys().node_claim(node)).arg("instance").arg(node))
+                .await;
+    }
     assert!(n1.attached_users(T, "grpA").await.unwrap().is_empty());
     n1.set_attached(T, "grpA", "n1", &[ann, ben]).await.unwrap();
     n2.set_attached(T, "grpA", "n2", &[ben, cat]).await.unwrap();
@@ -150,8 +156,12 @@ async fn attached_users_are_the_union_of_live_nodes_sets_and_a_dead_nodes_expire
         common::raw(&client, redis::cmd("SMEMBERS").arg(client.keys().topic_attached_nodes(T, "grpA"))).await;
     assert_eq!(nodes, ["n1"], "an emptied node is no longer listed");
 
-    // n2 attaches again and keeps heartbeating the topic; n1 stops (its process died): its set expires.
+    // n2 attaches again; n1 dies: once its claim is gone its attachments no longer count, and its set expires
+    // while n2 keeps heartbeating the topic.
     n2.set_attached(T, "grpA", "n2", &[cat]).await.unwrap();
+    assert_eq!(n2.attached_users(T, "grpA").await.unwrap(), [ann, cat]);
+    let _: i64 = common::raw(&client, redis::cmd("DEL").arg(client.keys().node_claim("n1"))).await;
+    assert_eq!(n2.attached_users(T, "grpA").await.unwrap(), [cat], "a node without a claim is dead");
     n2.join_topics(T, cat, &["grpA".to_owned()]).await.unwrap();
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -177,7 +177,8 @@ impl Inner {
 
 /// After the started message is stored as `seq`: the call record, the `invite` to the callee's sessions, and
 /// the ring timer, held by this node (the one that created the record); an accept elsewhere makes its firing
-/// a refused update.
+/// a refused update. False if the call does not ring (stored `busy`, or not stored): its message must not
+/// alert anyone.
 impl Inner {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn start_call(
@@ -189,7 +190,7 @@ impl Inner {
         callee: UserId,
         sid: SessionId,
         audio_only: bool,
-    ) {
+    ) -> bool {
         let inner = self;
         let key = session_key(&inner.cfg.node_id, sid);
         let mut call = Call::started(topic.to_owned(), seq, caller, callee, key, audio_only, now_millis());
@@ -204,11 +205,14 @@ impl Inner {
                 call.state = state;
                 call.ended_at = Some(call.started_at);
                 inner.replace_call_message(tenant, &call).await;
-                return;
+                // The dialling session's call panel learns it is over, where it listens.
+                let dialling = (Some(call.caller_session.clone()), None);
+                inner.call_info(tenant, &call, vec![caller], dialling, callee, "hang-up", None, None).await;
+                return false;
             }
             Err(e) => {
                 tracing::warn!(error = %e, topic, seq, "call record not stored; the call does not ring");
-                return;
+                return false;
             }
         }
         inner.calls.moved(CallState::Started);
@@ -216,6 +220,7 @@ impl Inner {
         inner.call_info(tenant, &call, vec![callee], (None, None), caller, "invite", None, None).await;
         let after = Duration::from_millis(inner.cfg.calls.ring_timeout_ms);
         spawn_timer(inner, tenant, topic, seq, after, CallEnd::Missed, "timeout");
+        true
     }
 
     /// A session closed: the calls it dialled or accepted end as `disconnected`.
@@ -269,7 +274,7 @@ impl Inner {
         }
         let deadline = tokio::time::Instant::now() + RECORD_WAIT;
         while tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
             if let Some(call) = self.ports.calls.get_call(tenant, topic, seq).await? {
                 return Ok(Some(call));
             }
@@ -298,36 +303,49 @@ impl Inner {
         let grace = SWEEP_GRACE_MS;
         let (ring_cut, length_cut) = (now - c.ring_timeout_ms as i64 - grace, now - c.max_duration_ms as i64 - grace);
         let mut ended = 0;
-        for call in self.ports.calls.live_calls(tenant, now, SWEEP_BATCH).await? {
-            let key = (tenant, call.topic.clone(), call.seq);
-            // A party session is lost when its node is not live, or when it is this node's but not one of its
-            // live sessions (the node restarted) a while after it joined (`since`: the start for the caller,
-            // the accept for the callee).
-            let lost = |session: &str, since: Option<i64>| match session.rsplit_once('/') {
-                None => false,
-                Some((node, _)) if node != self.cfg.node_id => {
-                    live_nodes.is_some_and(|live| !live.iter().any(|n| n == node))
+        // Page by start time (a page may repeat the last one's final instant: `seen` skips what was judged).
+        let (mut since, mut seen) = (i64::MIN, std::collections::HashSet::new());
+        loop {
+            let page = self.ports.calls.live_calls(tenant, since, now, SWEEP_BATCH).await?;
+            let (full, mut fresh) = (page.len() == SWEEP_BATCH, false);
+            for call in page {
+                since = since.max(call.started_at);
+                if !seen.insert((call.topic.clone(), call.seq)) {
+                    continue;
                 }
-                Some((_, sid)) => {
-                    since.is_some_and(|at| at < now - SWEEP_GRACE_MS)
-                        && u64::from_str_radix(sid, 16).is_ok_and(|sid| !self.calls.holds(SessionId(sid), &key))
+                fresh = true;
+                let key = (tenant, call.topic.clone(), call.seq);
+                // A party session is lost when its node is not live, or when it is this node's but not one of its
+                // live sessions (the node restarted) a while after it joined (`since`: the start for the caller,
+                // the accept for the callee).
+                let lost = |session: &str, since: Option<i64>| match session.rsplit_once('/') {
+                    None => false,
+                    Some((node, _)) if node != self.cfg.node_id => {
+                        live_nodes.is_some_and(|live| !live.iter().any(|n| n == node))
+                    }
+                    Some((_, sid)) => {
+                        since.is_some_and(|at| at < now - SWEEP_GRACE_MS)
+                            && u64::from_str_radix(sid, 16).is_ok_and(|sid| !self.calls.holds(SessionId(sid), &key))
+                    }
+                };
+                let party_lost =
+                    lost(&call.caller_session, Some(call.started_at)) || lost(&call.callee_session, call.accepted_at);
+                let (end, reason) = match call.state {
+                    CallState::Started if call.started_at < ring_cut => (CallEnd::Missed, "timeout"),
+                    CallState::Accepted if call.accepted_at.is_some_and(|a| a < length_cut) => {
+                        (CallEnd::Disconnected, "max-duration")
+                    }
+                    _ if party_lost => (CallEnd::Disconnected, "node-lost"),
+                    _ => continue,
+                };
+                if self.end_call(tenant, &call.topic, call.seq, end, reason, None).await? {
+                    ended += 1;
                 }
-            };
-            let party_lost =
-                lost(&call.caller_session, Some(call.started_at)) || lost(&call.callee_session, call.accepted_at);
-            let (end, reason) = match call.state {
-                CallState::Started if call.started_at < ring_cut => (CallEnd::Missed, "timeout"),
-                CallState::Accepted if call.accepted_at.is_some_and(|a| a < length_cut) => {
-                    (CallEnd::Disconnected, "max-duration")
-                }
-                _ if party_lost => (CallEnd::Disconnected, "node-lost"),
-                _ => continue,
-            };
-            if self.end_call(tenant, &call.topic, call.seq, end, reason, None).await? {
-                ended += 1;
+            }
+            if !full || !fresh {
+                return Ok(ended);
             }
         }
-        Ok(ended)
     }
 }
 
