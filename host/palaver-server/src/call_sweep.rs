@@ -5,7 +5,6 @@
 //! sweep of the node's claim expiring.
 
 use palaver_core::ports::{NodeRegistry, TenantStore};
-use palaver_core::{TenantId, TenantState};
 use palaver_service::Service;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,15 +29,12 @@ pub(crate) fn spawn(
 /// One sweep of every active tenant. A registry or store that cannot answer skips this round (logged); the next
 /// one tries again.
 async fn sweep_once(service: &Service, tenants: Option<&dyn TenantStore>, nodes: Option<&dyn NodeRegistry>) {
-    let ids = match tenants {
-        None => vec![TenantId::DEFAULT],
-        Some(registry) => match registry.list_tenants().await {
-            Ok(list) => list.into_iter().filter(|t| t.state == TenantState::Active).map(|t| t.id).collect(),
-            Err(e) => {
-                tracing::warn!(error = %e, "call sweep: the tenants cannot be listed");
-                return;
-            }
-        },
+    let ids = match palaver_service::backbone::active_tenants(tenants).await {
+        Ok(ids) => ids,
+        Err(e) => {
+            tracing::warn!(error = %e, "call sweep: the tenants cannot be listed");
+            return;
+        }
     };
     let live = match nodes {
         None => None,

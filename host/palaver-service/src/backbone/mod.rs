@@ -13,8 +13,23 @@ pub use state::Backbone;
 pub use summary::Summary;
 
 use crate::{Inner, Service};
-use palaver_core::ports::{AuditEvent, QueueRecord, QueueTopic};
-use palaver_core::{StoreError, StoreResult, TenantId, now_millis};
+use palaver_core::ports::{AuditEvent, QueueRecord, QueueTopic, TenantStore};
+use palaver_core::{StoreError, StoreResult, TenantId, TenantState, now_millis};
+
+/// The tenants a node's background tasks (the relay, the delayed pushes, the call sweep) go through: every
+/// active tenant of the registry, or the default tenant alone without one (the embedded mode).
+pub async fn active_tenants(registry: Option<&dyn TenantStore>) -> StoreResult<Vec<TenantId>> {
+    match registry {
+        None => Ok(vec![TenantId::DEFAULT]),
+        Some(registry) => Ok(registry
+            .list_tenants()
+            .await?
+            .into_iter()
+            .filter(|t| t.state == TenantState::Active)
+            .map(|t| t.id)
+            .collect()),
+    }
+}
 
 /// A fresh event id: 128 random bits in hex, unique without coordination between nodes.
 pub fn new_event_id() -> String {

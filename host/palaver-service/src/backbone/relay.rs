@@ -11,7 +11,7 @@
 
 use super::Backbone;
 use palaver_core::ports::{OutboxStore, TaskQueue, TenantStore};
-use palaver_core::{StoreResult, TenantId, TenantState};
+use palaver_core::{StoreResult, TenantId};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,16 +75,7 @@ impl Relay {
     }
 
     async fn tenant_ids(&self) -> StoreResult<Vec<TenantId>> {
-        match &self.tenants {
-            None => Ok(vec![TenantId::DEFAULT]),
-            Some(registry) => Ok(registry
-                .list_tenants()
-                .await?
-                .into_iter()
-                .filter(|t| t.state == TenantState::Active)
-                .map(|t| t.id)
-                .collect()),
-        }
+        super::active_tenants(self.tenants.as_deref()).await
     }
 
     /// One pass: for every tenant whose lease this node holds, one batch produced and deleted.

@@ -5,7 +5,7 @@
 
 use super::PushWorker;
 use palaver_core::ports::{DelayedPush, Delivery, QueueRecord, QueueTopic};
-use palaver_core::{StoreResult, TenantId, TenantState};
+use palaver_core::{StoreResult, TenantId};
 use std::time::Duration;
 
 /// How often due pushes are looked for: the resolution of a delay.
@@ -36,16 +36,7 @@ impl PushWorker {
     }
 
     async fn tenant_ids(&self) -> StoreResult<Vec<TenantId>> {
-        match &self.tenants {
-            None => Ok(vec![TenantId::DEFAULT]),
-            Some(registry) => Ok(registry
-                .list_tenants()
-                .await?
-                .into_iter()
-                .filter(|t| t.state == TenantState::Active)
-                .map(|t| t.id)
-                .collect()),
-        }
+        crate::backbone::active_tenants(self.tenants.as_deref()).await
     }
 
     /// Claims and sends the tenant's due pushes, a batch at a time.
