@@ -265,8 +265,12 @@ impl Messages<'_> {
         };
         if audit == AuditStatus::Pass {
             self.svc.fan_out(tenant, &msg, None).await;
-            // Held, it pushed nobody; released, it pushes as if just published (only a buffer is written).
-            self.svc.enqueue_push(tenant, &msg, None);
+            // Held, it pushed nobody; released, it pushes as if just published (only a buffer is written). A call
+            // message is the exception: a held call never rang, so its release must not ring a phone.
+            let is_call = msg.head.as_ref().is_some_and(|h| h.contains_key("webrtc"));
+            if !is_call {
+                self.svc.enqueue_push(tenant, &msg, None);
+            }
         }
         Ok(())
     }
