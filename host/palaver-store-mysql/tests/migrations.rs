@@ -20,6 +20,8 @@ const TENANT_SQL: &[&str] = &[
     include_str!("../../../migrations/mysql/tenant/0007_admin_commands.sql"),
     include_str!("../../../migrations/mysql/tenant/0008_devices.sql"),
     include_str!("../../../migrations/mysql/tenant/0009_calls.sql"),
+    include_str!("../../../migrations/mysql/tenant/0010_call_parties.sql"),
+    include_str!("../../../migrations/mysql/tenant/0011_push_delayed.sql"),
 ];
 
 #[test]
