@@ -237,6 +237,7 @@ macro_rules! queue_contract_tests {
     ($make:expr) => {
         $crate::__contract_suite!(@each queue: _ = $make;
             queue_order_per_key,
+            queue_buffered_records_come_at_once,
             queue_group_resumes_after_commit,
             queue_uncommitted_is_redelivered,
             queue_groups_are_independent,

@@ -86,6 +86,11 @@ impl QueueConsumer for MemoryConsumer {
         *at = (*at).max(delivery.offset + 1);
         Ok(())
     }
+
+    fn buffered(&self) -> usize {
+        let state = self.queue.state.lock();
+        state.records.get(&self.topic).map_or(0, |r| r.len().saturating_sub(self.next as usize))
+    }
 }
 
 /// The outbox in process: per tenant, entries in id order.

@@ -183,6 +183,10 @@ impl QueueConsumer for SqliteConsumer {
         }
     }
 
+    fn buffered(&self) -> usize {
+        self.buffered.len()
+    }
+
     async fn commit(&mut self, delivery: &Delivery) -> StoreResult<()> {
         // Never moves back: committing an older delivery after a newer one keeps the newer commit.
         sqlx::query(

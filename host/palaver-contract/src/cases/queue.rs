@@ -1,5 +1,6 @@
 //! Contract cases for the task queue: order per key, a group resuming after its commit, an uncommitted record
-//! delivered again to the group's next member, groups independent of each other, and headers round-tripping.
+//! delivered again to the group's next member, groups independent of each other, headers round-tripping, and
+//! `buffered` counting only what comes at once.
 //! [`crate::queue_contract_tests!`] runs them against any `TaskQueue`.
 //!
 //! Every case uses consumer groups of its own (a random suffix), so cases sharing a broker do not see each other's
@@ -129,4 +130,24 @@ pub async fn queue_batch_keeps_order<Q: TaskQueue>(q: Q) {
     for i in 0..50 {
         assert_eq!(text(&next(&mut c).await), format!("b{i}"));
     }
+}
+
+/// `buffered` counts only records `next` returns without waiting: while it is above zero a `next` answers at
+/// once, and it is zero once every produced record was taken.
+pub async fn queue_buffered_records_come_at_once<Q: TaskQueue>(q: Q) {
+    for p in ["b1", "b2", "b3"] {
+        q.produce(record("t1:k", p)).await.unwrap();
+    }
+    let mut c = q.subscribe(QueueTopic::Audit, &group("buffered")).await.unwrap();
+    let mut got = vec![text(&next(&mut c).await)];
+    while c.buffered() > 0 {
+        assert!(c.buffered() <= 3 - got.len(), "more buffered than left: {}", c.buffered());
+        let at_once = tokio::time::timeout(Duration::from_millis(200), c.next()).await;
+        got.push(text(&at_once.expect("a buffered record comes at once").unwrap()));
+    }
+    while got.len() < 3 {
+        got.push(text(&next(&mut c).await));
+    }
+    assert_eq!(got, ["b1", "b2", "b3"]);
+    assert_eq!(c.buffered(), 0, "nothing left to take");
 }

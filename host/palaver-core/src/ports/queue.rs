@@ -132,6 +132,13 @@ pub trait QueueConsumer: Send {
 
     /// Commits `delivery` and everything before it in its partition: the group will not see them again.
     async fn commit(&mut self, delivery: &Delivery) -> StoreResult<()>;
+
+    /// How many records [`Self::next`] returns next without waiting on the queue (already fetched); 0 when the
+    /// adapter cannot tell. A caller may defer its commit while this is above 0 and commit once the batch is
+    /// done, which is one offset write per batch instead of per record.
+    fn buffered(&self) -> usize {
+        0
+    }
 }
 
 /// A record written to the outbox, waiting for the relay.

@@ -11,7 +11,10 @@
 //!
 //! **Once.** Before pushing a user, the worker claims `push:dedup:{topic}:{seq}:{uid}` (Redis `SET NX` with
 //! `push.dedup_ttl_ms` in scale-out, a bounded in-process map when embedded), so a redelivered task or a second
-//! worker pushes nobody twice. The offset is committed after the task is done.
+//! worker pushes nobody twice. The offset is committed after the task is done: once per fetched batch (at most
+//! 64 tasks) where the queue says what it holds (the embedded queue), so a crash may hand a batch out again:
+//! Redis's claims absorb that; an embedded node's in-process claims end with it, so after a crash its restart
+//! may push up to that batch a second time.
 //!
 //! **Failures.** A retryable failure (429, 5xx, network) is retried with exponential backoff, honouring the
 //! provider's `Retry-After`, up to `push.max_attempts`; then, like a refusal that will not change, it is recorded
@@ -35,6 +38,9 @@ use palaver_core::{AccessMode, StoreResult, UserId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The most tasks done before their offsets are committed, even while the consumer holds more.
+const COMMIT_EVERY: usize = 64;
 
 /// The longest wait before joining the group again after a queue failure.
 const REJOIN_MAX: Duration = Duration::from_secs(5);
@@ -106,12 +112,25 @@ impl PushWorker {
 
     async fn consume(&self) -> StoreResult<()> {
         let mut consumer = self.queue.subscribe(QueueTopic::Push, &self.cfg.group).await?;
+        // The newest done delivery of each partition, not committed yet: commits wait while the consumer holds
+        // more fetched records (one offset write per batch rather than per task), and never past a batch or
+        // [`COMMIT_EVERY`] tasks, nor while `next` may wait.
+        let mut done: BTreeMap<i32, Delivery> = BTreeMap::new();
+        let mut uncommitted = 0;
         loop {
             let delivery = consumer.next().await?;
             self.handle(&delivery).await?;
-            if let Err(err) = consumer.commit(&delivery).await {
-                tracing::warn!(%err, offset = delivery.offset, "push worker: commit failed; the task will repeat");
+            done.insert(delivery.partition, delivery);
+            uncommitted += 1;
+            if consumer.buffered() > 0 && uncommitted < COMMIT_EVERY {
+                continue;
             }
+            for (_, delivery) in std::mem::take(&mut done) {
+                if let Err(err) = consumer.commit(&delivery).await {
+                    tracing::warn!(%err, offset = delivery.offset, "push worker: commit failed; the tasks will repeat");
+                }
+            }
+            uncommitted = 0;
         }
     }
 
