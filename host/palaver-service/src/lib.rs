@@ -219,6 +219,7 @@ impl Service {
         if svc.inner.ports.bus.is_shared() {
             if tokio::runtime::Handle::try_current().is_ok() {
                 delivery::dispatch::start(&svc.inner, svc.inner.cfg.bus_queue);
+                svc.inner.hub.track_attach_changes();
                 tokio::spawn(delivery::attached::sync(Arc::downgrade(&svc.inner)));
             } else {
                 tracing::error!("a shared bus needs a runtime to start its receiver; remote events are ignored");

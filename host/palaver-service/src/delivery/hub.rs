@@ -335,6 +335,9 @@ pub struct Hub {
     /// (`delivery/attached.rs` takes them), and the signal that there are some.
     attach_changes: Mutex<HashSet<TopicKey>>,
     attach_changed: Arc<tokio::sync::Notify>,
+    /// Set once something takes the changes (a node on a shared bus); until then none is kept, so an embedded
+    /// node does not collect every topic it ever saw attached.
+    attach_tracked: std::sync::atomic::AtomicBool,
 }
 
 impl Hub {
@@ -370,8 +373,16 @@ impl Hub {
 
     /// Notes that a topic's attached sessions changed.
     fn attach_change(&self, key: TopicKey) {
+        if !self.attach_tracked.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         self.attach_changes.lock().insert(key);
         self.attach_changed.notify_one();
+    }
+
+    /// Starts keeping attachment changes for [`Hub::take_attach_changes`].
+    pub(crate) fn track_attach_changes(&self) {
+        self.attach_tracked.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Notes a topic again, without waking anyone: its write failed and waits for the next round.
