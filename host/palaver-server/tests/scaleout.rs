@@ -100,7 +100,10 @@ async fn redis_down_degrades_as_documented() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert_eq!(ctrl["code"], 202, "{ctrl}");
-    assert_eq!(ctrl["params"]["seq"], 4, "the seq continues without a repeat");
+    // No repeat: the seq goes on past 3. A retry whose INCR reached Redis through a connection the outage broke
+    // (the reply lost) may have consumed one, which leaves a gap but never gives a seq to a second message.
+    let seq = ctrl["params"]["seq"].as_i64().unwrap();
+    assert!(seq > 3, "the seq continues without a repeat: {seq}");
     node.shutdown().await;
 }
 
