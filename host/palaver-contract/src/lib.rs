@@ -42,7 +42,7 @@
 //! change, a token revocation or a moderation decision commits the records it owes in its own transaction.
 //!
 //! The device store (push tokens) runs [`device_contract_tests!`] in the same two forms, the call store
-//! [`call_contract_tests!`] too.
+//! [`call_contract_tests!`] and the tenant settings store [`settings_contract_tests!`] too.
 //!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
@@ -298,6 +298,18 @@ macro_rules! device_contract_tests {
             device_delete_reports_and_removes,
             device_tenants_are_isolated,
             device_delayed_pushes_are_claimed_once_when_due,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per tenant settings case, each on a fresh store made by the given async
+/// expression (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! settings_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            settings_round_trip_and_replace,
+            settings_tenants_and_names_are_isolated,
         );
     };
 }

@@ -7,7 +7,7 @@
 pub(crate) mod routes;
 
 use crate::Shared;
-use crate::http::{Body, error, json};
+use crate::http::{Body, error, json, service_error};
 use crate::users;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -59,6 +59,7 @@ pub(crate) fn route_path(path: &str) -> &'static str {
         ["plugins", _, "reload"] => "/v1/admin/plugins/{name}/reload",
         ["plugins", _, "rollback"] => "/v1/admin/plugins/{name}/rollback",
         ["tenants", _, "plugins", _] => "/v1/admin/tenants/{tenant}/plugins/{name}",
+        ["tenants", _, "push"] => "/v1/admin/tenants/{tenant}/push",
         ["tenants", _, "users", _, _] => "/v1/admin/tenants/{tenant}/users/{user}/{action}",
         ["tenants", _, "commands"] => "/v1/admin/tenants/{tenant}/commands",
         ["tenants", _, "commands", _] => "/v1/admin/tenants/{tenant}/commands/{id}",
@@ -136,6 +137,10 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
             }
             None => bad_tenant(),
         },
+        Op::PushSettings | Op::SetPushSettings => match tenant_id {
+            Some(t) => push_settings(shared, TenantId(t), route.op == Op::SetPushSettings, &body).await,
+            None => bad_tenant(),
+        },
         Op::Disable | Op::Enable | Op::Evict => {
             let action = route.path.rsplit('/').next().unwrap_or_default();
             users::handle(&shared.service, &tenant, &param("user"), action, &headers, &body).await
@@ -147,6 +152,33 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
             crate::audit::handle(&shared.service, &tenant, &param("topic"), &param("seq"), &body).await
         }
     }
+}
+
+/// `GET` (`set` false) or `PUT` a tenant's push settings; a change is audited in the tenant's log with what is in
+/// force after it, secrets hidden.
+async fn push_settings(shared: &Shared, tenant: TenantId, set: bool, body: &Value) -> Response<Body> {
+    let svc = &shared.service;
+    if !set {
+        return svc.push_settings(tenant).await.map_or_else(|e| service_error(&e), typed);
+    }
+    let result = svc.set_push_settings(tenant, body).await;
+    let detail = match &result {
+        Ok(v) => j!({ "ok": true, "result": serde_json::to_value(v).unwrap_or_default() }),
+        Err(e) => j!({ "ok": false, "error": e.text() }),
+    };
+    let event = AuditEvent::new(
+        new_event_id(),
+        tenant,
+        "push.settings",
+        ("admin", None),
+        ("tenant", tenant.0.to_string()),
+        now_millis(),
+    )
+    .with_detail(detail);
+    if let Err(err) = svc.audit(tenant, event).await {
+        tracing::warn!(%err, "push settings change not audited");
+    }
+    result.map_or_else(|e| service_error(&e), typed)
 }
 
 /// The largest body the admin API reads.

@@ -69,10 +69,10 @@ impl ApnsProvider {
     /// With a client of the caller's (tests trust their own CA this way).
     pub fn with_client(cfg: ApnsConfig, http: reqwest::Client) -> Result<ApnsProvider, SetupError> {
         if cfg.key_id.is_empty() || cfg.team_id.is_empty() || cfg.topic.is_empty() {
-            return Err(SetupError::Credentials("push.apns.key_id, team_id and topic are required".into()));
+            return Err(SetupError::Credentials("APNs: key_id, team_id and topic are required".into()));
         }
         let key = EncodingKey::from_ec_pem(cfg.key_pem.as_bytes())
-            .map_err(|e| SetupError::Credentials(format!("push.apns.key_file: {e}")))?;
+            .map_err(|e| SetupError::Credentials(format!("APNs key: {e}")))?;
         Ok(ApnsProvider { cfg, key, http, token: Mutex::new(None) })
     }
 

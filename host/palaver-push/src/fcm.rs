@@ -76,7 +76,7 @@ pub struct FcmProvider {
 impl FcmProvider {
     pub fn new(cfg: FcmConfig) -> Result<FcmProvider, SetupError> {
         let key = EncodingKey::from_rsa_pem(cfg.account.private_key.as_bytes())
-            .map_err(|e| SetupError::Credentials(format!("private_key: {e}")))?;
+            .map_err(|e| SetupError::Credentials(format!("FCM private_key: {e}")))?;
         Ok(FcmProvider { cfg, key, http: client()?, token: Mutex::new(None) })
     }
 

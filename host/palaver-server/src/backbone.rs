@@ -8,7 +8,7 @@
 
 use crate::config::Config;
 use anyhow::Context;
-use palaver_core::ports::{AuditStore, HealthCheck, OutboxStore, PushDedup, PushProvider, TaskQueue, TenantStore};
+use palaver_core::ports::{AuditStore, HealthCheck, OutboxStore, PushDedup, TaskQueue, TenantStore};
 use palaver_core::{StoreResult, TenantId, TenantState};
 use palaver_queue_kafka::KafkaQueue;
 use palaver_service::Service;
@@ -115,14 +115,13 @@ impl Backbone {
         self.tasks.push(AuditConsumer::new(self.queue.clone(), audit, state, group).spawn());
     }
 
-    /// Starts the push worker on `im.push.task`, sending through `providers`; it polls the delayed pushes of
+    /// Starts the push worker on `im.push.task`, sending through each tenant's providers; it polls the delayed pushes of
     /// every active tenant of `tenants` (of the default tenant without a registry).
     pub(crate) fn start_push(
         &mut self,
         cfg: &Config,
         service: &Service,
         dedup: Arc<dyn PushDedup>,
-        providers: Vec<Arc<dyn PushProvider>>,
         tenants: Option<Arc<dyn TenantStore>>,
     ) {
         let p = &cfg.push;
@@ -132,7 +131,7 @@ impl Backbone {
             backoff_initial: Duration::from_millis(p.retry_backoff_ms),
             backoff_max: Duration::from_millis(p.retry_backoff_max_ms),
         };
-        let mut worker = PushWorker::new(service.clone(), self.queue.clone(), dedup, providers, worker);
+        let mut worker = PushWorker::new(service.clone(), self.queue.clone(), dedup, worker);
         if let Some(registry) = tenants {
             worker = worker.with_tenants(registry);
         }

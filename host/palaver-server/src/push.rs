@@ -1,10 +1,13 @@
 //! `[push]`: offline push settings, and the providers a node builds from them (FCM, APNs, JPush, the webhook), which
 //! the push worker sends through.
 
+use palaver_api::bodies::admin::PushSettings;
 use palaver_core::ports::PushProvider;
 use palaver_push::{
-    ApnsConfig, ApnsProvider, FcmConfig, FcmProvider, JpushConfig, JpushProvider, WebhookConfig, WebhookProvider,
+    ApnsConfig, ApnsProvider, FcmConfig, FcmProvider, JpushConfig, JpushProvider, ServiceAccount, WebhookConfig,
+    WebhookProvider,
 };
+use palaver_service::backbone::push::ProviderFactory;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -35,6 +38,11 @@ pub struct PushConfig {
     pub max_delay_ms: u64,
     /// Delayed pushes one tenant keeps waiting; beyond it a delayed push is sent at once.
     pub max_delayed: usize,
+    /// Tenants whose own push settings (set through the admin API) a node keeps loaded at most.
+    pub tenant_cache: usize,
+    /// How long a node trusts a tenant's loaded push settings before reading them again: how long a change made
+    /// through another node's admin API takes to apply here.
+    pub tenant_refresh_ms: u64,
     pub fcm: Option<FcmSection>,
     pub apns: Option<ApnsSection>,
     pub jpush: Option<JpushSection>,
@@ -55,6 +63,8 @@ impl Default for PushConfig {
             retry_backoff_max_ms: 30_000,
             max_delay_ms: 3_600_000,
             max_delayed: 10_000,
+            tenant_cache: 10_000,
+            tenant_refresh_ms: 5_000,
             fcm: None,
             apns: None,
             jpush: None,
@@ -149,9 +159,8 @@ impl PushConfig {
         if self.retry_backoff_max_ms < self.retry_backoff_ms {
             return Err("push.retry_backoff_max_ms must be ≥ retry_backoff_ms".into());
         }
-        let none = self.fcm.is_none() && self.apns.is_none() && self.jpush.is_none() && self.webhook.is_none();
-        if self.enabled && none {
-            return Err("push.enabled needs a provider: [push.fcm], [push.apns], [push.jpush] or [push.webhook]".into());
+        if self.tenant_cache == 0 || !(100..=600_000).contains(&self.tenant_refresh_ms) {
+            return Err("push.tenant_cache must be ≥ 1 and push.tenant_refresh_ms 100–600000".into());
         }
         Ok(())
     }
@@ -180,17 +189,84 @@ impl PushConfig {
         Ok(out)
     }
 
-    /// The service's view: whether tasks are made, previews, the dedup TTL, bounds and the provider names.
-    pub fn service(&self, providers: &[Arc<dyn PushProvider>]) -> palaver_service::backbone::push::PushConfig {
+    /// The service's view: whether tasks are made, previews, the dedup TTL and the bounds.
+    pub fn service(&self) -> palaver_service::backbone::push::PushConfig {
         palaver_service::backbone::push::PushConfig {
             enabled: self.enabled,
             preview: self.preview,
             dedup_ttl_ms: self.dedup_ttl_seconds * 1000,
             buffer: self.buffer,
             max_devices_per_user: self.max_devices_per_user,
-            providers: providers.iter().map(|p| p.name().to_owned()).collect(),
             max_delay_ms: self.max_delay_ms,
             max_delayed: self.max_delayed,
+            tenant_cache: self.tenant_cache,
+            tenant_refresh_ms: self.tenant_refresh_ms,
         }
+    }
+}
+
+/// Builds the providers of a tenant's own settings (the admin API's `PUT …/push`), with the same adapters and the
+/// providers' real endpoints as defaults.
+pub struct TenantProviders;
+
+impl ProviderFactory for TenantProviders {
+    fn build(&self, s: &PushSettings) -> Result<Vec<Arc<dyn PushProvider>>, String> {
+        let urls = [
+            ("fcm.endpoint", s.fcm.as_ref().and_then(|f| f.endpoint.as_ref())),
+            ("apns.endpoint", s.apns.as_ref().and_then(|a| a.endpoint.as_ref())),
+            ("jpush.endpoint", s.jpush.as_ref().and_then(|j| j.endpoint.as_ref())),
+            ("webhook.url", s.webhook.as_ref().map(|w| &w.url)),
+        ];
+        for (field, url) in urls {
+            if let Some(url) = url {
+                check_url(url).map_err(|e| format!("{field}: {e}"))?;
+            }
+        }
+        let mut out: Vec<Arc<dyn PushProvider>> = Vec::new();
+        let endpoint = |e: &Option<String>, default: &str| e.clone().unwrap_or_else(|| default.to_owned());
+        if let Some(f) = &s.fcm {
+            let account: ServiceAccount =
+                serde_json::from_value(f.credentials.clone()).map_err(|e| format!("fcm.credentials: {e}"))?;
+            let cfg = FcmConfig { account, endpoint: endpoint(&f.endpoint, palaver_push::FCM_ENDPOINT) };
+            out.push(Arc::new(FcmProvider::new(cfg).map_err(|e| format!("fcm: {e}"))?));
+        }
+        if let Some(a) = &s.apns {
+            let cfg = ApnsConfig {
+                key_pem: a.key.clone(),
+                key_id: a.key_id.clone(),
+                team_id: a.team_id.clone(),
+                topic: a.topic.clone(),
+                endpoint: endpoint(&a.endpoint, palaver_push::APNS_ENDPOINT),
+            };
+            out.push(Arc::new(ApnsProvider::new(cfg).map_err(|e| format!("apns: {e}"))?));
+        }
+        if let Some(j) = &s.jpush {
+            if j.app_key.is_empty() || j.master_secret.is_empty() {
+                return Err("jpush: app_key and master_secret are required".into());
+            }
+            let cfg = JpushConfig {
+                app_key: j.app_key.clone(),
+                master_secret: j.master_secret.clone(),
+                endpoint: endpoint(&j.endpoint, palaver_push::JPUSH_ENDPOINT),
+            };
+            out.push(Arc::new(JpushProvider::new(cfg).map_err(|e| format!("jpush: {e}"))?));
+        }
+        if let Some(w) = &s.webhook {
+            if w.secret.is_empty() {
+                return Err("webhook: a secret is required (it signs every request)".into());
+            }
+            let cfg = WebhookConfig { url: w.url.clone(), secret: w.secret.clone() };
+            out.push(Arc::new(WebhookProvider::new(cfg).map_err(|e| format!("webhook: {e}"))?));
+        }
+        Ok(out)
+    }
+}
+
+/// An `http` or `https` URL with a host.
+fn check_url(url: &str) -> Result<(), String> {
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    match rest {
+        Some(r) if !r.is_empty() && !r.starts_with('/') => Ok(()),
+        _ => Err(format!("{url:?} is not an http(s) URL")),
     }
 }

@@ -12,8 +12,8 @@ use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
 use palaver_core::ports::{
     AuditStore, BusinessPorts, CallStore, CommandStore, DeviceStore, GroupStore, HealthCheck, MessageStore, NoHooks,
-    NoRules, NotificationStore, OutboxStore, Ports, PushDedup, RelationStore, ReportStore, SubscriptionStore,
-    TaskQueue, TenantStore, TopicStore, UserStore,
+    NoRules, NotificationStore, OutboxStore, Ports, PushDedup, RelationStore, ReportStore, SettingsStore,
+    SubscriptionStore, TaskQueue, TenantStore, TopicStore, UserStore,
 };
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
@@ -164,8 +164,12 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let signer = TokenSigner::new(token_key(&cfg)?);
     let providers = cfg.push.providers().context("configuring the push providers")?;
     let mut service_cfg = service_config(&cfg);
-    service_cfg.push = cfg.push.service(&providers);
+    service_cfg.push = cfg.push.service();
     let service = Service::new(ports, service_cfg, signer);
+    if cfg.push.enabled && providers.is_empty() {
+        tracing::info!("push is on with no node-wide provider: only tenants with their own providers push");
+    }
+    service.use_push_providers(providers, Some(Arc::new(crate::push::TenantProviders)));
     let plugins = plugins.map(Arc::new);
     if let Some(p) = &plugins {
         p.effects.bind(service.clone());
@@ -209,7 +213,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     };
     backbone.start(&cfg, &service, outbox, audit, registry.clone());
     if cfg.push.enabled {
-        backbone.start_push(&cfg, &service, dedup, providers, registry);
+        backbone.start_push(&cfg, &service, dedup, registry);
     }
     let gateway = Gateway::new(
         service.clone(),
@@ -293,13 +297,14 @@ struct Storage {
     audit: Arc<dyn AuditStore>,
     devices: Arc<dyn DeviceStore>,
     calls: Arc<dyn CallStore>,
+    settings: Arc<dyn SettingsStore>,
 }
 
 impl Storage {
     fn of<S>(store: Arc<S>) -> Self
     where
         S: UserStore + TopicStore + SubscriptionStore + MessageStore + RelationStore + GroupStore + NotificationStore,
-        S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + CallStore + 'static,
+        S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + CallStore + SettingsStore + 'static,
     {
         Storage {
             users: store.clone(),
@@ -310,6 +315,7 @@ impl Storage {
             audit: store.clone(),
             devices: store.clone(),
             calls: store.clone(),
+            settings: store.clone(),
             business: BusinessPorts::of(store, Arc::new(NoRules)),
         }
     }
@@ -360,6 +366,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
             outbox: storage.outbox,
             devices: storage.devices,
             calls: storage.calls,
+            settings: storage.settings,
             login_failures: None,
         };
         return Ok((ports, None, Arc::new(MemoryPushDedup::new(cfg.push.dedup_capacity))));
@@ -377,6 +384,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
     let outbox = storage.outbox;
     let devices = storage.devices;
     let calls = storage.calls;
+    let settings = storage.settings;
     let cached = CachedStorage::new(client, storage.users, storage.topics, storage.subs, storage.messages, policy);
     let cluster = Cluster { nodes: Arc::new(shared.nodes), bus: shared.bus.clone(), metrics, redis: redis_client };
     let ports = Ports {
@@ -395,6 +403,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
         outbox,
         devices,
         calls,
+        settings,
         // Guesses spread over the nodes meet one backoff (`security:login_fail:*`).
         login_failures: Some(Arc::new(shared.login_failures)),
     };

@@ -355,3 +355,68 @@ async fn an_incoming_call_rings_an_offline_phone_and_its_progress_stops_it() {
     assert!(pushes[4]["data"]["seq"].as_str().unwrap().parse::<i64>().unwrap() > seq, "a replacement's own seq");
     node.shutdown().await;
 }
+
+/// `PUT /v1/admin/tenants/1/push` with a body, as the admin.
+async fn push_settings(addr: std::net::SocketAddr, method: &str, body: &str) -> (u16, Value) {
+    let auth = [("Authorization", "Bearer push-admin-token")];
+    let (status, text) = http_with(addr, method, "/v1/admin/tenants/1/push", &auth, body).await;
+    (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("{status} {text}")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tenants_own_provider_replaces_the_nodes_and_its_switch_turns_push_off() {
+    let (node_hook, tenant_hook) = (Hook::default(), Hook::default());
+    let (node_url, tenant_url) = (node_hook.start().await, tenant_hook.start().await);
+    let dir = tempfile::tempdir().unwrap();
+    let node = common::start(
+        dir.path(),
+        &[
+            ("PALAVER_PUSH__ENABLED", "true"),
+            ("PALAVER_PUSH__RETRY_BACKOFF_MS", "10"),
+            ("PALAVER_PUSH__WEBHOOK__URL", &node_url),
+            ("PALAVER_PUSH__WEBHOOK__SECRET", SECRET),
+            ("PALAVER_OUTBOX__RELAY_INTERVAL_MS", "50"),
+            ("PALAVER_ADMIN__TOKEN", "push-admin-token"),
+        ],
+    )
+    .await;
+    let addr = node.addr();
+
+    // The tenant's own webhook; the answer shows it in force, its secret hidden.
+    let own = json!({ "webhook": { "url": tenant_url, "secret": SECRET } }).to_string();
+    let (status, v) = push_settings(addr, "PUT", &own).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["providers"], json!([{ "name": "webhook", "source": "tenant" }]), "{v}");
+    assert_eq!(v["settings"]["webhook"], json!({ "url": tenant_url, "secret": "***" }), "{v}");
+    assert_eq!((v["enabled"].clone(), v["preview"].clone()), (json!(true), json!(false)), "{v}");
+    // What does not build is refused and changes nothing.
+    for bad in [r#"{"webhook":{"url":"ftp://x","secret":"s"}}"#, r#"{"webhook":{"url":"https://x","secret":""}}"#] {
+        let (status, v) = push_settings(addr, "PUT", bad).await;
+        assert_eq!((status, v["reason"].as_str()), (400, Some("MALFORMED")), "{bad}: {v}");
+    }
+    let (status, v) = push_settings(addr, "PUT", r#"{"colour":1}"#).await;
+    assert_eq!(status, 400, "an unknown field: {v}");
+    assert_eq!(push_settings(addr, "GET", "").await.1["providers"][0]["source"], "tenant");
+
+    let (mut alice, _) = login(addr, "own-alice", None, true).await;
+    let (bob, bob_id) = login(addr, "own-bob", Some("own-bob-phone"), true).await;
+    drop(bob);
+    assert_eq!(alice.req("sub", json!({ "topic": bob_id })).await["code"], 200);
+    assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "to the tenant's hook" })).await["code"], 202);
+    tenant_hook.expect_msgs("own-bob-phone", 1).await;
+    assert!(node_hook.to("own-bob-phone").is_empty(), "the node's webhook is not the tenant's");
+
+    // null restores the node's provider.
+    let (status, v) = push_settings(addr, "PUT", r#"{"webhook":null}"#).await;
+    assert_eq!((status, v["providers"][0]["source"].as_str()), (200, Some("node")), "{v}");
+    assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "to the node's hook" })).await["code"], 202);
+    node_hook.expect_msgs("own-bob-phone", 1).await;
+
+    // The tenant turns push off: the next message pushes nobody.
+    assert_eq!(push_settings(addr, "PUT", r#"{"enabled":false}"#).await.1["enabled"], false);
+    assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": "silence" })).await["code"], 202);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(node_hook.msgs("own-bob-phone").len(), 1, "push is off for the tenant");
+    assert_eq!(tenant_hook.msgs("own-bob-phone").len(), 1);
+    node.shutdown().await;
+}

@@ -155,6 +155,8 @@ pub(crate) struct Inner {
     pub(crate) backbone: Arc<Backbone>,
     /// The push tasks' buffer and the push counters.
     pub(crate) push: Arc<backbone::push::PushState>,
+    /// Each loaded tenant's push settings and providers.
+    pub(crate) push_tenants: Arc<backbone::push::TenantPushes>,
     /// The calls this node's sessions are parties of, and the call counters.
     pub(crate) calls: Arc<usecases::calls::Calls>,
     /// The node's one metrics registry: the service's own, the backbone's, and every component's the server
@@ -183,6 +185,7 @@ impl Service {
         let topics = LoadedTopics::new(cfg.max_loaded_topics, cfg.topic_idle.as_millis() as i64);
         let backbone = Arc::new(Backbone::new(cfg.outbox_max_depth));
         let (push, push_rx) = backbone::push::buffer(&cfg.push);
+        let push_tenants = Arc::new(backbone::push::TenantPushes::new(&cfg.push, ports.settings.clone()));
         let metrics = Arc::new(Metrics::default());
         let mut registry = palaver_core::Registry::default();
         palaver_core::MetricsSource::register(metrics.as_ref(), &mut registry);
@@ -203,6 +206,7 @@ impl Service {
                 api_limiter,
                 backbone,
                 push,
+                push_tenants,
                 calls,
                 registry: parking_lot::Mutex::new(registry),
                 next_sid: AtomicU64::new(seed << 24),

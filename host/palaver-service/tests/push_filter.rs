@@ -59,10 +59,11 @@ impl PushProvider for Recorder {
 async fn a_delay_waits_in_the_store_capped_survives_a_stopped_worker_and_a_rewrite_is_sent() {
     let mut cfg = ServiceConfig::default();
     cfg.push.enabled = true;
-    cfg.push.providers = vec!["webhook".to_owned()];
     cfg.push.max_delay_ms = 300;
     let outbox = MemoryOutbox::new();
     let svc = service_with_push_hook(cfg, Arc::new(NoHooks), Arc::new(DelayFirst), outbox.clone());
+    let recorder = Arc::new(Recorder::default());
+    svc.use_push_providers(vec![recorder.clone() as Arc<dyn PushProvider>], None);
     let mut alice = Client::connect(&svc);
     alice.signup("alice", "secret123").await;
     let mut bob = Client::connect(&svc);
@@ -99,7 +100,6 @@ async fn a_delay_waits_in_the_store_capped_survives_a_stopped_worker_and_a_rewri
     for t in tasks {
         queue.produce(t.record).await.unwrap();
     }
-    let recorder = Arc::new(Recorder::default());
     let worker_cfg = WorkerConfig {
         group: "push".to_owned(),
         max_attempts: 1,
@@ -108,8 +108,7 @@ async fn a_delay_waits_in_the_store_capped_survives_a_stopped_worker_and_a_rewri
     };
     let started = Instant::now();
     let dedup = Arc::new(MemoryPushDedup::new(100));
-    let providers: Vec<Arc<dyn PushProvider>> = vec![recorder.clone()];
-    let first = PushWorker::new(svc.clone(), Arc::new(queue), dedup.clone(), providers.clone(), worker_cfg.clone());
+    let first = PushWorker::new(svc.clone(), Arc::new(queue), dedup.clone(), worker_cfg.clone());
     let first = first.spawn();
     let sent = |n: usize| {
         let recorder = recorder.clone();
@@ -127,7 +126,7 @@ async fn a_delay_waits_in_the_store_capped_survives_a_stopped_worker_and_a_rewri
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(recorder.got.lock().unwrap().len(), 1, "{:?}", recorder.got.lock().unwrap());
     // Another worker (a restarted node, or any other) sends it from the store.
-    let second = PushWorker::new(svc.clone(), Arc::new(MemoryQueue::new()), dedup, providers, worker_cfg).spawn();
+    let second = PushWorker::new(svc.clone(), Arc::new(MemoryQueue::new()), dedup, worker_cfg).spawn();
     sent(2).await;
     second.abort();
     let got = recorder.got.lock().unwrap().clone();

@@ -5,7 +5,7 @@
 //! [`MemoryPresence`] and [`MemoryBus`] are what the embedded single-node mode runs in production.
 //! [`MemoryTenants`] is a tenant registry over a map, for tests of multi-tenant code. [`MemoryQueue`] and
 //! [`MemoryOutbox`] are the task queue and outbox in process, and [`MemoryAudit`] the audit log, for tests of their
-//! consumers. [`MemoryDevices`] is the device table for tests, [`MemoryCalls`] the call table; [`MemoryPushDedup`] the embedded mode's push dedup.
+//! consumers. [`MemoryDevices`] is the device table for tests, [`MemoryCalls`] the call table, [`MemorySettings`] the tenant settings; [`MemoryPushDedup`] the embedded mode's push dedup.
 //!
 //! Every adapter keeps its state behind a short `parking_lot` lock that is never held across an await, so the
 //! async methods never suspend while holding it.
@@ -19,6 +19,7 @@ mod presence;
 mod push;
 mod queue;
 mod seq;
+mod settings;
 mod store;
 mod tenants;
 
@@ -31,5 +32,6 @@ pub use presence::MemoryPresence;
 pub use push::{MemoryDevices, MemoryPushDedup};
 pub use queue::{MemoryOutbox, MemoryQueue};
 pub use seq::MemorySeq;
+pub use settings::MemorySettings;
 pub use store::MemoryStore;
 pub use tenants::MemoryTenants;

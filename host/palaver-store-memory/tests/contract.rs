@@ -21,6 +21,8 @@ palaver_contract::device_contract_tests!(async { palaver_store_memory::MemoryDev
 
 palaver_contract::call_contract_tests!(async { palaver_store_memory::MemoryCalls::new() });
 
+palaver_contract::settings_contract_tests!(async { palaver_store_memory::MemorySettings::new() });
+
 mod queue {
     use palaver_store_memory::{MemoryAudit, MemoryOutbox, MemoryQueue};
 

@@ -75,6 +75,7 @@ mod pools;
 mod relations;
 mod reports;
 mod schema;
+mod settings;
 mod store;
 mod subs;
 mod table;

@@ -147,3 +147,12 @@ palaver_contract::call_contract_tests!(
         common::storage_fixture()
     }
 );
+
+palaver_contract::settings_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);

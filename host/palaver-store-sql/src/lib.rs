@@ -11,3 +11,4 @@ pub mod dellog;
 pub mod ledger;
 pub mod queue;
 pub mod rows;
+pub mod settings;

@@ -28,6 +28,7 @@ mod outbox;
 mod queue;
 mod relations;
 mod reports;
+mod settings;
 mod store;
 mod subs;
 mod topics;

@@ -31,6 +31,8 @@ palaver_contract::device_contract_tests!(fixture = fresh());
 
 palaver_contract::call_contract_tests!(fixture = fresh());
 
+palaver_contract::settings_contract_tests!(fixture = fresh());
+
 mod queue {
     use palaver_store_sqlite::{SqliteQueue, SqliteStore};
 

@@ -151,3 +151,101 @@ AuditAction {
 body!(response
 /// A held message's review, done: `audit` is its new status (`pass` or `reject`).
 AuditDone { code: u16, audit: String });
+
+// A tenant's own push settings.
+
+/// A tenant's own push settings, as stored and as `PUT /v1/admin/tenants/{tenant}/push` reads them. A field
+/// left out follows the node's `[push]`; a provider section the tenant sets replaces the node's provider of that
+/// name for the tenant's devices. The node's `push.enabled` is the master switch: a tenant can turn its push off
+/// but not on where the node runs no push worker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PushSettings {
+    /// `false` turns push off for the tenant: no tasks, no device registrations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Whether pushes carry up to 128 characters of the message's text (never of a held message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fcm: Option<FcmSettings>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apns: Option<ApnsSettings>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jpush: Option<JpushSettings>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<WebhookSettings>,
+}
+
+/// The tenant's FCM HTTP v1 project.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FcmSettings {
+    /// The service account JSON as Google issues it (`project_id`, `client_email`, `private_key`, `token_uri`).
+    pub credentials: Value,
+    /// Base URL; sends go to `{endpoint}/v1/projects/{project_id}/messages:send`. Default: Google's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+/// The tenant's APNs token-based authentication.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ApnsSettings {
+    /// The `.p8` signing key (PEM text).
+    pub key: String,
+    pub key_id: String,
+    pub team_id: String,
+    /// The app's bundle id (`apns-topic`).
+    pub topic: String,
+    /// Base URL; pushes go to `{endpoint}/3/device/{token}`. Default: Apple's production gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+/// The tenant's JPush application.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JpushSettings {
+    pub app_key: String,
+    pub master_secret: String,
+    /// Base URL; pushes go to `{endpoint}/v3/push`. Default: JPush's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+/// The tenant's own push service, reached by an HMAC-signed POST.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSettings {
+    pub url: String,
+    /// The HMAC-SHA256 key of the `X-Palaver-Signature` header.
+    pub secret: String,
+}
+
+body!(response
+/// One provider a tenant's devices register with.
+PushProviderInUse {
+    /// `apns`, `fcm`, `jpush` or `webhook`.
+    name: String,
+    /// `tenant` (its own settings) or `node` (the node's `[push]`).
+    source: String,
+});
+body!(response
+/// `GET /v1/admin/tenants/{tenant}/push`: the push in force for a tenant, and what it set itself.
+TenantPush {
+    tenant: u64,
+    /// Push is on for the tenant: the node's `push.enabled` and the tenant's own choice.
+    enabled: bool,
+    /// Pushes carry a preview of the text.
+    preview: bool,
+    /// The providers in force, in the order a device picks one (APNs first for `ios`, then FCM, JPush, webhook).
+    providers: Vec<PushProviderInUse>,
+    /// The tenant's own settings, its secrets (`private_key`, `key`, `master_secret`, `secret`) shown as `"***"`.
+    settings: PushSettings,
+});

@@ -4,7 +4,8 @@
 //! [`crate::tenant_contract_tests!`] the tenant registry's, [`crate::queue_contract_tests!`] the task queue's,
 //! [`crate::outbox_contract_tests!`] the outbox's, [`crate::owed_contract_tests!`] the records a user change
 //! owes, [`crate::audit_contract_tests!`] the audit log's,
-//! [`crate::device_contract_tests!`] the device store's, [`crate::call_contract_tests!`] the call store's; an adapter
+//! [`crate::device_contract_tests!`] the device store's, [`crate::call_contract_tests!`] the call store's,
+//! [`crate::settings_contract_tests!`] the tenant settings store's; an adapter
 //! may also call single cases from its own tests.
 
 mod audit;
@@ -24,6 +25,7 @@ mod queue;
 mod registry;
 mod relations;
 mod requests;
+mod settings;
 mod subs;
 mod tenancy;
 mod topics;
@@ -46,6 +48,7 @@ pub use queue::*;
 pub use registry::*;
 pub use relations::*;
 pub use requests::*;
+pub use settings::*;
 pub use subs::*;
 pub use tenancy::*;
 pub use topics::*;

@@ -24,6 +24,7 @@ mod relations;
 mod reports;
 mod rules;
 mod seq;
+mod settings;
 mod subscriptions;
 mod tenants;
 mod topics;
@@ -56,6 +57,7 @@ pub use relations::{
 pub use reports::{NewReport, REPORT_CLOSED, Report, ReportStore, ReportTarget, Resolution};
 pub use rules::{BusinessRules, NoRules, RuleVerdict};
 pub use seq::SeqAllocator;
+pub use settings::{MAX_SETTING_BYTES, SettingsStore};
 pub use subscriptions::SubscriptionStore;
 pub use tenants::TenantStore;
 pub use topics::TopicStore;
@@ -85,6 +87,8 @@ pub struct Ports {
     pub devices: Arc<dyn DeviceStore>,
     /// One-to-one calls (`{pub head:{webrtc}}` and `{note what:"call"}`), in the tenant's database.
     pub calls: Arc<dyn CallStore>,
+    /// Each tenant's settings documents (its own push providers), in the tenant's database.
+    pub settings: Arc<dyn SettingsStore>,
     /// Failed-login counters shared by the nodes (Redis in scale-out mode); `None`: each node counts in process.
     pub login_failures: Option<Arc<dyn LoginFailureStore>>,
 }

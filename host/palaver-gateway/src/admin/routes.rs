@@ -17,6 +17,8 @@ pub(crate) enum Op {
     Rollback,
     TenantPlugin,
     SetTenantPlugin,
+    PushSettings,
+    SetPushSettings,
     Disable,
     Enable,
     Evict,
@@ -35,6 +37,7 @@ fn evicted(g: &mut SchemaGenerator) -> Schema {
 
 const USER: &str = "users";
 const PLUGINS: &str = "plugins";
+const PUSH: &str = "push";
 
 /// Every endpoint of the admin API.
 pub(crate) const ROUTES: &[Route] = &[
@@ -96,6 +99,26 @@ pub(crate) const ROUTES: &[Route] = &[
         "Change a tenant's choices (enabled, settings, failure policies); null restores the default.",
         Some(body::<a::TenantPluginChange>()),
         schema::<a::TenantPlugin>,
+        &[],
+    ),
+    r(
+        "GET",
+        "/tenants/{tenant}/push",
+        Op::PushSettings,
+        PUSH,
+        "The push in force for a tenant (providers and where each comes from) and its own settings, secrets hidden.",
+        None,
+        schema::<a::TenantPush>,
+        &[],
+    ),
+    r(
+        "PUT",
+        "/tenants/{tenant}/push",
+        Op::SetPushSettings,
+        PUSH,
+        "Change a tenant's own push settings: a field given replaces the stored one, null restores the node's.",
+        Some(body::<a::PushSettings>()),
+        schema::<a::TenantPush>,
         &[],
     ),
     r(
@@ -184,6 +207,8 @@ impl Operation for Op {
             Op::Rollback => "admin.plugin.rollback",
             Op::TenantPlugin => "admin.tenant.plugin.get",
             Op::SetTenantPlugin => "admin.tenant.plugin.set",
+            Op::PushSettings => "admin.tenant.push.get",
+            Op::SetPushSettings => "admin.tenant.push.set",
             Op::Disable => "admin.user.disable",
             Op::Enable => "admin.user.enable",
             Op::Evict => "admin.user.evict",

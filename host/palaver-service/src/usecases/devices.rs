@@ -41,8 +41,12 @@ impl Devices<'_> {
             return Err(ServiceError::TooLarge(format!("hi.dev is at most {MAX_TOKEN} bytes")));
         }
         let platform: String = info.platform.unwrap_or_default().to_ascii_lowercase().chars().take(32).collect();
-        let provider = match cfg.provider_for(&platform) {
-            Some(p) if cfg.enabled => p.to_owned(),
+        if !cfg.enabled {
+            return Ok(None);
+        }
+        let push = self.svc.push_tenants.get(self.tenant).await;
+        let provider = match push.provider_for(&platform) {
+            Some(p) if push.enabled => p.to_owned(),
             _ => return Ok(None),
         };
         let id = device_id(info.token);

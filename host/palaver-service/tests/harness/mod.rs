@@ -58,6 +58,7 @@ pub fn service_with_push_hook(
         outbox: Arc::new(outbox),
         devices: Arc::new(palaver_store_memory::MemoryDevices::new()),
         calls: Arc::new(palaver_store_memory::MemoryCalls::new()),
+        settings: Arc::new(palaver_store_memory::MemorySettings::new()),
         login_failures: None,
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
@@ -114,6 +115,7 @@ fn cluster_on(
     let outbox = Arc::new(store.outbox().clone());
     let devices = Arc::new(palaver_store_memory::MemoryDevices::new());
     let calls = Arc::new(palaver_store_memory::MemoryCalls::new());
+    let settings = Arc::new(palaver_store_memory::MemorySettings::new());
     let nodes = (0..n)
         .map(|i| {
             let mut cfg = ServiceConfig { node_id: format!("node{i}"), ..ServiceConfig::default() };
@@ -135,6 +137,7 @@ fn cluster_on(
                 outbox: outbox.clone(),
                 devices: devices.clone(),
                 calls: calls.clone(),
+                settings: settings.clone(),
                 login_failures: login_failures.clone(),
             };
             Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))

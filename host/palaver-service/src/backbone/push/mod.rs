@@ -5,10 +5,12 @@
 
 mod payload;
 mod state;
+mod tenants;
 pub mod worker;
 
 pub use payload::{PREVIEW_CHARS, build_message, preview_of};
 pub use state::PushState;
+pub use tenants::{PUSH_SETTING, ProviderFactory, TenantPush, TenantPushes};
 
 use crate::Inner;
 use crate::names::{Resolved, resolve};
@@ -34,13 +36,15 @@ pub struct PushConfig {
     pub buffer: usize,
     /// Devices one user may register; a registration beyond it is refused.
     pub max_devices_per_user: u64,
-    /// The providers this node has credentials for, in the order a new device picks one (see
-    /// [`PushConfig::provider_for`]).
-    pub providers: Vec<String>,
     /// The longest a push filter may delay a push, in milliseconds; a longer delay is cut to it.
     pub max_delay_ms: u64,
     /// Delayed pushes one tenant keeps waiting; beyond it a delayed push is sent at once.
     pub max_delayed: usize,
+    /// Tenants whose push settings a node keeps loaded at most (the least recently used go first).
+    pub tenant_cache: usize,
+    /// How old a tenant's loaded push settings may get before the worker reads them again, in milliseconds: how
+    /// long another node's admin change takes to reach this one.
+    pub tenant_refresh_ms: u64,
 }
 
 impl Default for PushConfig {
@@ -51,22 +55,11 @@ impl Default for PushConfig {
             dedup_ttl_ms: 10 * 60 * 1000,
             buffer: 10_000,
             max_devices_per_user: 16,
-            providers: Vec::new(),
             max_delay_ms: 60 * 60 * 1000,
             max_delayed: 10_000,
+            tenant_cache: 10_000,
+            tenant_refresh_ms: 5_000,
         }
-    }
-}
-
-impl PushConfig {
-    /// The provider a device of `platform` uses: APNs for `ios` when configured, then FCM, JPush and the webhook,
-    /// the first that is configured. `None` when no provider is.
-    pub fn provider_for(&self, platform: &str) -> Option<&str> {
-        let has = |p: &str| self.providers.iter().any(|c| c == p);
-        if platform == "ios" && has("apns") {
-            return Some("apns");
-        }
-        ["fcm", "jpush", "webhook"].into_iter().find(|p| has(p))
     }
 }
 
@@ -79,10 +72,22 @@ pub fn push_record(task: &PushTask) -> QueueRecord {
 }
 
 impl Inner {
+    /// Whether the tenant's stored messages make push tasks, and whether those carry a preview: the tenant's
+    /// loaded settings, or the node's while they load (the worker checks again).
+    fn push_switches(&self, tenant: TenantId) -> (bool, bool) {
+        if !self.cfg.push.enabled {
+            return (false, false);
+        }
+        match self.push_tenants.peek(tenant) {
+            Some(p) => (p.enabled, p.preview),
+            None => self.push_tenants.node_switches(),
+        }
+    }
+
     /// Hands a push task for `msg` (stored, not held) to the buffer, without waiting.
     pub(crate) fn enqueue_push(&self, tenant: TenantId, msg: &Message, sender_device: Option<String>) {
-        let cfg = &self.cfg.push;
-        if !cfg.enabled {
+        let (enabled, preview) = self.push_switches(tenant);
+        if !enabled {
             return;
         }
         let head = msg.head.as_ref();
@@ -96,7 +101,7 @@ impl Inner {
             what: "msg".to_owned(),
             mime: text("mime"),
             webrtc: text("webrtc"),
-            preview: cfg.preview.then(|| preview_of(&msg.content)).flatten(),
+            preview: preview.then(|| preview_of(&msg.content)).flatten(),
             attached: self.hub.attached_users(tenant, &msg.topic),
             sender_device,
             head: head.cloned(),
@@ -145,7 +150,7 @@ impl Inner {
         (from, to): (UserId, UserId),
         device: Option<String>,
     ) {
-        if !self.cfg.push.enabled {
+        if !self.push_switches(tenant).0 {
             return;
         }
         let task = PushTask {

@@ -45,6 +45,8 @@ pub struct PushState {
     pub(crate) deduplicated: Counter,
     pub(crate) dead_lettered: Counter,
     pub(crate) removed_devices: Counter,
+    /// Tasks the worker skipped because their tenant turned push off (made while its settings were loading).
+    pub(crate) tenant_off: Counter,
     succeeded: Family<ProviderLabel, Counter>,
     failed: Family<FailureLabel, Counter>,
     latency: Family<ProviderLabel, Histogram, fn() -> Histogram>,
@@ -65,6 +67,7 @@ impl PushState {
             deduplicated: Counter::default(),
             dead_lettered: Counter::default(),
             removed_devices: Counter::default(),
+            tenant_off: Counter::default(),
             succeeded: Family::default(),
             failed: Family::default(),
             latency: Family::new_with_constructor(provider_histogram),
@@ -119,7 +122,7 @@ impl PushState {
 
 impl MetricsSource for PushState {
     fn register(&self, r: &mut palaver_core::Registry) {
-        let counters: [(&str, &str, &Counter); 5] = [
+        let counters: [(&str, &str, &Counter); 6] = [
             (
                 "palaver_push_triggered",
                 "Push tasks made for messages, read receipts and subscription changes",
@@ -144,6 +147,11 @@ impl MetricsSource for PushState {
                 "palaver_push_devices_removed",
                 "Devices removed because their provider reported the token invalid",
                 &self.removed_devices,
+            ),
+            (
+                "palaver_push_tenant_off",
+                "Push tasks skipped because their tenant's settings turn push off",
+                &self.tenant_off,
             ),
         ];
         for (name, help, counter) in counters {

@@ -32,7 +32,7 @@ use super::state::PushState;
 use crate::Service;
 use crate::names::wire_name;
 use palaver_core::ports::{
-    Delivery, Device, PushDedup, PushError, PushProvider, PushTask, QueueRecord, QueueTopic, TaskQueue, TenantStore,
+    Delivery, Device, PushDedup, PushError, PushTask, QueueRecord, QueueTopic, TaskQueue, TenantStore,
 };
 use palaver_core::{AccessMode, StoreResult, UserId};
 use std::collections::BTreeMap;
@@ -62,7 +62,6 @@ pub struct PushWorker {
     service: Service,
     queue: Arc<dyn TaskQueue>,
     dedup: Arc<dyn PushDedup>,
-    providers: BTreeMap<String, Arc<dyn PushProvider>>,
     cfg: WorkerConfig,
     /// The tenants whose delayed pushes the poller sends; none: the default tenant only (the embedded mode).
     tenants: Option<Arc<dyn TenantStore>>,
@@ -73,11 +72,9 @@ impl PushWorker {
         service: Service,
         queue: Arc<dyn TaskQueue>,
         dedup: Arc<dyn PushDedup>,
-        providers: Vec<Arc<dyn PushProvider>>,
         cfg: WorkerConfig,
     ) -> PushWorker {
-        let providers = providers.into_iter().map(|p| (p.name().to_owned(), p)).collect();
-        PushWorker { service, queue, dedup, providers, cfg, tenants: None }
+        PushWorker { service, queue, dedup, cfg, tenants: None }
     }
 
     /// The worker for every active tenant of `registry` (their delayed pushes are polled), not only the default.
@@ -145,6 +142,20 @@ impl PushWorker {
     /// Pushes one task to its recipients.
     pub(crate) async fn push_task(&self, task: &PushTask, delivery: &Delivery) -> StoreResult<()> {
         let ports = &self.service.inner.ports;
+        // The tenant's settings as stored decide: a task made while they were loading on the publishing node
+        // followed the node's switches.
+        let push = self.service.inner.push_tenants.get(task.tenant).await;
+        if !push.enabled {
+            self.state().tenant_off.inc();
+            return Ok(());
+        }
+        let stripped;
+        let task = if !push.preview && task.preview.is_some() {
+            stripped = PushTask { preview: None, ..task.clone() };
+            &stripped
+        } else {
+            task
+        };
         // A message's dedup key is the topic's; a read receipt's or a subscription change's is kept apart from
         // it, so the reader's push for seq 5 is not taken for the message push of seq 5.
         let dedup_topic = match task.to {
@@ -212,7 +223,8 @@ impl PushWorker {
         msg: &palaver_core::ports::PushMessage,
         delivery: &Delivery,
     ) -> StoreResult<()> {
-        let Some(provider) = self.providers.get(&device.provider) else {
+        let push = self.service.inner.push_tenants.get(task.tenant).await;
+        let Some(provider) = push.provider(&device.provider) else {
             self.state().failed(&device.provider, "not_configured", None);
             return Ok(());
         };
