@@ -16,8 +16,8 @@ use super::PushConfig;
 use crate::{ServiceError, ServiceResult};
 use lru::LruCache;
 use palaver_api::bodies::admin::{PushProviderInUse, PushSettings, TenantPush as TenantPushBody};
-use palaver_core::TenantId;
 use palaver_core::ports::{MAX_SETTING_BYTES, PushProvider, SettingsStore};
+use palaver_core::{StoreError, StoreResult, TenantId};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -158,7 +158,8 @@ impl TenantPushes {
             Some(e) => (Some(e.push.clone()), e.checked.elapsed() < self.refresh),
             None => (None, false),
         };
-        if !fresh && self.loading.lock().insert(tenant) && tokio::runtime::Handle::try_current().is_ok() {
+        // The runtime is checked first: a tenant marked as loading with no task to load it would stay so.
+        if !fresh && tokio::runtime::Handle::try_current().is_ok() && self.loading.lock().insert(tenant) {
             let this = self.clone();
             tokio::spawn(async move {
                 this.get(tenant).await;
@@ -168,62 +169,55 @@ impl TenantPushes {
         push
     }
 
-    /// The tenant's push as stored, read again when the entry is older than the refresh interval.
+    /// The tenant's push as stored, read again when the entry is older than the refresh interval. A store that
+    /// cannot be read, or settings that do not, keep the entry as it was (the node's defaults without one).
     pub(crate) async fn get(&self, tenant: TenantId) -> Arc<TenantPush> {
-        let stale = match self.cache.lock().get(&tenant) {
-            Some(e) if e.checked.elapsed() < self.refresh => return e.push.clone(),
-            Some(e) => Some(e.push.clone()),
-            None => None,
-        };
-        let own = match self.store.get_setting(tenant, PUSH_SETTING).await {
-            Ok(None) => PushSettings::default(),
-            Ok(Some(v)) => serde_json::from_value(v).unwrap_or_else(|e| {
-                tracing::warn!(%tenant, error = %e, "the tenant's push settings do not read; the node's apply");
-                PushSettings::default()
-            }),
+        if let Some(e) = self.cache.lock().get(&tenant)
+            && e.checked.elapsed() < self.refresh
+        {
+            return e.push.clone();
+        }
+        match self.read(tenant).await {
+            Ok(push) => push,
             Err(e) => {
                 tracing::warn!(%tenant, error = %e, "the tenant's push settings are not readable; kept as they were");
-                return stale.unwrap_or_else(|| Arc::new(self.build(tenant, PushSettings::default())));
+                let cached = self.cache.lock().get(&tenant).map(|e| e.push.clone());
+                cached.unwrap_or_else(|| Arc::new(self.build(tenant, PushSettings::default())))
             }
+        }
+    }
+
+    /// Reads the tenant's settings from the store now and caches what they make; the providers already built
+    /// are kept when the settings did not change (and with them their cached OAuth and JWT tokens).
+    pub(crate) async fn read(&self, tenant: TenantId) -> StoreResult<Arc<TenantPush>> {
+        let own: PushSettings = match self.store.get_setting(tenant, PUSH_SETTING).await? {
+            None => PushSettings::default(),
+            Some(v) => serde_json::from_value(v)
+                .map_err(|e| StoreError::Internal(format!("the stored push settings do not read: {e}")))?,
         };
-        let push = match stale {
-            // Unchanged: keep the providers built (and their cached OAuth and JWT tokens).
-            Some(s) if s.own == own => s,
+        let cached = self.cache.lock().get(&tenant).map(|e| e.push.clone());
+        let push = match cached {
+            Some(c) if c.own == own => c,
             _ => Arc::new(self.build(tenant, own)),
         };
         self.cache.lock().put(tenant, Entry { checked: Instant::now(), push: push.clone() });
-        push
+        Ok(push)
     }
 
-    /// Checks `own` by building its providers: the error the factory gives, or none.
-    pub(crate) fn check(&self, own: &PushSettings) -> Result<(), String> {
-        match &self.node.load().factory {
-            Some(f) => f.build(own).map(drop),
-            None if own.fcm.is_none() && own.apns.is_none() && own.jpush.is_none() && own.webhook.is_none() => Ok(()),
-            None => Err("this node builds no push providers of its own for tenants".into()),
-        }
-    }
-
-    /// Replaces the tenant's entry with `own` (just stored).
-    pub(crate) fn replace(&self, tenant: TenantId, own: PushSettings) -> Arc<TenantPush> {
-        let push = Arc::new(self.build(tenant, own));
-        self.cache.lock().put(tenant, Entry { checked: Instant::now(), push: push.clone() });
-        push
-    }
-
-    /// The push of a tenant with `own` settings over the node's.
-    fn build(&self, tenant: TenantId, own: PushSettings) -> TenantPush {
+    /// The push `own` makes over the node's, or why its providers do not build.
+    pub(crate) fn built(&self, own: PushSettings) -> Result<TenantPush, String> {
         let node = self.node.load();
-        let mut providers: BTreeMap<String, (Arc<dyn PushProvider>, bool)> =
-            node.providers.iter().map(|p| (p.name().to_owned(), (p.clone(), false))).collect();
-        if let Some(factory) = &node.factory {
-            match factory.build(&own) {
-                Ok(built) => providers.extend(built.into_iter().map(|p| (p.name().to_owned(), (p, true)))),
-                Err(e) => {
-                    tracing::warn!(%tenant, error = %e, "the tenant's push providers do not build; the node's apply")
-                }
-            }
+        let mut providers = node_providers(&node);
+        match &node.factory {
+            Some(f) => providers.extend(f.build(&own)?.into_iter().map(|p| (p.name().to_owned(), (p, true)))),
+            None if own.fcm.is_none() && own.apns.is_none() && own.jpush.is_none() && own.webhook.is_none() => {}
+            None => return Err("this node builds no push providers of its own for tenants".into()),
         }
+        Ok(self.assemble(own, providers))
+    }
+
+    /// The tenant's switches over the node's, with `providers`.
+    fn assemble(&self, own: PushSettings, providers: BTreeMap<String, (Arc<dyn PushProvider>, bool)>) -> TenantPush {
         TenantPush {
             enabled: self.enabled && own.enabled.unwrap_or(true),
             preview: own.preview.unwrap_or(self.preview),
@@ -232,10 +226,31 @@ impl TenantPushes {
         }
     }
 
+    /// Makes `push` (of settings just stored) the tenant's entry.
+    pub(crate) fn install(&self, tenant: TenantId, push: TenantPush) -> Arc<TenantPush> {
+        let push = Arc::new(push);
+        self.cache.lock().put(tenant, Entry { checked: Instant::now(), push: push.clone() });
+        push
+    }
+
+    /// The push of a tenant with `own` settings over the node's; settings whose providers no longer build leave
+    /// the node's providers alone in force.
+    fn build(&self, tenant: TenantId, own: PushSettings) -> TenantPush {
+        self.built(own.clone()).unwrap_or_else(|e| {
+            tracing::warn!(%tenant, error = %e, "the tenant's push providers do not build; the node's apply");
+            self.assemble(own, node_providers(&self.node.load()))
+        })
+    }
+
     /// The node's switches, for a message of a tenant not loaded yet.
     pub(crate) fn node_switches(&self) -> (bool, bool) {
         (self.enabled, self.preview)
     }
+}
+
+/// The node's providers by name, none of them the tenant's own.
+fn node_providers(node: &Node) -> BTreeMap<String, (Arc<dyn PushProvider>, bool)> {
+    node.providers.iter().map(|p| (p.name().to_owned(), (p.clone(), false))).collect()
 }
 
 impl crate::Service {
@@ -247,8 +262,7 @@ impl crate::Service {
 
     /// The push in force for `tenant` and its own settings (secrets hidden), as stored now.
     pub async fn push_settings(&self, tenant: TenantId) -> ServiceResult<TenantPushBody> {
-        let own = self.stored_push(tenant).await?;
-        Ok(self.inner.push_tenants.replace(tenant, own).body(tenant))
+        Ok(self.inner.push_tenants.read(tenant).await?.body(tenant))
     }
 
     /// Changes the tenant's own push settings: each top-level field of `change` replaces the stored one, and
@@ -276,19 +290,11 @@ impl crate::Service {
         if doc.to_string().len() > MAX_SETTING_BYTES {
             return Err(ServiceError::TooLarge(format!("push settings are at most {MAX_SETTING_BYTES} bytes")));
         }
-        self.inner.push_tenants.check(&own).map_err(|e| ServiceError::Malformed(format!("push settings: {e}")))?;
+        let push =
+            self.inner.push_tenants.built(own).map_err(|e| ServiceError::Malformed(format!("push settings: {e}")))?;
         let empty = doc.as_object().is_some_and(|m| m.is_empty());
         store.put_setting(tenant, PUSH_SETTING, (!empty).then_some(&doc)).await?;
-        Ok(self.inner.push_tenants.replace(tenant, own).body(tenant))
-    }
-
-    /// The tenant's own push settings as stored; settings that no longer read are an internal error.
-    async fn stored_push(&self, tenant: TenantId) -> ServiceResult<PushSettings> {
-        match self.inner.ports.settings.get_setting(tenant, PUSH_SETTING).await? {
-            None => Ok(PushSettings::default()),
-            Some(v) => serde_json::from_value(v)
-                .map_err(|e| ServiceError::Internal(format!("the stored push settings do not read: {e}"))),
-        }
+        Ok(self.inner.push_tenants.install(tenant, push).body(tenant))
     }
 }
 

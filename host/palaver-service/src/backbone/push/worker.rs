@@ -29,6 +29,7 @@ mod filter;
 
 use super::payload::{self, build_message};
 use super::state::PushState;
+use super::tenants::TenantPush;
 use crate::Service;
 use crate::names::wire_name;
 use palaver_core::ports::{
@@ -183,7 +184,7 @@ impl PushWorker {
                 continue;
             };
             for device in devices {
-                self.send(task, &device, &msg, delivery).await?;
+                self.send(task, &push, &device, &msg, delivery).await?;
             }
         }
         Ok(())
@@ -219,11 +220,11 @@ impl PushWorker {
     async fn send(
         &self,
         task: &PushTask,
+        push: &TenantPush,
         device: &Device,
         msg: &palaver_core::ports::PushMessage,
         delivery: &Delivery,
     ) -> StoreResult<()> {
-        let push = self.service.inner.push_tenants.get(task.tenant).await;
         let Some(provider) = push.provider(&device.provider) else {
             self.state().failed(&device.provider, "not_configured", None);
             return Ok(());

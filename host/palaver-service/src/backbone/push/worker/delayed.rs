@@ -71,8 +71,9 @@ impl PushWorker {
         let payload = serde_json::to_vec(task).unwrap_or_default();
         let record = QueueRecord::new(QueueTopic::Push, format!("{}:{}", task.topic, task.seq), payload);
         let delivery = Delivery { record, partition: -1, offset: -1 };
+        let tenant_push = self.service.inner.push_tenants.get(task.tenant).await;
         for device in devices.iter().filter(|d| !(sender && task.sender_device.as_deref() == Some(&d.device_id))) {
-            self.send(task, device, &push.message, &delivery).await?;
+            self.send(task, &tenant_push, device, &push.message, &delivery).await?;
         }
         Ok(())
     }
