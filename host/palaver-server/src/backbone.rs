@@ -38,6 +38,8 @@ pub(crate) struct Backbone {
     pub(crate) health: Option<Arc<dyn HealthCheck>>,
     /// Kafka's consumer lag, for the node's registry (`None` for the embedded queue).
     pub(crate) metrics: Option<Arc<dyn palaver_core::MetricsSource>>,
+    /// Whether the queue is the embedded one (a SQLite file), which is down only when the node's files are.
+    pub(crate) embedded: bool,
     /// The prefix of every consumer group this node joins (`kafka.group_id`, `palaver` when embedded).
     pub(crate) group_id: String,
     /// The embedded queue's own file, closed on stop (`None` on Kafka or on the store's file).
@@ -77,7 +79,8 @@ pub(crate) async fn open_queue(cfg: &Config, sqlite: Option<&SqliteStore>) -> an
         }
     };
     let (admin_stop, _) = tokio::sync::watch::channel(false);
-    Ok(Backbone { queue, health, metrics, group_id, own_file, tasks, admin_stop })
+    let embedded = cfg.kafka.is_none();
+    Ok(Backbone { queue, health, metrics, embedded, group_id, own_file, tasks, admin_stop })
 }
 
 impl Backbone {
@@ -116,7 +119,8 @@ impl Backbone {
     }
 
     /// Starts the push worker on `im.push.task`, sending through each tenant's providers; it polls the delayed pushes of
-    /// every active tenant of `tenants` (of the default tenant without a registry).
+    /// every active tenant of `tenants` (of the default tenant without a registry). On the embedded queue the
+    /// publish side's push tasks are produced to it directly rather than through the outbox.
     pub(crate) fn start_push(
         &mut self,
         cfg: &Config,
@@ -131,6 +135,10 @@ impl Backbone {
             backoff_initial: Duration::from_millis(p.retry_backoff_ms),
             backoff_max: Duration::from_millis(p.retry_backoff_max_ms),
         };
+        // The embedded queue is down only when the store is: push tasks go straight to it, not through the outbox.
+        if self.embedded {
+            service.push_through(self.queue.clone());
+        }
         let mut worker = PushWorker::new(service.clone(), self.queue.clone(), dedup, worker);
         if let Some(registry) = tenants {
             worker = worker.with_tenants(registry);

@@ -43,6 +43,9 @@ pub struct PushConfig {
     /// How long a node trusts a tenant's loaded push settings before reading them again: how long a change made
     /// through another node's admin API takes to apply here.
     pub tenant_refresh_ms: u64,
+    /// Users whose devices the push worker keeps in memory on a node without a shared bus (the embedded default),
+    /// where every device change goes through this process; emptied when full.
+    pub device_cache: usize,
     pub fcm: Option<FcmSection>,
     pub apns: Option<ApnsSection>,
     pub jpush: Option<JpushSection>,
@@ -65,6 +68,7 @@ impl Default for PushConfig {
             max_delayed: 10_000,
             tenant_cache: 10_000,
             tenant_refresh_ms: 5_000,
+            device_cache: 100_000,
             fcm: None,
             apns: None,
             jpush: None,
@@ -162,6 +166,9 @@ impl PushConfig {
         if self.tenant_cache == 0 || !(100..=600_000).contains(&self.tenant_refresh_ms) {
             return Err("push.tenant_cache must be ≥ 1 and push.tenant_refresh_ms 100–600000".into());
         }
+        if self.device_cache == 0 {
+            return Err("push.device_cache must be ≥ 1".into());
+        }
         Ok(())
     }
 
@@ -201,6 +208,7 @@ impl PushConfig {
             max_delayed: self.max_delayed,
             tenant_cache: self.tenant_cache,
             tenant_refresh_ms: self.tenant_refresh_ms,
+            device_cache: self.device_cache,
         }
     }
 }

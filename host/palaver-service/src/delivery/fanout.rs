@@ -6,9 +6,10 @@ use crate::error::ServiceResult;
 use crate::names::wire_name;
 use crate::render;
 use crate::{Frame, Inner};
-use palaver_core::{AccessMode, Message, SessionId, TenantId, UserId};
+use palaver_core::{AccessMode, Message, SessionId, StoreResult, TenantId, UserId};
 use palaver_proto::{MsgData, MsgPres, ServerMsg, Timestamp};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 impl Inner {
     /// Delivers a stored message to every attached reader (except `skip`) and tells subscribers who are online
@@ -69,17 +70,40 @@ impl Inner {
     pub(crate) async fn members(&self, tenant: TenantId, stored: &str) -> ServiceResult<Vec<UserId>> {
         let topic = self.topics.get(tenant, stored);
         let now = crate::now_millis();
-        // With other nodes, a change made there reaches this cache through the bus only if this node had online
-        // members of the topic at the time; the age limit bounds how long a missed change can linger.
-        let shared = self.ports.bus.is_shared();
-        let generation = match topic.cached(|c| &mut c.members, |at| !shared || now - at < SHARED_MEMBERS_MAX_AGE_MS) {
+        let generation = match topic.cached(|c| &mut c.members, |at| self.members_fresh(now, at)) {
             Ok(members) => return Ok(members),
             Err(generation) => generation,
         };
-        let subs = self.ports.subs.list_topic_subs(tenant, stored).await?;
-        let members: Vec<UserId> = subs.iter().filter(|s| s.mode().has(AccessMode::READ)).map(|s| s.user).collect();
+        let subs = self.subscribers(tenant, stored).await?;
+        let members: Vec<UserId> =
+            subs.iter().filter(|(_, mode)| mode.has(AccessMode::READ)).map(|(u, _)| *u).collect();
         topic.store(|c| &mut c.members, generation, members.clone(), now);
         Ok(members)
+    }
+
+    /// The topic's subscribers with their effective modes, from the in-process cache or the store.
+    pub(crate) async fn subscribers(
+        &self,
+        tenant: TenantId,
+        stored: &str,
+    ) -> StoreResult<Arc<Vec<(UserId, AccessMode)>>> {
+        let topic = self.topics.get(tenant, stored);
+        let now = crate::now_millis();
+        let generation = match topic.cached(|c| &mut c.subscribers, |at| self.members_fresh(now, at)) {
+            Ok(subs) => return Ok(subs),
+            Err(generation) => generation,
+        };
+        let subs = self.ports.subs.list_topic_subs(tenant, stored).await?;
+        let subs = Arc::new(subs.iter().map(|s| (s.user, s.mode())).collect::<Vec<_>>());
+        topic.store(|c| &mut c.subscribers, generation, subs.clone(), now);
+        Ok(subs)
+    }
+
+    /// Whether a member list cached at `at` may still be used at `now`. With other nodes, a change made there
+    /// reaches this cache through the bus only if this node had online members of the topic at the time; the
+    /// age limit bounds how long a missed change can linger. Alone, every change goes through this process.
+    fn members_fresh(&self, now: i64, at: i64) -> bool {
+        !self.ports.bus.is_shared() || now - at < SHARED_MEMBERS_MAX_AGE_MS
     }
 
     /// Pushes a `{pres}` on `me` to every session of `user` attached to `me`, except `skip`.

@@ -3,7 +3,7 @@
 //! Each topic this node is using has one [`LoadedTopic`], the single owner of its node-local state: the ordering
 //! lock that publishing takes once, around "allocate seq, append, ack and fan out", so that a topic's seqs are
 //! stored in order with no gaps and every session sees them in that order; and the caches beside it (readers,
-//! the publish gate, the `/v1/im/` roster). The caches sit behind a short synchronous lock that is never held
+//! the subscribers, the publish gate, the `/v1/im/` roster). The caches sit behind a short synchronous lock that is never held
 //! across an await, so that loading one (a store read, a plugin call) never happens under the ordering lock and
 //! never holds up a publish. A load that raced an invalidation does not store its stale result: every
 //! invalidation bumps the topic's generation, and a load stores only under the generation it started from.
@@ -15,7 +15,7 @@
 //! and a sweep unloads those idle for longer than the idle time. Unloading only drops caches and the seq floor,
 //! which the next use reloads from the store.
 
-use palaver_core::{Seq, TenantId, UserId};
+use palaver_core::{AccessMode, Seq, TenantId, UserId};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -45,6 +45,8 @@ impl<T> Default for Slot<T> {
 #[derive(Debug, Default)]
 pub(crate) struct TopicCache {
     generation: u64,
+    /// Every subscriber with their effective mode (what the push worker picks recipients from).
+    pub(crate) subscribers: Slot<Arc<Vec<(UserId, AccessMode)>>>,
     /// Subscribers with read access.
     pub(crate) members: Slot<Vec<UserId>>,
     /// What the publish gate needs (mutes and roles of a group, blocks between a P2P topic's two users).

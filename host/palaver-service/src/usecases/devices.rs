@@ -66,12 +66,16 @@ impl Devices<'_> {
             language: info.language.unwrap_or_default().chars().take(32).collect(),
             last_seen: now_millis(),
         };
-        store.upsert_device(self.tenant, &device).await?;
+        let stored = store.upsert_device(self.tenant, &device).await;
+        self.svc.push.devices.changed();
+        stored?;
         Ok(Some(id))
     }
 
     /// Removes the user's device with this token; true if it existed.
     pub(crate) async fn remove(&self, user: UserId, token: &str) -> ServiceResult<bool> {
-        Ok(self.svc.ports.devices.delete_device(self.tenant, user, &device_id(token)).await?)
+        let removed = self.svc.ports.devices.delete_device(self.tenant, user, &device_id(token)).await;
+        self.svc.push.devices.changed();
+        Ok(removed?)
     }
 }

@@ -70,6 +70,10 @@ impl Subscriptions<'_> {
                 let now = now_millis();
                 self.svc.ports.subs.update_sub_mode(tenant, name, me, want, sub.given, now).await?;
                 sub.want = want;
+                // The cached member lists (fanout's readers, the push worker's recipients) hold the old mode.
+                let event =
+                    crate::delivery::dispatch::Event::Access { topic: name.to_owned(), user: me, mode: sub.mode() };
+                self.svc.dispatch(tenant, event, None, Some(me)).await;
             }
             if !sub.mode().has(AccessMode::JOIN) {
                 return Err(ServiceError::PermissionDenied);

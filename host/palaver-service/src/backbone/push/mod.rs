@@ -1,8 +1,10 @@
 //! Offline push, the publish side: after a message is stored, one [`PushTask`] is handed without waiting to a
 //! bounded buffer; a background task moves the buffer into the tenant's outbox (topic `push`), and the relay
-//! takes it to the queue (`im.push.task`), where the [`worker::PushWorker`] consumes it. The publish path never
+//! takes it to the queue (`im.push.task`), where the [`worker::PushWorker`] consumes it. On the embedded queue
+//! the buffer drains straight into the queue instead ([`crate::Service::push_through`]). The publish path never
 //! awaits any of this: a full buffer drops the task and counts it (`palaver_push_dropped_total`).
 
+mod devices;
 mod payload;
 mod state;
 mod tenants;
@@ -45,6 +47,8 @@ pub struct PushConfig {
     /// How old a tenant's loaded push settings may get before the worker reads them again, in milliseconds: how
     /// long another node's admin change takes to reach this one.
     pub tenant_refresh_ms: u64,
+    /// Users whose devices the worker keeps in memory when this node is the only writer of devices.
+    pub device_cache: usize,
 }
 
 impl Default for PushConfig {
@@ -59,6 +63,7 @@ impl Default for PushConfig {
             max_delayed: 10_000,
             tenant_cache: 10_000,
             tenant_refresh_ms: 5_000,
+            device_cache: devices::DEFAULT_MAX,
         }
     }
 }
@@ -173,11 +178,23 @@ impl Inner {
     }
 }
 
-/// Moves buffered tasks into their tenants' outboxes until the service is dropped.
+/// Moves buffered tasks into their tenants' outboxes, or straight into the queue where
+/// [`Service::push_through`] named one, until the service is dropped.
 pub(crate) async fn drain(inner: std::sync::Weak<Inner>, mut rx: mpsc::Receiver<PushTask>) {
     let mut batch = Vec::with_capacity(DRAIN_BATCH);
     while rx.recv_many(&mut batch, DRAIN_BATCH).await > 0 {
         let Some(inner) = inner.upgrade() else { return };
+        if let Some(queue) = inner.push.direct.get() {
+            // Every tenant's tasks in one produce: on the embedded queue that is one transaction on the store's
+            // one writer, which the publish path shares, per batch rather than per task.
+            let records: Vec<QueueRecord> = batch.drain(..).map(|task| push_record(&task)).collect();
+            let n = records.len();
+            if let Err(err) = queue.produce_batch(records).await {
+                inner.push.lost(n);
+                tracing::warn!(%err, tasks = n, "push tasks not written to the queue");
+            }
+            continue;
+        }
         let mut by_tenant: BTreeMap<TenantId, Vec<QueueRecord>> = BTreeMap::new();
         for task in batch.drain(..) {
             by_tenant.entry(task.tenant).or_default().push(push_record(&task));
@@ -191,8 +208,22 @@ pub(crate) async fn drain(inner: std::sync::Weak<Inner>, mut rx: mpsc::Receiver<
     }
 }
 
+impl crate::Service {
+    /// Hands push tasks straight to `queue` rather than to the tenant's outbox and the relay. Only for a queue
+    /// that is down only when the store is (the embedded queue, in the store's file or beside it): the outbox
+    /// exists so that a queue outage loses nothing and chat goes on, which such a queue never needs, and through
+    /// it every task would cost the store's one writer three more writes (the outbox row, the queue row, the
+    /// outbox delete) plus the relay's lease and reads. A push task commits with nothing else either way: it is
+    /// made after its message is stored.
+    pub fn push_through(&self, queue: Arc<dyn palaver_core::ports::TaskQueue>) {
+        if self.inner.push.direct.set(queue).is_err() {
+            tracing::warn!("push tasks already go straight to a queue; the second one is ignored");
+        }
+    }
+}
+
 /// The buffer's two ends: the state keeps the sender, [`drain`] gets the receiver.
 pub(crate) fn buffer(cfg: &PushConfig) -> (Arc<PushState>, mpsc::Receiver<PushTask>) {
     let (tx, rx) = mpsc::channel(cfg.buffer.max(1));
-    (Arc::new(PushState::new(tx)), rx)
+    (Arc::new(PushState::new(tx, cfg.device_cache)), rx)
 }

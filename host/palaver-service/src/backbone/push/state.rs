@@ -1,12 +1,14 @@
-//! The push side's shared state on a node: the buffer's sender and the counters, registered as a
-//! [`MetricsSource`] in the node's one registry.
+//! The push side's shared state on a node: the buffer's sender, where the buffer drains to, the worker's device
+//! copies and the counters, registered as a [`MetricsSource`] in the node's one registry.
 
+use super::devices::DeviceCopies;
 use palaver_core::MetricsSource;
-use palaver_core::ports::PushTask;
+use palaver_core::ports::{PushTask, TaskQueue};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -40,6 +42,11 @@ struct FailureLabel {
 /// Counters of the push path.
 pub struct PushState {
     tx: mpsc::Sender<PushTask>,
+    /// The queue the buffer drains into directly, when it is one that is down only when the store is (the
+    /// embedded queue); unset: through the tenant's outbox and the relay.
+    pub(crate) direct: OnceLock<Arc<dyn TaskQueue>>,
+    /// The worker's copies of each user's devices; used only on a node without a shared bus.
+    pub(crate) devices: DeviceCopies,
     pub(crate) triggered: Counter,
     pub(crate) dropped: Counter,
     pub(crate) deduplicated: Counter,
@@ -54,7 +61,7 @@ pub struct PushState {
 }
 
 impl PushState {
-    pub(crate) fn new(tx: mpsc::Sender<PushTask>) -> PushState {
+    pub(crate) fn new(tx: mpsc::Sender<PushTask>, device_cache: usize) -> PushState {
         let filtered = Family::default();
         for decision in DECISIONS {
             let _ = filtered.get_or_create(&DecisionLabel { decision });
@@ -62,6 +69,8 @@ impl PushState {
         PushState {
             filtered,
             tx,
+            direct: OnceLock::new(),
+            devices: DeviceCopies::new(device_cache),
             triggered: Counter::default(),
             dropped: Counter::default(),
             deduplicated: Counter::default(),
@@ -82,7 +91,7 @@ impl PushState {
         };
     }
 
-    /// Tasks that reached the buffer but not the outbox.
+    /// Tasks that reached the buffer but not the outbox (or the queue).
     pub(crate) fn lost(&self, n: usize) {
         self.dropped.inc_by(n as u64);
     }

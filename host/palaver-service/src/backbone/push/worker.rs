@@ -9,6 +9,11 @@
 //! (`what: read`) or a subscription change by someone else (`what: sub`) names its one user, whose devices get a
 //! silent push (the reading device excepted) so apps clear notifications.
 //!
+//! **Reads.** Per task the worker needs the topic's subscribers and each recipient's devices. On a node alone
+//! (no shared bus) both come from memory, exact because every change to them goes through this process: the
+//! subscribers from the loaded topic's cache, which every membership and mode change drops, and the devices
+//! from [`super::devices::DeviceCopies`]. In a cluster both are read from the store per task.
+//!
 //! **Once.** Before pushing a user, the worker claims `push:dedup:{topic}:{seq}:{uid}` (Redis `SET NX` with
 //! `push.dedup_ttl_ms` in scale-out, a bounded in-process map when embedded), so a redelivered task or a second
 //! worker pushes nobody twice. The offset is committed after the task is done: once per fetched batch (at most
@@ -35,7 +40,7 @@ use crate::names::wire_name;
 use palaver_core::ports::{
     Delivery, Device, PushDedup, PushError, PushTask, QueueRecord, QueueTopic, TaskQueue, TenantStore,
 };
-use palaver_core::{AccessMode, StoreResult, UserId};
+use palaver_core::{AccessMode, StoreResult, TenantId, UserId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -142,7 +147,6 @@ impl PushWorker {
 
     /// Pushes one task to its recipients.
     pub(crate) async fn push_task(&self, task: &PushTask, delivery: &Delivery) -> StoreResult<()> {
-        let ports = &self.service.inner.ports;
         // The tenant's settings as stored decide: a task made while they were loading on the publishing node
         // followed the node's switches.
         let push = self.service.inner.push_tenants.get(task.tenant).await;
@@ -165,10 +169,12 @@ impl PushWorker {
         };
         for user in self.recipients(task).await? {
             let sender = user == task.from;
-            let devices = ports.devices.list_devices(task.tenant, user).await?;
-            let devices: Vec<Device> = devices
-                .into_iter()
+            let devices: Vec<Device> = self
+                .devices(task.tenant, user)
+                .await?
+                .iter()
                 .filter(|d| !(sender && task.sender_device.as_deref() == Some(&d.device_id)))
+                .cloned()
                 .collect();
             if devices.is_empty() {
                 continue;
@@ -197,7 +203,15 @@ impl PushWorker {
             return Ok(vec![user]);
         }
         let ports = &self.service.inner.ports;
-        let subs = ports.subs.list_topic_subs(task.tenant, &task.topic).await?;
+        // Alone, this node is where every membership change happens, so the topic's cached subscribers are
+        // exact; in a cluster the change may have been made on a node that never tells this one (it tells only
+        // nodes with online members of the topic), so the store is read.
+        let subs = if ports.bus.is_shared() {
+            let subs = ports.subs.list_topic_subs(task.tenant, &task.topic).await?;
+            Arc::new(subs.iter().map(|s| (s.user, s.mode())).collect())
+        } else {
+            self.service.inner.subscribers(task.tenant, &task.topic).await?
+        };
         // Attached on any node, in a cluster: the publishing node's own list, plus what every node's hub told
         // the shared presence (a few milliseconds behind a `{sub}` or `{leave}`). If that cannot be read, the
         // publishing node's list alone decides: a push too many rather than one missed.
@@ -208,11 +222,26 @@ impl PushWorker {
                 Err(e) => tracing::debug!(error = %e, "attached users not read; the publishing node's list decides"),
             }
         }
-        let wanted = |s: &palaver_core::Subscription| {
-            s.user == task.from
-                || (!attached.contains(&s.user) && s.mode().has(AccessMode::READ) && s.mode().has(AccessMode::PRES))
+        let wanted = |(user, mode): &(UserId, AccessMode)| {
+            *user == task.from || (!attached.contains(user) && mode.has(AccessMode::READ) && mode.has(AccessMode::PRES))
         };
-        Ok(subs.iter().filter(|s| wanted(s)).map(|s| s.user).collect())
+        Ok(subs.iter().filter(|s| wanted(s)).map(|(user, _)| *user).collect())
+    }
+
+    /// The user's devices: on a node alone, from the worker's copies (exact: every device change goes through
+    /// this process and drops them); in a cluster, from the store, since any node may register a device.
+    async fn devices(&self, tenant: TenantId, user: UserId) -> StoreResult<Arc<Vec<Device>>> {
+        let inner = &self.service.inner;
+        if inner.ports.bus.is_shared() {
+            return Ok(Arc::new(inner.ports.devices.list_devices(tenant, user).await?));
+        }
+        let epoch = match self.state().devices.get(tenant, user) {
+            Ok(devices) => return Ok(devices),
+            Err(epoch) => epoch,
+        };
+        let devices = Arc::new(inner.ports.devices.list_devices(tenant, user).await?);
+        self.state().devices.put(tenant, user, epoch, devices.clone());
+        Ok(devices)
     }
 
     /// Sends to one device, retrying what is worth retrying; the final outcome is counted and, if a failure,
@@ -243,7 +272,9 @@ impl PushWorker {
                 Err(PushError::Unregistered) => {
                     self.state().failed(provider.name(), "unregistered", Some(took));
                     let ports = &self.service.inner.ports;
-                    if ports.devices.delete_device(task.tenant, device.user, &device.device_id).await? {
+                    let removed = ports.devices.delete_device(task.tenant, device.user, &device.device_id).await;
+                    self.state().devices.changed();
+                    if removed? {
                         self.state().removed_devices.inc();
                     }
                     return Ok(());

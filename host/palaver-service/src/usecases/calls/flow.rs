@@ -306,7 +306,8 @@ impl Inner {
         // Page by start time (a page may repeat the last one's final instant: `seen` skips what was judged).
         let (mut since, mut seen) = (i64::MIN, std::collections::HashSet::new());
         loop {
-            let page = self.ports.calls.live_calls(tenant, since, now, SWEEP_BATCH).await?;
+            // `now + 1`: a call that started this very millisecond is live too (the bound is exclusive).
+            let page = self.ports.calls.live_calls(tenant, since, now + 1, SWEEP_BATCH).await?;
             let (full, mut fresh) = (page.len() == SWEEP_BATCH, false);
             for call in page {
                 since = since.max(call.started_at);
