@@ -160,3 +160,29 @@ async fn embedded_queue_prunes_expired_records_and_survives_a_restart() {
     let d = fresh.next().await.unwrap();
     assert_eq!((d.record.payload.clone(), d.offset), (vec![9], 4), "offsets are never reused after pruning");
 }
+
+/// A consumer reading from memory misses nothing another process wrote to the same file: records it took ids
+/// between this process's are read from the file, in order, and one written last is found by the fallback poll.
+#[tokio::test]
+async fn embedded_queue_reads_another_writers_records_in_order() {
+    use palaver_core::ports::{QueueRecord, QueueTopic, TaskQueue};
+    use palaver_store_sqlite::{POLL_FALLBACK, SqliteQueue};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let here = SqliteQueue::new(SqliteStore::open(&path).await.unwrap());
+    let other = SqliteQueue::new(SqliteStore::open(&path).await.unwrap());
+    let rec = |n: u8| QueueRecord::new(QueueTopic::Push, "k", vec![n]);
+    let mut c = here.subscribe(QueueTopic::Push, "g").await.unwrap();
+    here.produce_batch(vec![rec(0), rec(1)]).await.unwrap();
+    here.produce(QueueRecord::new(QueueTopic::Audit, "k", vec![99])).await.unwrap();
+    other.produce(rec(2)).await.unwrap();
+    here.produce_batch(vec![rec(3), rec(4)]).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        got.push(c.next().await.unwrap().record.payload[0]);
+    }
+    assert_eq!(got, vec![0, 1, 2, 3, 4], "the other writer's record in its place");
+    other.produce(rec(5)).await.unwrap();
+    let d = tokio::time::timeout(POLL_FALLBACK * 3, c.next()).await.expect("found by the fallback poll").unwrap();
+    assert_eq!(d.record.payload, vec![5]);
+}

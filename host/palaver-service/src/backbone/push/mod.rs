@@ -25,6 +25,10 @@ use tokio::sync::mpsc;
 /// Tasks moved from the buffer to the outbox in one write at most.
 const DRAIN_BATCH: usize = 256;
 
+/// How long the drain waits for more tasks after the first of a batch, as a Kafka producer's `linger.ms`: under
+/// load one write then carries many tasks instead of about one, and a push leaves this much later at most.
+const DRAIN_LINGER: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Push settings of the node (`[push]`).
 #[derive(Debug, Clone)]
 pub struct PushConfig {
@@ -183,6 +187,14 @@ impl Inner {
 pub(crate) async fn drain(inner: std::sync::Weak<Inner>, mut rx: mpsc::Receiver<PushTask>) {
     let mut batch = Vec::with_capacity(DRAIN_BATCH);
     while rx.recv_many(&mut batch, DRAIN_BATCH).await > 0 {
+        if batch.len() < DRAIN_BATCH {
+            tokio::time::sleep(DRAIN_LINGER).await;
+            while batch.len() < DRAIN_BATCH
+                && let Ok(task) = rx.try_recv()
+            {
+                batch.push(task);
+            }
+        }
         let Some(inner) = inner.upgrade() else { return };
         if let Some(queue) = inner.push.direct.get() {
             // Every tenant's tasks in one produce: on the embedded queue that is one transaction on the store's

@@ -6,8 +6,13 @@
 //! consumer does, so an uncommitted record is delivered again only to the next member of the group (after a
 //! restart, say). Members of one group do not split the topic: run one member per group.
 //!
-//! A waiting consumer is woken by a produce in this process (a `Notify`) and otherwise looks again every
-//! [`POLL_FALLBACK`], which catches records another process wrote to the same file without busy-polling.
+//! A batch is one `INSERT … RETURNING id` per [`INSERT_ROWS`] records: one round trip to the writer's thread
+//! rather than one per record. What this process produced is also kept in memory ([`tail`]), and a consumer here
+//! reads it from there when memory can prove it skips nothing; otherwise it queries the file. A waiting consumer
+//! is woken by a produce in this process (a `Notify`) and otherwise queries the file every [`POLL_FALLBACK`],
+//! which catches records another process wrote to the same file without busy-polling.
+
+mod tail;
 
 use crate::SqliteStore;
 use crate::error::db_error;
@@ -19,6 +24,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use tail::{Look, Tail};
 use tokio::sync::Notify;
 
 /// How often a waiting consumer looks for records produced by another process.
@@ -27,8 +33,11 @@ pub const POLL_FALLBACK: Duration = Duration::from_secs(1);
 /// How long records are kept, like a Kafka topic's retention; older ones are pruned whether consumed or not.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// Records read per query.
-const BATCH: i64 = 100;
+/// Records read per query (or from memory) at most.
+const BATCH: usize = 100;
+
+/// Records per insert statement: five parameters each, well under SQLite's 32766.
+const INSERT_ROWS: usize = 256;
 
 /// Produces between two prunes of expired records.
 const PRUNE_EVERY: u64 = 1000;
@@ -40,6 +49,7 @@ pub struct SqliteQueue {
     produced: Arc<Notify>,
     retention: Duration,
     produces: Arc<AtomicU64>,
+    tail: Arc<Tail>,
 }
 
 impl SqliteQueue {
@@ -49,7 +59,13 @@ impl SqliteQueue {
     }
 
     pub fn with_retention(store: SqliteStore, retention: Duration) -> SqliteQueue {
-        SqliteQueue { store, produced: Arc::new(Notify::new()), retention, produces: Arc::new(AtomicU64::new(0)) }
+        SqliteQueue {
+            store,
+            produced: Arc::new(Notify::new()),
+            retention,
+            produces: Arc::new(AtomicU64::new(0)),
+            tail: Arc::default(),
+        }
     }
 
     /// Counts produced records and prunes expired ones every [`PRUNE_EVERY`] of them.
@@ -70,51 +86,48 @@ impl SqliteQueue {
             .execute(&self.store.writer)
             .await
             .map_err(db_error)?;
+        self.tail.prune(cutoff);
         Ok(done.rows_affected())
+    }
+
+    /// Inserts `records` in one statement (autocommitted on the one writer connection: `Ok` means the rows are
+    /// in the WAL) and notes them in memory.
+    async fn insert(&self, records: &[QueueRecord]) -> StoreResult<()> {
+        let mut sql = String::from("INSERT INTO queue_records (topic, msg_key, headers, payload, created_at) VALUES ");
+        for i in 0..records.len() {
+            sql.push_str(if i == 0 { "(?, ?, ?, ?, ?)" } else { ", (?, ?, ?, ?, ?)" });
+        }
+        sql.push_str(" RETURNING id");
+        let now = now_millis();
+        // Built from placeholders only: every value is bound.
+        let mut query = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql));
+        for r in records {
+            query = query.bind(r.topic.as_str()).bind(&r.key).bind(headers_col(&r.headers)).bind(&r.payload).bind(now);
+        }
+        let mut ids = query.fetch_all(&self.store.writer).await.map_err(db_error)?;
+        // RETURNING promises no order; one statement's rows take rising ids in the order of its VALUES.
+        ids.sort_unstable();
+        self.tail.produced(&ids, records);
+        Ok(())
     }
 }
 
 #[async_trait]
 impl TaskQueue for SqliteQueue {
     async fn produce(&self, r: QueueRecord) -> StoreResult<()> {
-        // Autocommitted on the one writer connection: `Ok` means the row is in the WAL.
-        sqlx::query("INSERT INTO queue_records (topic, msg_key, headers, payload, created_at) VALUES (?, ?, ?, ?, ?)")
-            .bind(r.topic.as_str())
-            .bind(&r.key)
-            .bind(headers_col(&r.headers))
-            .bind(&r.payload)
-            .bind(now_millis())
-            .execute(&self.store.writer)
-            .await
-            .map_err(db_error)?;
-        self.produced.notify_waiters();
-        self.produced_some(1).await;
-        Ok(())
+        self.produce_batch(vec![r]).await
     }
 
     async fn produce_batch(&self, records: Vec<QueueRecord>) -> StoreResult<()> {
-        if records.is_empty() {
-            return Ok(());
+        // Each statement commits whole, its ids in order; a failure leaves the earlier chunks durable, which the
+        // port allows (the caller produces again and consumers are idempotent).
+        for chunk in records.chunks(INSERT_ROWS) {
+            self.insert(chunk).await?;
         }
-        // One transaction: the batch commits whole, its ids in order.
-        let mut tx = self.store.begin_write().await?;
-        let now = now_millis();
-        for r in &records {
-            sqlx::query(
-                "INSERT INTO queue_records (topic, msg_key, headers, payload, created_at) VALUES (?, ?, ?, ?, ?)",
-            )
-            .bind(r.topic.as_str())
-            .bind(&r.key)
-            .bind(headers_col(&r.headers))
-            .bind(&r.payload)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        if !records.is_empty() {
+            self.produced.notify_waiters();
+            self.produced_some(records.len() as u64).await;
         }
-        tx.commit().await.map_err(db_error)?;
-        self.produced.notify_waiters();
-        self.produced_some(records.len() as u64).await;
         Ok(())
     }
 
@@ -131,6 +144,7 @@ impl TaskQueue for SqliteQueue {
             group: group.to_owned(),
             next: next.unwrap_or(0),
             buffered: VecDeque::new(),
+            query: true,
         }))
     }
 }
@@ -142,16 +156,34 @@ struct SqliteConsumer {
     /// The smallest offset this member has not read yet.
     next: i64,
     buffered: VecDeque<Delivery>,
+    /// Whether the next look queries the file: the first after subscribing, and each after a quiet
+    /// [`POLL_FALLBACK`].
+    query: bool,
 }
 
 impl SqliteConsumer {
-    async fn fetch(&mut self) -> StoreResult<()> {
+    /// Buffers what comes next: from memory when it can tell, else (or with `query`) from the file. False when
+    /// memory says nothing new came from this process, so there was no need to query.
+    async fn fetch(&mut self, query: bool) -> StoreResult<bool> {
+        if !query {
+            match self.queue.tail.look(self.topic, self.next, BATCH) {
+                Look::Records(records) => {
+                    for (offset, record) in records {
+                        self.next = offset + 1;
+                        self.buffered.push_back(Delivery { record, partition: 0, offset });
+                    }
+                    return Ok(true);
+                }
+                Look::UpToDate => return Ok(false),
+                Look::Unknown => {}
+            }
+        }
         let rows: Vec<(i64, String, String, Vec<u8>)> = sqlx::query_as(
             "SELECT id, msg_key, headers, payload FROM queue_records WHERE topic = ? AND id >= ? ORDER BY id LIMIT ?",
         )
         .bind(self.topic.as_str())
         .bind(self.next)
-        .bind(BATCH)
+        .bind(BATCH as i64)
         .fetch_all(&self.queue.store.pool)
         .await
         .map_err(db_error)?;
@@ -160,7 +192,7 @@ impl SqliteConsumer {
             self.next = id + 1;
             self.buffered.push_back(Delivery { record, partition: 0, offset: id });
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -176,9 +208,10 @@ impl QueueConsumer for SqliteConsumer {
             let woken = produced.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            self.fetch().await?;
+            self.fetch(self.query).await?;
+            self.query = false;
             if self.buffered.is_empty() {
-                let _ = tokio::time::timeout(POLL_FALLBACK, woken).await;
+                self.query = tokio::time::timeout(POLL_FALLBACK, woken).await.is_err();
             }
         }
     }
