@@ -11,11 +11,14 @@ cd "$(dirname "$0")/.."
 ensure_rust
 ensure_wasm_target
 ensure_node
-# The MariaDB, Redis and Kafka adapters' tests fail (rather than skip) without their servers, so all three are
+# The MariaDB, Redis, Kafka and S3 adapters' tests fail (rather than skip) without their servers, so all four are
 # started here (the scale-out end-to-end run below uses them too).
 start_mariadb
 start_redis
 start_kafka
+# SeaweedFS for the S3 file store's tests (palaver-blobs, palaver-server's files test; built from the Go module
+# proxy on first use, about 7 minutes, then kept under /opt; exports PALAVER_TEST_S3_ENDPOINT).
+start_seaweedfs
 # coturn for the TURN credentials of tests/e2e/test/turn.test.js (exports PALAVER_TEST_TURN_PORT and _SECRET),
 # Chromium for the web app test.
 start_coturn
@@ -84,6 +87,8 @@ for node in 1 2; do
   PALAVER_SERVER__LISTEN="127.0.0.1:1606$node" PALAVER_STORE__URL="mysql://palaver:palaver@127.0.0.1:3306/$control_db" \
     PALAVER_STORE_CONFIG__REDIS='{ addr = "127.0.0.1:6379", key_prefix = "im_e2e" }' PALAVER_AUTH__TOKEN_KEY="$token_key" \
     PALAVER_SERVER__HEARTBEAT_MS=1000 PALAVER_PLUGINS__DIR="$PWD/target/plugins/deploy" PALAVER_CALLS__RING_TIMEOUT_MS=3000 \
+    PALAVER_FILES__STORE=s3 PALAVER_FILES__S3__ENDPOINT="$PALAVER_TEST_S3_ENDPOINT" PALAVER_FILES__S3__BUCKET=palaver-test \
+    PALAVER_FILES__S3__ACCESS_KEY_ID=palaver PALAVER_FILES__S3__SECRET_ACCESS_KEY=palaver-secret \
     target/debug/palaver serve --dev --config deploy/scaleout.toml --node-id "e2e-$node" --data-dir "$scaleout_dir/n$node" \
     >"$scaleout_dir/n$node.log" 2>&1 &
   pids+=($!)

@@ -6,6 +6,9 @@
 #   start_redis              # Redis 7.0 on 127.0.0.1:6379
 #   start_kafka              # Apache Kafka (KRaft, one node) on 127.0.0.1:9092
 #   start_coturn             # coturn (TURN REST credentials, use-auth-secret) on 127.0.0.1:13478
+#   start_seaweedfs          # SeaweedFS (S3, key palaver/palaver-secret, bucket palaver-test) on 127.0.0.1:8333
+#   stop_seaweedfs           # stops the SeaweedFS start_seaweedfs started
+#   ensure_seaweedfs         # builds the pinned SeaweedFS `weed` with Go, once (start_seaweedfs calls it)
 #   ensure_chromium          # Debian's Chromium, for the web app test in tests/e2e/webapp
 #
 # Settings (environment): PALAVER_MARIADB_DATADIR (default /var/lib/mysql), PALAVER_MARIADB_PORT (3306),
@@ -323,18 +326,177 @@ start_coturn() {
   log "coturn is up: turn:127.0.0.1:$port (static-auth-secret in PALAVER_TEST_TURN_SECRET)"
 }
 
-stop_coturn() {
-  local dir pid
-  dir=$(coturn_dir)
-  [ -f "$dir/turnserver.pid" ] || return 0
-  pid=$(cat "$dir/turnserver.pid")
+# Stops the process whose id is in the file $1: SIGTERM, then SIGKILL after $2 seconds; removes the file.
+stop_pidfile() {
+  local file="$1" grace="$2" pid
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file")
   kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 20); do
+  for _ in $(seq 1 $((grace * 2))); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.5
   done
   kill -9 "$pid" 2>/dev/null || true
-  rm -f "$dir/turnserver.pid"
+  rm -f "$file"
+}
+
+stop_coturn() {
+  stop_pidfile "$(coturn_dir)/turnserver.pid" 10
+}
+
+# SeaweedFS, a real S3-compatible server that checks request signatures, for the S3 blob store's tests: `weed mini`
+# runs the master, a volume server, the filer and the S3 gateway (and an admin server, its UI off) in one process
+# on 127.0.0.1. Debian has no package and only the Go module proxy is reachable, so ensure_seaweedfs builds the
+# pinned version's `weed` from the module source once (about 6 minutes on 2 cores; the Go module and build caches
+# keep a rebuild faster). The S3 credentials are fixed test values, not secrets: the server listens on loopback
+# only. Data persists across restarts.
+#
+#   start_seaweedfs          # then tests read PALAVER_TEST_S3_ENDPOINT (http://127.0.0.1:8333), bucket
+#                            # palaver-test, access key palaver, secret key palaver-secret
+#   stop_seaweedfs           # SIGTERM the server this function started (SIGKILL after 30 s)
+#
+# Settings (environment): PALAVER_S3_PORT (8333; the master, volume server, filer and admin server take the next
+# four ports, and each gRPC port is its HTTP port + 10000: 18333-18337), PALAVER_SEAWEEDFS_HOME
+# (/opt/palaver-seaweedfs: the binary is <home>/<version>/weed), PALAVER_SEAWEEDFS_DATA (/var/lib/palaver-seaweedfs:
+# data, identities file, pid), PALAVER_SEAWEEDFS_LOG (/var/log/palaver-seaweedfs.log), PALAVER_SEAWEEDFS_VERSION
+# (the pinned module version). If a version needs a newer Go than the installed one, set GOTOOLCHAIN=go1.27.3 and
+# the go command fetches that toolchain from the module proxy. A server already answering on the S3 port is taken
+# as it is: it must accept these credentials.
+seaweedfs_version() {
+  printf '%s' "${PALAVER_SEAWEEDFS_VERSION:-v0.0.0-20261109003541-7506e5f91cd6}"
+}
+
+seaweedfs_bin() {
+  printf '%s/%s/weed' "${PALAVER_SEAWEEDFS_HOME:-/opt/palaver-seaweedfs}" "$(seaweedfs_version)"
+}
+
+seaweedfs_data() {
+  printf '%s' "${PALAVER_SEAWEEDFS_DATA:-/var/lib/palaver-seaweedfs}"
+}
+
+seaweedfs_alive() {
+  (exec 3<>"/dev/tcp/127.0.0.1/${PALAVER_S3_PORT:-8333}") 2>/dev/null
+}
+
+# Creates the test bucket with a signed request (an existing one answers 409, which is as good). Debian 12's curl
+# (7.88) signs with --aws-sigv4 but sends no x-amz-content-sha256 and does not canonicalise query strings: a
+# request with a body needs `-H "x-amz-content-sha256: <sha256 of the body>"`, and a query must already be in
+# canonical form (sorted, `key=value`, percent-encoded) for the signature to match.
+seaweedfs_create_bucket() {
+  local code
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --aws-sigv4 "aws:amz:us-east-1:s3" \
+    --user palaver:palaver-secret -X PUT "http://127.0.0.1:${PALAVER_S3_PORT:-8333}/palaver-test" 2>/dev/null)
+  [ "$code" = 200 ] || [ "$code" = 409 ]
+}
+
+# Builds the pinned `weed` once. `go install …/weed@version` refuses a module whose go.mod has replace directives,
+# so the module source is fetched with `go mod download`, copied to a scratch directory and built there as the
+# main module, where its replace directives apply.
+ensure_seaweedfs() {
+  local bin version src build old target started
+  bin=$(seaweedfs_bin)
+  version=$(seaweedfs_version)
+  if [ -x "$bin" ]; then
+    return 0
+  fi
+  if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+    export PATH="/usr/local/go/bin:$PATH"
+  fi
+  if ! command -v go >/dev/null 2>&1; then
+    log "go not found: install the Go toolchain (1.26 or later), then rerun"
+    return 1
+  fi
+  started=$(date +%s)
+  log "building SeaweedFS $version into $bin (takes minutes)"
+  src=$(go mod download -json "github.com/seaweedfs/seaweedfs@$version" | sed -n 's/^\t"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  if [ -z "$src" ] || [ ! -d "$src" ]; then
+    log "could not fetch github.com/seaweedfs/seaweedfs@$version from the module proxy"
+    return 1
+  fi
+  build=$(mktemp -d "${TMPDIR:-/tmp}/palaver-seaweedfs-build.XXXXXX")
+  cp -r "$src/." "$build/"
+  chmod -R u+w "$build"
+  # A replace pointing at a local directory the module does not ship (a path on its author's machine) cannot
+  # apply here: drop it, so the replaced module comes from the proxy at its required version.
+  while IFS=$'\t' read -r old target; do
+    case "$target" in /*) ;; *) target="$build/$target" ;; esac
+    if [ ! -e "$target" ]; then
+      log "dropping the replace of $old: its local target is missing"
+      (cd "$build" && go mod edit -dropreplace="$old")
+    fi
+  done < <(cd "$build" && go mod edit -print | awk '
+    /^replace \($/ { block = 1; next }
+    block && /^\)$/ { block = 0; next }
+    /^replace / || block {
+      line = $0; sub(/^replace[ \t]+/, "", line); sub(/^[ \t]+/, "", line)
+      if (split(line, side, " => ") != 2 || side[2] !~ /^(\.|\/)/) next
+      n = split(side[1], o, " ")
+      printf "%s\t%s\n", (n > 1 ? o[1] "@" o[2] : o[1]), side[2]
+    }')
+  mkdir -p "$(dirname "$bin")"
+  if ! (cd "$build" && go build -mod=mod -trimpath -ldflags "-s -w" -o "$bin.tmp" ./weed); then
+    log "building SeaweedFS failed (scratch copy kept in $build)"
+    rm -f "$bin.tmp"
+    return 1
+  fi
+  mv "$bin.tmp" "$bin"
+  rm -rf "$build"
+  log "built $bin in $(($(date +%s) - started)) s"
+}
+
+start_seaweedfs() {
+  local port="${PALAVER_S3_PORT:-8333}"
+  local logfile="${PALAVER_SEAWEEDFS_LOG:-/var/log/palaver-seaweedfs.log}"
+  local data bin
+  data=$(seaweedfs_data)
+  export PALAVER_TEST_S3_ENDPOINT="http://127.0.0.1:$port"
+  command -v curl >/dev/null 2>&1 || apt_install curl
+  if seaweedfs_alive; then
+    if seaweedfs_create_bucket; then
+      log "SeaweedFS (S3) is already answering on 127.0.0.1:$port"
+      return 0
+    fi
+    log "127.0.0.1:$port answers, but not as an S3 server accepting palaver/palaver-secret"
+    return 1
+  fi
+  ensure_seaweedfs || return 1
+  bin=$(seaweedfs_bin)
+  mkdir -p "$data" "$(dirname "$logfile")"
+  cat >"$data/s3-identities.json" <<'JSON'
+{
+  "identities": [
+    {
+      "name": "palaver",
+      "credentials": [{ "accessKey": "palaver", "secretKey": "palaver-secret" }],
+      "actions": ["Admin", "Read", "Write", "List", "Tagging"]
+    }
+  ]
+}
+JSON
+  : >"$logfile"
+  log "starting SeaweedFS on 127.0.0.1:$port (master, volume, filer, admin on $((port + 1))-$((port + 4));" \
+    "data $data, log $logfile)"
+  # Every port is given explicitly: `weed mini` then fails on a busy one instead of moving to another.
+  nohup "$bin" mini -dir="$data" -ip=127.0.0.1 -ip.bind=127.0.0.1 -s3.port="$port" \
+    -master.port=$((port + 1)) -volume.port=$((port + 2)) -filer.port=$((port + 3)) -admin.port=$((port + 4)) \
+    -admin.port.legacy=0 -admin.ui=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
+    -s3.config="$data/s3-identities.json" </dev/null >"$logfile" 2>&1 &
+  echo $! >"$data/weed.pid"
+  local waited=0
+  until seaweedfs_create_bucket; do
+    if [ "$waited" -ge 120 ] || ! kill -0 "$(cat "$data/weed.pid")" 2>/dev/null; then
+      log "SeaweedFS did not serve S3 within $((waited / 2)) s; see $logfile"
+      tail -n 20 "$logfile" >&2 || true
+      return 1
+    fi
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+  log "SeaweedFS is up: S3 at http://127.0.0.1:$port (access key palaver, secret palaver-secret, bucket palaver-test)"
+}
+
+stop_seaweedfs() {
+  stop_pidfile "$(seaweedfs_data)/weed.pid" 30
 }
 
 # Debian's Chromium, which tests/e2e/webapp drives headless with puppeteer-core (that package downloads no browser

@@ -72,6 +72,8 @@ reasons! {
     ContentRejected = "CONTENT_REJECTED", PolicyViolation, "A content filter refused the message (the ctrl text says why).";
     NotImplemented = "NOT_IMPLEMENTED", NotImplemented, "The server does not implement this.";
     Busy = "BUSY", Busy, "A party of the call is in another call already.";
+    FileBlocked = "FILE_BLOCKED", UnavailableForLegalReasons, "The file was taken down (by a scan or an operator).";
+    RangeNotSatisfiable = "RANGE_NOT_SATISFIABLE", RangeNotSatisfiable, "The requested byte range lies outside the file.";
     VersionNotSupported = "VERSION_NOT_SUPPORTED", VersionNotSupported, "The client's protocol version is not supported.";
     Unavailable = "UNAVAILABLE", ServiceUnavailable, "A dependency is down; retry after the hinted delay.";
     Internal = "INTERNAL", InternalError, "An internal fault (logged on the server).";
@@ -153,7 +155,8 @@ reasons! {
     BadPassword = "BAD_PASSWORD", Malformed, "The new password breaks the password rules.";
     NoPasswordLogin = "NO_PASSWORD_LOGIN", NotFound, "The user has no password login to reset.";
     NotHeld = "NOT_HELD", AlreadyExists, "The message is not held for review (`message.moderate`).";
-    FilesNotAvailable = "FILES_NOT_AVAILABLE", NotFound, "This server stores no files, so no file's audit status can change.";
+    FileNotFound = "FILE_NOT_FOUND", NotFound, "No uploaded file has this id (`file.audit.update`).";
+    BadFileStatus = "BAD_FILE_STATUS", Malformed, "`status` must be `clean`, `pending` or `blocked` (`file.audit.update`).";
     BadReport = "BAD_REPORT", Malformed, "`payload.report` is not a report id.";
     BadResolution = "BAD_RESOLUTION", Malformed, "`payload.resolution` is longer than 64 bytes.";
     ReportNotFound = "REPORT_NOT_FOUND", NotFound, "No such report.";

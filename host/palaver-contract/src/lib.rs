@@ -42,7 +42,9 @@
 //! change, a token revocation or a moderation decision commits the records it owes in its own transaction.
 //!
 //! The device store (push tokens) runs [`device_contract_tests!`] in the same two forms, the call store
-//! [`call_contract_tests!`] and the tenant settings store [`settings_contract_tests!`] too.
+//! [`call_contract_tests!`], the tenant settings store [`settings_contract_tests!`] and the file record store
+//! [`file_contract_tests!`] too. A blob store (file bytes) runs [`blob_contract_tests!`], whose expression
+//! evaluates to the store.
 //!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
@@ -310,6 +312,35 @@ macro_rules! settings_contract_tests {
         $crate::__contract_suite!([$($input)+]
             settings_round_trip_and_replace,
             settings_tenants_and_names_are_isolated,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per file record store case, each on a fresh store made by the given async
+/// expression (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! file_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            file_record_round_trips,
+            file_references_link_and_list,
+            file_unreferenced_are_listed_oldest_first,
+            file_uploads_counted_and_tenants_isolated,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per blob store case, each on the `BlobStore` the given async expression
+/// evaluates to; a block evaluating to that future may `return` first to skip the case, as when its server is not
+/// configured. The cases use keys of their
+/// own, so one store may serve them all.
+#[macro_export]
+macro_rules! blob_contract_tests {
+    ($make:expr) => {
+        $crate::__contract_suite!(@each store: _ = $make;
+            blob_round_trip_and_ranges,
+            blob_failed_upload_leaves_nothing,
+            blob_large_object_spans_parts,
         );
     };
 }

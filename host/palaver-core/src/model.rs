@@ -193,6 +193,9 @@ pub struct DeleteMessages {
     /// The user who asked; for a soft delete, the only one who stops seeing the messages.
     pub for_user: UserId,
     pub when: UnixMillis,
+    /// A hard delete that is the sender's recall of their own messages: stored as `recalled` by this user
+    /// (rather than `deleted`), with the time.
+    pub recalled_by: Option<UserId>,
 }
 
 /// The deletions a reader sees: the highest relevant deletion id and the deleted ranges.

@@ -4,14 +4,27 @@ use crate::Shared;
 use crate::listener::Routes;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use palaver_core::TenantId;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub(crate) type Body = Full<Bytes>;
+/// A response body: a whole one ([`full`]) for every answer but a file download, which streams.
+pub(crate) type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// A body of these bytes.
+pub(crate) fn full(bytes: Bytes) -> Body {
+    Full::new(bytes).map_err(|never| match never {}).boxed_unsync()
+}
+
+/// An empty response with this status.
+pub(crate) fn empty(status: StatusCode) -> Response<Body> {
+    let mut resp = Response::new(full(Bytes::new()));
+    *resp.status_mut() = status;
+    resp
+}
 
 /// Routes one request that came in on a listener serving `routes`.
 pub(crate) async fn route(
@@ -71,6 +84,7 @@ async fn route_inner(
         (_, p) if p.starts_with("/v1/im/") => crate::im::handle(&shared, req).await,
         (_, "/v0/channels") => crate::ws::upgrade(shared, req, remote).await,
         (_, "/v0/channels/lp") => crate::longpoll::handle(shared, req, remote).await,
+        (_, p) if p.starts_with("/v0/file/") => crate::files::handle(&shared, req).await,
         _ => text(StatusCode::NOT_FOUND, "not found"),
     }
 }
@@ -84,6 +98,8 @@ fn route_label(method: &Method, path: &str) -> Option<&'static str> {
         "/metrics" => "/metrics",
         "/v1/openapi.json" => "/v1/openapi.json",
         p if p.starts_with("/v0/channels") => return None,
+        "/v0/file/u" | "/v0/file/u/" => "/v0/file/u/",
+        p if p.starts_with("/v0/file/s/") => "/v0/file/s/{file}",
         p if p.starts_with("/v1/im/") => {
             crate::im::route_path(method.as_str(), p.trim_start_matches("/v1/im")).unwrap_or("/v1/im/(unknown)")
         }
@@ -107,7 +123,7 @@ async fn metrics(shared: &Shared, req: &Request<Incoming>) -> Response<Body> {
     }
     crate::ready::export(shared).await;
     let mut resp = text(StatusCode::OK, "");
-    *resp.body_mut() = Full::new(Bytes::from(shared.service.render_metrics()));
+    *resp.body_mut() = full(Bytes::from(shared.service.render_metrics()));
     let content_type = header::HeaderValue::from_static(palaver_service::METRICS_CONTENT_TYPE);
     resp.headers_mut().insert(header::CONTENT_TYPE, content_type);
     resp
@@ -115,7 +131,7 @@ async fn metrics(shared: &Shared, req: &Request<Incoming>) -> Response<Body> {
 
 /// A plain-text response.
 pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Body> {
-    let mut resp = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    let mut resp = Response::new(full(Bytes::from_static(body.as_bytes())));
     *resp.status_mut() = status;
     resp.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=utf-8"));
     resp
@@ -123,7 +139,7 @@ pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Body> {
 
 /// A JSON response with CORS open to any origin, as Tinode's long polling answers.
 pub(crate) fn json(status: StatusCode, body: Bytes) -> Response<Body> {
-    let mut resp = Response::new(Full::new(body));
+    let mut resp = Response::new(full(body));
     *resp.status_mut() = status;
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json; charset=utf-8"));

@@ -1,5 +1,6 @@
 //! The network edge: one HTTP/1.1 listener serving Tinode's WebSocket (`/v0/channels`) and long-polling
-//! (`/v0/channels/lp`) transports, health probes, API-key checks and per-session limits.
+//! (`/v0/channels/lp`) transports, its out-of-band files (`/v0/file/u/`, `/v0/file/s/`), health probes, API-key
+//! checks and per-session limits.
 //!
 //! **Invariant:** this is the only crate that knows HTTP or WebSocket. It turns bytes into calls on
 //! `palaver_service::Session`. It names no storage adapter: the only port it calls itself is the tenant
@@ -9,6 +10,7 @@
 mod admin;
 pub mod apikey;
 mod audit;
+mod files;
 mod http;
 mod im;
 mod limits;

@@ -7,7 +7,7 @@ use crate::http::{Body, bad_key, ctrl_body, ctrl_text, json, query_param, tenant
 use crate::limits::RateLimiter;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use palaver_core::TenantId;
 use palaver_proto::Code;
@@ -238,7 +238,7 @@ pub(crate) async fn sweep(shared: Arc<Shared>) {
 }
 
 fn preflight() -> Response<Body> {
-    let mut resp = Response::new(Full::default());
+    let mut resp = Response::new(crate::http::full(bytes::Bytes::new()));
     *resp.status_mut() = StatusCode::NO_CONTENT;
     let h = resp.headers_mut();
     h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, header::HeaderValue::from_static("*"));

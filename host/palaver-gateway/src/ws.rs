@@ -10,7 +10,6 @@ use crate::http::{Body, bad_key, tenant_of, text};
 use crate::limits::RateLimiter;
 use futures_util::{SinkExt, StreamExt};
 use http::{Request, Response, StatusCode, header};
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use palaver_service::{Outbound, SessionRx, Transport};
@@ -55,7 +54,7 @@ pub(crate) async fn upgrade(shared: Arc<Shared>, mut req: Request<Incoming>, rem
             }
         }
     });
-    let mut resp = Response::new(Full::default());
+    let mut resp = Response::new(crate::http::full(bytes::Bytes::new()));
     *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = resp.headers_mut();
     h.insert(header::UPGRADE, header::HeaderValue::from_static("websocket"));

@@ -217,6 +217,17 @@ pub struct MsgPub {
     pub content: Option<Value>,
     /// Palaver extension: a client-chosen message id that makes retries idempotent.
     pub client_mid: Option<String>,
+    /// The out-of-band files the message references: the top-level `extra.attachments` of the frame (download
+    /// URLs), moved here by the decoder.
+    #[serde(skip)]
+    pub attachments: Vec<String>,
+}
+
+/// The top-level `extra` of a client frame (Tinode's): what a message or a profile references out of band.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct Extra {
+    #[serde(default)]
+    pub(crate) attachments: Vec<String>,
 }
 
 /// `{get}`.

@@ -43,6 +43,7 @@ struct Envelope {
     set: Option<MsgSet>,
     del: Option<MsgDel>,
     note: Option<MsgNote>,
+    extra: Option<Extra>,
 }
 
 /// Decodes one client frame.
@@ -52,7 +53,11 @@ pub fn decode_client(frame: &[u8]) -> Result<ClientMsg, DecodeError> {
         Err(e) => return Err(recover(frame, e)),
     };
     let mut found: Vec<ClientMsg> = Vec::with_capacity(1);
-    let Envelope { hi, acc, login, sub, leave, publish, get, set, del, note } = env;
+    let Envelope { hi, acc, login, sub, leave, publish, get, set, del, note, extra } = env;
+    let publish = publish.map(|mut p| {
+        p.attachments = extra.map(|e| e.attachments).unwrap_or_default();
+        p
+    });
     found.extend(hi.map(ClientMsg::Hi));
     found.extend(acc.map(ClientMsg::Acc));
     found.extend(login.map(ClientMsg::Login));
@@ -97,6 +102,16 @@ pub fn encode_server(msg: &ServerMsg) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pub_takes_the_frames_attachments() {
+        let frame = r#"{"pub":{"id":"1","topic":"grpX","content":"x"},"extra":{"attachments":["/v0/file/s/a.jpg"]}}"#;
+        let Ok(ClientMsg::Pub(p)) = decode_client(frame.as_bytes()) else { panic!("a pub") };
+        assert_eq!(p.attachments, ["/v0/file/s/a.jpg"]);
+        let Ok(ClientMsg::Pub(p)) = decode_client(br#"{"pub":{"topic":"grpX","content":"x"}}"#) else { panic!() };
+        assert!(p.attachments.is_empty());
+        assert!(decode_client(br#"{"pub":{"topic":"t","content":"x"},"extra":{"attachments":[1]}}"#).is_err());
+    }
 
     #[test]
     fn decodes_each_kind() {

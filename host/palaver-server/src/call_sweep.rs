@@ -16,13 +16,9 @@ pub(crate) fn spawn(
     nodes: Option<Arc<dyn NodeRegistry>>,
     every: Duration,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            sweep_once(&service, tenants.as_deref(), nodes.as_deref()).await;
-        }
+    crate::every::spawn(every, move || {
+        let (service, tenants, nodes) = (service.clone(), tenants.clone(), nodes.clone());
+        async move { sweep_once(&service, tenants.as_deref(), nodes.as_deref()).await }
     })
 }
 

@@ -33,6 +33,31 @@ pub struct Config {
     pub push: crate::push::PushConfig,
     /// One-to-one call signalling (`[calls]`).
     pub calls: palaver_service::CallConfig,
+    /// Uploads, downloads and where their bytes live (`[files]`).
+    pub files: crate::files::FilesSection,
+    /// Editing and recalling sent messages (`[messages]`).
+    pub messages: MessagesConfig,
+}
+
+/// `[messages]`: how long a sender may change their mind.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MessagesConfig {
+    /// How long after sending its sender may edit a message (`{pub head:{replace}}`), in milliseconds; 0: never.
+    pub edit_window_ms: u64,
+    /// How long after sending its sender may recall a message for everyone (`{del hard:true}` without D), in
+    /// milliseconds; 0: never.
+    pub recall_window_ms: u64,
+}
+
+impl Default for MessagesConfig {
+    fn default() -> Self {
+        let d = palaver_service::EditConfig::default();
+        MessagesConfig {
+            edit_window_ms: d.edit_window.as_millis() as u64,
+            recall_window_ms: d.recall_window.as_millis() as u64,
+        }
+    }
 }
 
 /// The admin command consumer (`im.admin.command`, in group `kafka.group_id`).
@@ -518,6 +543,8 @@ const SECTIONS: &[&str] = &[
     "admin_commands",
     "push",
     "calls",
+    "files",
+    "messages",
 ];
 
 /// A configuration that cannot be used.
@@ -786,6 +813,7 @@ impl Config {
         }
         self.push.validate().map_err(ConfigError::Invalid)?;
         self.calls.validate().map_err(ConfigError::Invalid)?;
+        self.files.validate().map_err(ConfigError::Invalid)?;
         let a = &self.admin_commands;
         if a.max_attempts == 0 || a.retry_backoff_ms == 0 || a.retry_backoff_max_ms < a.retry_backoff_ms {
             return bad("admin_commands: max_attempts and retry_backoff_ms must be ≥ 1 and retry_backoff_max_ms ≥ \

@@ -7,6 +7,8 @@ mod business;
 mod call_sweep;
 mod cluster;
 pub mod config;
+mod every;
+pub mod files;
 pub mod otlp;
 mod plugins;
 mod plugins_admin;

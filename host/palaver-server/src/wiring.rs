@@ -11,9 +11,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
 use palaver_core::ports::{
-    AuditStore, BusinessPorts, CallStore, CommandStore, DeviceStore, GroupStore, HealthCheck, MessageStore, NoHooks,
-    NoRules, NotificationStore, OutboxStore, Ports, PushDedup, RelationStore, ReportStore, SettingsStore,
-    SubscriptionStore, TaskQueue, TenantStore, TopicStore, UserStore,
+    AuditStore, BlobStore, BusinessPorts, CallStore, CommandStore, DeviceStore, FileStore, GroupStore, HealthCheck,
+    MessageStore, NoHooks, NoRules, NotificationStore, OutboxStore, Ports, PushDedup, RelationStore, ReportStore,
+    SettingsStore, SubscriptionStore, TaskQueue, TenantStore, TopicStore, UserStore,
 };
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
@@ -57,6 +57,8 @@ pub struct Node {
     heartbeat: Option<Heartbeat>,
     backbone: Backbone,
     call_sweep: tokio::task::JoinHandle<()>,
+    /// Removes uploads no message referenced within `files.gc_grace_seconds`.
+    file_collector: tokio::task::JoinHandle<()>,
 }
 
 impl Node {
@@ -100,6 +102,7 @@ impl Node {
         self.service.release_presence().await;
         self.serving.abort();
         self.call_sweep.abort();
+        self.file_collector.abort();
         if let Some(m) = &self.metrics_serving {
             m.abort();
         }
@@ -144,7 +147,15 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let salt = decode_salt(&cfg.api.key_salt)?;
     let (storage, tenants, backend) = open_storage(&cfg, salt).await?;
     let (outbox, audit) = (storage.outbox.clone(), storage.audit.clone());
-    let (mut ports, cluster, dedup) = with_shared_state(&cfg, storage)?;
+    let blobs = cfg.files.open(&cfg.server.data_dir).context("opening the file store")?;
+    if cfg.store.kind == StoreKind::Mysql && cfg.files.store == crate::files::FileStoreKind::Fs {
+        tracing::warn!(
+            dir = %cfg.files.dir.display(),
+            "files are kept in this node's own directory: in a cluster, a file uploaded through one node cannot be \
+             read through another unless files.dir is storage every node mounts; set files.store = \"s3\""
+        );
+    }
+    let (mut ports, cluster, dedup) = with_shared_state(&cfg, storage, blobs)?;
     let claim = match &cluster {
         Some(c) => Some(claim_node_id(&cfg, c.nodes.as_ref()).await?),
         None => None,
@@ -211,6 +222,12 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         true => crate::call_sweep::spawn(service.clone(), registry.clone(), live_nodes, every),
         false => tokio::spawn(std::future::pending()),
     };
+    let file_collector = crate::files::spawn_collector(
+        service.clone(),
+        registry.clone(),
+        Duration::from_secs(cfg.files.gc_interval_seconds),
+        cfg.files.gc_batch,
+    );
     backbone.start(&cfg, &service, outbox, audit, registry.clone());
     if cfg.push.enabled {
         backbone.start_push(&cfg, &service, dedup, registry);
@@ -266,6 +283,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         heartbeat,
         backbone,
         call_sweep,
+        file_collector,
     })
 }
 
@@ -298,13 +316,15 @@ struct Storage {
     devices: Arc<dyn DeviceStore>,
     calls: Arc<dyn CallStore>,
     settings: Arc<dyn SettingsStore>,
+    files: Arc<dyn FileStore>,
 }
 
 impl Storage {
     fn of<S>(store: Arc<S>) -> Self
     where
         S: UserStore + TopicStore + SubscriptionStore + MessageStore + RelationStore + GroupStore + NotificationStore,
-        S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + CallStore + SettingsStore + 'static,
+        S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + CallStore + SettingsStore + FileStore,
+        S: 'static,
     {
         Storage {
             users: store.clone(),
@@ -316,6 +336,7 @@ impl Storage {
             devices: store.clone(),
             calls: store.clone(),
             settings: store.clone(),
+            files: store.clone(),
             business: BusinessPorts::of(store, Arc::new(NoRules)),
         }
     }
@@ -348,7 +369,11 @@ const TENANT_CACHE_SECONDS: u64 = 60;
 
 /// Adds seq, idempotency, presence, the bus and the push dedup: Redis-backed (with the storage decorated by its
 /// caches) when `[store_config.redis]` is set, in-process otherwise, which keeps the node's single-node behaviour.
-fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, Option<Cluster>, Arc<dyn PushDedup>)> {
+fn with_shared_state(
+    cfg: &Config,
+    storage: Storage,
+    blobs: Arc<dyn BlobStore>,
+) -> anyhow::Result<(Ports, Option<Cluster>, Arc<dyn PushDedup>)> {
     let Some(redis) = &cfg.store_config.redis else {
         let ports = Ports {
             users: storage.users,
@@ -367,6 +392,8 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
             devices: storage.devices,
             calls: storage.calls,
             settings: storage.settings,
+            files: storage.files,
+            blobs,
             login_failures: None,
         };
         return Ok((ports, None, Arc::new(MemoryPushDedup::new(cfg.push.dedup_capacity))));
@@ -385,6 +412,7 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
     let devices = storage.devices;
     let calls = storage.calls;
     let settings = storage.settings;
+    let files = storage.files;
     let cached = CachedStorage::new(client, storage.users, storage.topics, storage.subs, storage.messages, policy);
     let cluster = Cluster { nodes: Arc::new(shared.nodes), bus: shared.bus.clone(), metrics, redis: redis_client };
     let ports = Ports {
@@ -404,6 +432,8 @@ fn with_shared_state(cfg: &Config, storage: Storage) -> anyhow::Result<(Ports, O
         devices,
         calls,
         settings,
+        files,
+        blobs,
         // Guesses spread over the nodes meet one backoff (`security:login_fail:*`).
         login_failures: Some(Arc::new(shared.login_failures)),
     };
@@ -503,6 +533,11 @@ fn service_config(cfg: &Config) -> ServiceConfig {
         api_rate_burst: cfg.limits.api_rate_burst,
         outbox_max_depth: cfg.outbox.max_depth,
         calls: cfg.calls.clone(),
+        files: cfg.files.service(),
+        edits: palaver_service::EditConfig {
+            edit_window: Duration::from_millis(cfg.messages.edit_window_ms),
+            recall_window: Duration::from_millis(cfg.messages.recall_window_ms),
+        },
         ..ServiceConfig::default()
     }
 }

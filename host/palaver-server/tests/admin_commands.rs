@@ -134,7 +134,7 @@ async fn every_command_type_runs_once_through_the_embedded_queue() {
     wait_for(&mut ann, "pres gone", |f| f["pres"]["what"] == "gone" && f["pres"]["src"] == grp.as_str()).await;
 
     send(&queue, "file", "file.audit.update", json!({ "file": "f1", "status": "blocked" })).await;
-    assert_eq!(results.nth("file", 1).await["reason"], "FILES_NOT_AVAILABLE");
+    assert_eq!(results.nth("file", 1).await["reason"], "FILE_NOT_FOUND");
 
     // A report filed over the API, listed for the Admin side, resolved by a command twice: one effect.
     let auth = format!("Token {ann_token}");

@@ -55,6 +55,12 @@ pub enum ServiceError {
     /// A party of a new call is in another call (ctrl 486).
     #[error("busy here")]
     Busy,
+    /// The file was taken down (HTTP 451).
+    #[error("file unavailable for legal reasons")]
+    FileBlocked,
+    /// A download's range lies outside the file of `size` bytes (HTTP 416).
+    #[error("range not satisfiable")]
+    RangeNotSatisfiable { size: u64 },
     #[error("version not supported")]
     VersionNotSupported,
     /// A dependency is down or a retry is in progress; the client should retry after `retry_after_ms`.
@@ -93,6 +99,8 @@ impl ServiceError {
             LoginThrottled { .. } => Reason::LoginThrottled,
             NotImplemented => Reason::NotImplemented,
             Busy => Reason::Busy,
+            FileBlocked => Reason::FileBlocked,
+            RangeNotSatisfiable { .. } => Reason::RangeNotSatisfiable,
             VersionNotSupported => Reason::VersionNotSupported,
             Unavailable { .. } => Reason::Unavailable,
             // A business refusal of the publish gate carries a table reason; a content filter's is free text.
@@ -181,6 +189,8 @@ mod tests {
             (ServiceError::Denied(s()), Code::PermissionDenied),
             (ServiceError::NotImplemented, Code::NotImplemented),
             (ServiceError::Busy, Code::Busy),
+            (ServiceError::FileBlocked, Code::UnavailableForLegalReasons),
+            (ServiceError::RangeNotSatisfiable { size: 1 }, Code::RangeNotSatisfiable),
             (ServiceError::VersionNotSupported, Code::VersionNotSupported),
             (ServiceError::Unavailable { reason: s(), retry_after_ms: 1 }, Code::ServiceUnavailable),
             (ServiceError::Rejected { code: Code::TooLarge, reason: "too long".into() }, Code::TooLarge),

@@ -25,6 +25,8 @@ pub use delivery::hub::{Attached, Frame, Hub, Outbound, SessionHandle, SessionRx
 pub use error::{ServiceError, ServiceResult};
 pub use metrics::{LiveGauge, Metrics};
 pub use usecases::calls::{CallConfig, IceServer, turn_credentials};
+pub use usecases::edits::EditConfig;
+pub use usecases::files::{ByteRange, Download, FilesConfig, UploadMeta, file_url};
 
 /// The content type of [`Service::render_metrics`]: the OpenMetrics text format, which Prometheus reads.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -101,6 +103,10 @@ pub struct ServiceConfig {
     pub push: backbone::push::PushConfig,
     /// One-to-one calls (`[calls]`).
     pub calls: usecases::calls::CallConfig,
+    /// Uploads and downloads (`[files]`).
+    pub files: usecases::files::FilesConfig,
+    /// How long a sender may edit or recall a message (`[messages]`).
+    pub edits: usecases::edits::EditConfig,
 }
 
 impl Default for ServiceConfig {
@@ -137,6 +143,8 @@ impl Default for ServiceConfig {
             outbox_max_depth: 100_000,
             push: backbone::push::PushConfig::default(),
             calls: usecases::calls::CallConfig::default(),
+            files: usecases::files::FilesConfig::default(),
+            edits: usecases::edits::EditConfig::default(),
         }
     }
 }
@@ -159,6 +167,8 @@ pub(crate) struct Inner {
     pub(crate) push_tenants: Arc<backbone::push::TenantPushes>,
     /// The calls this node's sessions are parties of, and the call counters.
     pub(crate) calls: Arc<usecases::calls::Calls>,
+    /// Uploads streaming through this node (`files.max_concurrent_uploads` permits).
+    pub(crate) uploads: Arc<tokio::sync::Semaphore>,
     /// The node's one metrics registry: the service's own, the backbone's, and every component's the server
     /// adds (plugins, Redis, the queue).
     registry: parking_lot::Mutex<palaver_core::Registry>,
@@ -192,6 +202,7 @@ impl Service {
         palaver_core::MetricsSource::register(backbone.as_ref(), &mut registry);
         palaver_core::MetricsSource::register(push.as_ref(), &mut registry);
         let calls = Arc::new(usecases::calls::Calls::new());
+        let uploads = Arc::new(tokio::sync::Semaphore::new(cfg.files.max_concurrent_uploads.max(1)));
         palaver_core::MetricsSource::register(calls.as_ref(), &mut registry);
         let svc = Service {
             inner: Arc::new(Inner {
@@ -208,6 +219,7 @@ impl Service {
                 push,
                 push_tenants,
                 calls,
+                uploads,
                 registry: parking_lot::Mutex::new(registry),
                 next_sid: AtomicU64::new(seed << 24),
                 draining: AtomicBool::new(false),
@@ -326,6 +338,34 @@ impl Service {
             return Err(ServiceError::AuthFailed);
         }
         Ok(user.id)
+    }
+
+    /// Stores an upload of `user` (`/v0/file/u/`) streaming from `body`; see [`usecases::files`] for the checks.
+    pub async fn upload_file(
+        &self,
+        tenant: TenantId,
+        user: palaver_core::UserId,
+        meta: UploadMeta,
+        body: palaver_core::ports::ByteStream,
+    ) -> ServiceResult<palaver_core::ports::FileRecord> {
+        self.inner.files(tenant).upload(user, meta, body).await
+    }
+
+    /// Opens a file `user` may read (`/v0/file/s/<id>.<ext>`), whole or a range of it.
+    pub async fn open_file(
+        &self,
+        tenant: TenantId,
+        user: palaver_core::UserId,
+        id: &str,
+        range: Option<ByteRange>,
+    ) -> ServiceResult<Download> {
+        self.inner.files(tenant).open(user, id, range).await
+    }
+
+    /// Removes up to `limit` of the tenant's uploads that nothing referenced within the grace period; returns
+    /// how many. The server runs it periodically for every tenant.
+    pub async fn collect_files(&self, tenant: TenantId, limit: usize) -> ServiceResult<usize> {
+        self.inner.files(tenant).collect(limit).await
     }
 
     /// The password hashing pool (its size and how many verifications it did).

@@ -287,7 +287,9 @@ async fn reports_files_duplicates_and_poison() {
     assert_eq!(events.len(), 1, "one summary for the one state change");
 
     let r = rig.result("file.audit.update", "f1", json!({ "file": "f1", "status": "blocked" })).await;
-    assert_eq!((r["status"].clone(), r["reason"].clone()), (json!("rejected"), json!("FILES_NOT_AVAILABLE")));
+    assert_eq!((r["status"].clone(), r["reason"].clone()), (json!("rejected"), json!("FILE_NOT_FOUND")));
+    let r = rig.result("file.audit.update", "f2", json!({ "file": "f1", "status": "gone" })).await;
+    assert_eq!((r["status"].clone(), r["reason"].clone()), (json!("rejected"), json!("BAD_FILE_STATUS")));
 
     // Poison: no command id, then an unknown type and tenant; the next command still runs.
     rig.queue.produce(QueueRecord::new(QueueTopic::AdminCommand, "k", b"{\"type\":1".to_vec())).await.unwrap();

@@ -5,7 +5,7 @@
 //! [`MemoryPresence`] and [`MemoryBus`] are what the embedded single-node mode runs in production.
 //! [`MemoryTenants`] is a tenant registry over a map, for tests of multi-tenant code. [`MemoryQueue`] and
 //! [`MemoryOutbox`] are the task queue and outbox in process, and [`MemoryAudit`] the audit log, for tests of their
-//! consumers. [`MemoryDevices`] is the device table for tests, [`MemoryCalls`] the call table, [`MemorySettings`] the tenant settings; [`MemoryPushDedup`] the embedded mode's push dedup.
+//! consumers. [`MemoryDevices`] is the device table for tests, [`MemoryCalls`] the call table, [`MemorySettings`] the tenant settings, [`MemoryFiles`] the file records; [`MemoryPushDedup`] the embedded mode's push dedup.
 //!
 //! Every adapter keeps its state behind a short `parking_lot` lock that is never held across an await, so the
 //! async methods never suspend while holding it.
@@ -14,6 +14,7 @@ mod audit;
 mod bus;
 mod calls;
 mod control;
+mod files;
 mod idempotency;
 mod presence;
 mod push;
@@ -27,6 +28,7 @@ pub use audit::MemoryAudit;
 pub use bus::{MemoryBus, MemoryHub};
 pub use calls::MemoryCalls;
 pub use control::{MemoryControl, MemoryNodes};
+pub use files::MemoryFiles;
 pub use idempotency::MemoryIdempotency;
 pub use presence::MemoryPresence;
 pub use push::{MemoryDevices, MemoryPushDedup};

@@ -32,3 +32,4 @@ mod queue {
 
     palaver_contract::audit_contract_tests!(async { MemoryAudit::new() });
 }
+palaver_contract::file_contract_tests!(async { palaver_store_memory::MemoryFiles::new() });

@@ -41,8 +41,13 @@ pub(crate) async fn delete(pool: &MySqlPool, topic: &str, request: &DeleteMessag
         .await
         .map_err(db_error)?;
         if request.hard {
+            let recalled_by = request.recalled_by.map(user_col);
             sqlx::query(Table::of(topic).hard_delete_sql())
                 .bind(request.when)
+                .bind(request.when)
+                .bind(recalled_by)
+                .bind(recalled_by)
+                .bind(recalled_by)
                 .bind(request.when)
                 .bind(topic)
                 .bind(range.low)

@@ -67,6 +67,7 @@ mod deletions;
 mod derive;
 mod devices;
 mod error;
+mod files;
 mod groups;
 mod messages;
 mod notifications;

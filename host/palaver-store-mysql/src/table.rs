@@ -104,8 +104,10 @@ impl Table {
                 millis_to_datetime!(),
                 ", updated_at = ",
                 millis_to_datetime!(),
-                ", content = NULL, head = NULL, mentioned_user_ids = NULL, status = 'deleted' \
-                 WHERE topic = ? AND seqid >= ? AND seqid < ? AND deleted_at IS NULL"
+                ", content = NULL, head = NULL, mentioned_user_ids = NULL, version = version + 1, \
+                 status = IF(? IS NULL, 'deleted', 'recalled'), recalled_by = ?, recalled_at = IF(? IS NULL, NULL, ",
+                millis_to_datetime!(),
+                ") WHERE topic = ? AND seqid >= ? AND seqid < ? AND deleted_at IS NULL"
             )
         )
     }

@@ -156,3 +156,12 @@ palaver_contract::settings_contract_tests!(
         common::storage_fixture()
     }
 );
+
+palaver_contract::file_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);

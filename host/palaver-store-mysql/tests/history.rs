@@ -111,8 +111,13 @@ async fn derived_columns_routing_and_stubs() {
         .unwrap();
     assert_eq!(read_back, vec![flagged.clone(), plain.clone()], "times and every field round-trip");
 
-    let request =
-        DeleteMessages { ranges: vec![SeqRange { low: 2, hi: 3 }], hard: true, for_user: UserId(1), when: 99 };
+    let request = DeleteMessages {
+        ranges: vec![SeqRange { low: 2, hi: 3 }],
+        hard: true,
+        for_user: UserId(1),
+        when: 99,
+        recalled_by: None,
+    };
     store.delete_messages(t, &name, &request).await.unwrap();
     let stub: (String, Option<String>, Option<String>, Option<String>) = sqlx::query_as(
         "SELECT status, content, head, DATE_FORMAT(deleted_at, '%Y-%m-%d %H:%i:%s.%f') \
@@ -122,6 +127,18 @@ async fn derived_columns_routing_and_stubs() {
     .await
     .unwrap();
     assert_eq!(stub, ("deleted".into(), None, None, Some("1970-01-01 00:00:00.099000".into())));
+    // A sender's recall: stored as recalled, by whom and when, its version bumped.
+    let recall =
+        DeleteMessages { ranges: vec![SeqRange { low: 1, hi: 2 }], recalled_by: Some(UserId(7)), when: 120, ..request };
+    store.delete_messages(t, &name, &recall).await.unwrap();
+    let recalled: (String, Option<i64>, Option<String>, i32) = sqlx::query_as(
+        "SELECT status, recalled_by, DATE_FORMAT(recalled_at, '%Y-%m-%d %H:%i:%s.%f'), version \
+         FROM im_group_messages WHERE seqid = 1",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(recalled, ("recalled".into(), Some(7), Some("1970-01-01 00:00:00.120000".into()), 2));
     assert_eq!(store.find_by_client_mid(t, &name, UserId(u64::MAX), "k2").await.unwrap(), Some(2), "key kept");
     assert_eq!(store.max_seq(t, &name).await.unwrap(), 2, "seq kept");
 }

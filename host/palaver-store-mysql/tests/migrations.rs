@@ -23,6 +23,7 @@ const TENANT_SQL: &[&str] = &[
     include_str!("../../../migrations/mysql/tenant/0010_call_parties.sql"),
     include_str!("../../../migrations/mysql/tenant/0011_push_delayed.sql"),
     include_str!("../../../migrations/mysql/tenant/0012_settings.sql"),
+    include_str!("../../../migrations/mysql/tenant/0013_files.sql"),
 ];
 
 #[test]

@@ -35,7 +35,8 @@ mod tests {
 
     #[test]
     fn hard_deletes_apply_to_everyone() {
-        let mut request = DeleteMessages { ranges: vec![], hard: true, for_user: UserId(9), when: 1 };
+        let mut request =
+            DeleteMessages { ranges: vec![], hard: true, for_user: UserId(9), when: 1, recalled_by: None };
         assert_eq!(deleted_for_col(&request), EVERYONE);
         request.hard = false;
         assert_eq!(deleted_for_col(&request), 9);

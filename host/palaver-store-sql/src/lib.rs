@@ -8,6 +8,7 @@ pub mod calls;
 pub mod columns;
 pub mod delayed;
 pub mod dellog;
+pub mod files;
 pub mod ledger;
 pub mod queue;
 pub mod rows;

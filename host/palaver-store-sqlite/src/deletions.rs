@@ -48,6 +48,7 @@ pub(crate) async fn delete(
                 .bind(topic)
                 .bind(range.low)
                 .bind(range.hi)
+                .bind(request.recalled_by.map(palaver_store_sql::columns::user_col))
                 .execute(&mut *tx)
                 .await
                 .map_err(db_error)?;

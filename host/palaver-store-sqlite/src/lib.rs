@@ -21,6 +21,7 @@ mod commands;
 mod deletions;
 mod devices;
 mod error;
+mod files;
 mod groups;
 mod messages;
 mod notifications;

@@ -45,7 +45,9 @@ impl Table {
         per_table!(
             self,
             "UPDATE ",
-            " SET deleted_at = ?1, updated_at = ?1, content = NULL, head = NULL, status = 'deleted' \
+            " SET deleted_at = ?1, updated_at = ?1, content = NULL, head = NULL, version = version + 1, \
+             status = CASE WHEN ?6 IS NULL THEN 'deleted' ELSE 'recalled' END, recalled_by = ?6, \
+             recalled_at = CASE WHEN ?6 IS NULL THEN NULL ELSE ?1 END \
              WHERE tenant_id = ?2 AND topic = ?3 AND seqid >= ?4 AND seqid < ?5 AND deleted_at IS NULL"
         )
     }

@@ -45,3 +45,4 @@ mod queue {
 
     palaver_contract::queue_contract_tests!(fresh_queue());
 }
+palaver_contract::file_contract_tests!(fixture = fresh());

@@ -79,14 +79,36 @@ async fn messages_go_to_their_kind_of_table_and_hard_deletes_leave_stubs() {
     assert_eq!(count("SELECT COUNT(*) FROM im_group_messages").await, 3);
     assert_eq!(count("SELECT COUNT(*) FROM im_messages").await, 1);
 
-    let request =
-        DeleteMessages { ranges: vec![SeqRange { low: 2, hi: 3 }], hard: true, for_user: UserId(1), when: 99 };
+    let request = DeleteMessages {
+        ranges: vec![SeqRange { low: 2, hi: 3 }],
+        hard: true,
+        for_user: UserId(1),
+        when: 99,
+        recalled_by: None,
+    };
     store.delete_messages(T, "grpRouting", &request).await.unwrap();
     let stubs = "SELECT COUNT(*) FROM im_group_messages WHERE content IS NULL AND head IS NULL \
                  AND deleted_at = 99 AND status = 'deleted'";
     assert_eq!(count(stubs).await, 1);
     assert_eq!(count("SELECT COUNT(*) FROM dellog WHERE deleted_for = 0").await, 1);
     assert_eq!(store.find_by_client_mid(T, "grpRouting", UserId(u64::MAX), "mid2").await.unwrap(), Some(2));
+
+    // A sender's recall: stored as recalled, by whom and when, its version bumped.
+    let recall =
+        DeleteMessages { ranges: vec![SeqRange { low: 3, hi: 4 }], recalled_by: Some(UserId(7)), when: 120, ..request };
+    store.delete_messages(T, "grpRouting", &recall).await.unwrap();
+    let row: (String, Option<i64>, Option<i64>, i64) =
+        sqlx::query_as("SELECT status, recalled_by, recalled_at, version FROM im_group_messages WHERE seqid = 3")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(row, ("recalled".into(), Some(7), Some(120), 2));
+    let deleted: (String, Option<i64>, i64) =
+        sqlx::query_as("SELECT status, recalled_by, version FROM im_group_messages WHERE seqid = 2")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(deleted, ("deleted".into(), None, 2));
 }
 
 #[tokio::test]

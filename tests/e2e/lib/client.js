@@ -34,6 +34,16 @@ class GuardedXHR extends XMLHttpRequest {
     if (this._e2eDead) return undefined;
     inflight.add(this);
     this.addEventListener('loadend', () => inflight.delete(this));
+    if (typeof FormData !== 'undefined' && body instanceof FormData) {
+      // xhr2 sends strings and buffers only; a browser encodes a FormData (LargeFileHelper's upload) itself.
+      // Node's Response encodes it the same way, boundary and all, before the request goes out.
+      const encoded = new Response(body);
+      encoded.arrayBuffer().then(buf => {
+        super.setRequestHeader('Content-Type', encoded.headers.get('content-type'));
+        super.send(Buffer.from(buf));
+      }, err => this.dispatchEvent({ type: 'error', error: err }));
+      return undefined;
+    }
     return super.send(body);
   }
 }

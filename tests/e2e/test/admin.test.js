@@ -298,10 +298,10 @@ describe('admin commands over Kafka on two nodes', { skip }, () => {
       assert.ok(!seqs.includes(plain.seq), `the recalled message is gone from the history: ${j(seqs)}`);
     });
 
-  test('file.audit.update is rejected with its reason; abuse.report.resolve notifies the reporter once, even twice sent',
+  test('file.audit.update of an unknown file is rejected with its reason; abuse.report.resolve notifies the reporter once, even twice sent',
     { timeout: TEST_TIMEOUT_MS }, async t => {
       const file = await command('file.audit.update', { file: `f${rand(3)}`, status: 'blocked' });
-      assert.deepEqual([file.status, file.code, file.reason], ['rejected', 404, 'FILES_NOT_AVAILABLE'], j(file));
+      assert.deepEqual([file.status, file.code, file.reason], ['rejected', 404, 'FILE_NOT_FOUND'], j(file));
       assert.ok(file.message.length > 0, j(file));
 
       const dave = await newUser(t, n2, transport, 'add');

@@ -14,7 +14,7 @@ fn range(low: Seq, hi: Seq) -> SeqRange {
 }
 
 fn delete(ranges: &[SeqRange], hard: bool, user: u64) -> DeleteMessages {
-    DeleteMessages { ranges: ranges.to_vec(), hard, for_user: UserId(user), when: T0 + 500 }
+    DeleteMessages { ranges: ranges.to_vec(), hard, for_user: UserId(user), when: T0 + 500, recalled_by: None }
 }
 
 /// A topic with messages 1 to `n` from user 1, and users 1 and 2 subscribed.

@@ -5,7 +5,8 @@
 //! [`crate::outbox_contract_tests!`] the outbox's, [`crate::owed_contract_tests!`] the records a user change
 //! owes, [`crate::audit_contract_tests!`] the audit log's,
 //! [`crate::device_contract_tests!`] the device store's, [`crate::call_contract_tests!`] the call store's,
-//! [`crate::settings_contract_tests!`] the tenant settings store's; an adapter
+//! [`crate::settings_contract_tests!`] the tenant settings store's, [`crate::file_contract_tests!`] the file
+//! record store's and [`crate::blob_contract_tests!`] the blob store's; an adapter
 //! may also call single cases from its own tests.
 
 mod audit;
@@ -13,6 +14,7 @@ mod calls;
 mod commands;
 mod deletions;
 mod devices;
+mod files;
 mod group_announcements;
 mod group_requests;
 mod group_state;
@@ -36,6 +38,7 @@ pub use calls::*;
 pub use commands::*;
 pub use deletions::*;
 pub use devices::*;
+pub use files::*;
 pub use group_announcements::*;
 pub use group_requests::*;
 pub use group_state::*;

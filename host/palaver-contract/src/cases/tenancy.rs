@@ -62,7 +62,13 @@ pub async fn tenant_histories_are_isolated<S: Storage>(fx: Fixture<S>) {
     assert_eq!(s.find_by_client_mid(b, TOPIC, UserId(1), "k").await.unwrap(), Some(1));
     assert_eq!(seqs(s, b, TOPIC, 1, ALL).await, vec![1]);
 
-    let hard = DeleteMessages { ranges: vec![SeqRange { low: 1, hi: 3 }], hard: true, for_user: UserId(1), when: T0 };
+    let hard = DeleteMessages {
+        ranges: vec![SeqRange { low: 1, hi: 3 }],
+        hard: true,
+        for_user: UserId(1),
+        when: T0,
+        recalled_by: None,
+    };
     assert_eq!(s.delete_messages(a, TOPIC, &hard).await.unwrap(), 1);
     assert!(seqs(s, a, TOPIC, 1, ALL).await.is_empty());
     assert_eq!(seqs(s, b, TOPIC, 1, ALL).await, vec![1], "a hard delete in a leaves b's history");

@@ -69,8 +69,13 @@ pub async fn topic_delete_removes_subs_and_messages<S: Storage>(fx: Fixture<S>) 
         s.append(t, &msg(name, seq, 1)).await.unwrap();
     }
     s.append(t, &msg("grpContract2", 1, 1)).await.unwrap();
-    let request =
-        DeleteMessages { ranges: vec![SeqRange { low: 1, hi: 2 }], hard: true, for_user: UserId(1), when: T0 + 1 };
+    let request = DeleteMessages {
+        ranges: vec![SeqRange { low: 1, hi: 2 }],
+        hard: true,
+        for_user: UserId(1),
+        when: T0 + 1,
+        recalled_by: None,
+    };
     s.delete_messages(t, name, &request).await.unwrap();
 
     s.delete_topic(t, name).await.unwrap();

@@ -9,6 +9,7 @@ mod calls;
 mod commands;
 mod control;
 mod devices;
+mod files;
 mod groups;
 mod health;
 mod hooks;
@@ -36,6 +37,7 @@ pub use calls::{Call, CallEnd, CallState, CallStore};
 pub use commands::{Claim, CommandEnd, CommandRecord, CommandStatus, CommandStore};
 pub use control::{ControlScope, ControlVersions, SessionControlStore};
 pub use devices::{DelayedPush, Device, DeviceStore};
+pub use files::{BlobError, BlobRead, BlobStore, ByteStream, FileRecord, FileStatus, FileStore, blob_key};
 pub use groups::{
     ADMIN_LIMIT, Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision,
     JoinOutcome, JoinPolicy, JoinRequest, Mute, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit,
@@ -89,6 +91,10 @@ pub struct Ports {
     pub calls: Arc<dyn CallStore>,
     /// Each tenant's settings documents (its own push providers), in the tenant's database.
     pub settings: Arc<dyn SettingsStore>,
+    /// Uploaded files' records and the messages that reference them, in the tenant's database.
+    pub files: Arc<dyn FileStore>,
+    /// Uploaded files' bytes (the local filesystem or S3-compatible object storage).
+    pub blobs: Arc<dyn BlobStore>,
     /// Failed-login counters shared by the nodes (Redis in scale-out mode); `None`: each node counts in process.
     pub login_failures: Option<Arc<dyn LoginFailureStore>>,
 }

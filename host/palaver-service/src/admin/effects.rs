@@ -13,7 +13,7 @@ use crate::delivery::dispatch::{BusinessTarget, Event};
 use crate::error::ServiceError;
 use crate::{Eviction, Service};
 use palaver_api::{CommandName, Reason};
-use palaver_core::ports::{ControlScope, QueueRecord, QueueTopic, REPORT_CLOSED, Resolution};
+use palaver_core::ports::{ControlScope, FileStatus, QueueRecord, QueueTopic, REPORT_CLOSED, Resolution};
 use palaver_core::{AuditStatus, DeleteMessages, SeqRange, StoreError, TenantId, UserId};
 use palaver_proto::MsgPres;
 use serde_json::{Value, json};
@@ -67,10 +67,7 @@ pub(super) async fn run(svc: &Service, tenant: TenantId, cmd: &AdminCommand) -> 
             svc.run_as_admin(tenant, CommandName::GroupMuteSet, args).await
         }
         "message.moderate" => moderate(svc, tenant, &p).await,
-        "file.audit.update" => Err(BizError::new(
-            Reason::FilesNotAvailable,
-            "this server stores no files yet, so there is no file whose audit status could change",
-        )),
+        "file.audit.update" => file_audit(svc, tenant, &p).await,
         "abuse.report.resolve" => resolve_report(svc, tenant, cmd, &p).await,
         other => Err(BizError::new(Reason::UnknownType, format!("unknown command type {other:?}"))),
     }
@@ -177,6 +174,39 @@ async fn group_delete(svc: &Service, tenant: TenantId, name: &str) -> BizResult<
 
 /// Releases or rejects a held message, or recalls any message: a hard delete for every reader, announced as
 /// Tinode's `{pres what:"del"}` to attached sessions.
+/// The most referencing topics a blocked file's `file.unavailable` event reaches.
+const MAX_NOTIFIED_TOPICS: usize = 1000;
+
+/// Sets an uploaded file's status (`clean`, `pending` or `blocked`). A block tells the sessions attached to every
+/// topic whose messages reference the file, and its uploader's sessions, with the business event
+/// `file.unavailable`; from then on every download answers 451.
+async fn file_audit(svc: &Service, tenant: TenantId, p: &Payload<'_>) -> BizResult<Value> {
+    let id = p.need("file")?;
+    let status = p.need("status")?;
+    let Some(status) = FileStatus::parse(status) else {
+        return Err(BizError::new(Reason::BadFileStatus, format!("status {status:?}: clean, pending or blocked")));
+    };
+    let inner = &svc.inner;
+    let Some(file) = inner.ports.files.get_file(tenant, id).await? else {
+        return Err(BizError::new(Reason::FileNotFound, format!("no file {id}")));
+    };
+    if !inner.ports.files.set_file_status(tenant, id, status).await? {
+        return Err(BizError::new(Reason::FileNotFound, format!("no file {id}")));
+    }
+    let mut notified = 0;
+    if status == FileStatus::Blocked {
+        let event =
+            json!({ "file": id, "url": crate::file_url(&file), "status": status.as_str(), "reason": p.str("reason") });
+        let topics = inner.ports.files.file_topics(tenant, id, MAX_NOTIFIED_TOPICS).await?;
+        for topic in &topics {
+            inner.emit_business(tenant, BusinessTarget::Topic(topic.clone()), "file.unavailable", &event, None);
+        }
+        inner.emit_business(tenant, BusinessTarget::User(file.uploader), "file.unavailable", &event, None);
+        notified = topics.len();
+    }
+    Ok(json!({ "file": id, "status": status.as_str(), "topics_notified": notified }))
+}
+
 async fn moderate(svc: &Service, tenant: TenantId, p: &Payload<'_>) -> BizResult<Value> {
     let topic = p.need("topic")?;
     let seq = p.0.get("seq").and_then(Value::as_i64).filter(|s| *s > 0);
@@ -205,6 +235,8 @@ async fn moderate(svc: &Service, tenant: TenantId, p: &Payload<'_>) -> BizResult
                 hard: true,
                 for_user: crate::business::ADMIN_ACTOR,
                 when: crate::now_millis(),
+                // Stored as recalled, by the admin side (the seed's `recalled_by` of a moderation).
+                recalled_by: Some(crate::business::ADMIN_ACTOR),
             };
             let clear = inner.ports.messages.delete_messages(tenant, topic, &request).await?;
             let delseq = vec![palaver_proto::SeqRange { low: seq, hi: Some(seq + 1) }];

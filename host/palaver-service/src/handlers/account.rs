@@ -58,7 +58,7 @@ impl Session {
             "minTagLength": cfg.min_tag_length,
             "maxTagLength": cfg.max_tag_length,
             "maxTagCount": cfg.max_tag_count,
-            "maxFileUploadSize": 0,
+            "maxFileUploadSize": if cfg.files.enabled { cfg.files.max_upload_size } else { 0 },
             "msgDelAge": 0,
         });
         if cfg.calls.enabled {
@@ -177,6 +177,7 @@ impl Session {
                 defacs,
             };
             accounts.update_profile(me, &update).await?;
+            self.svc.files(self.tenant()).adopt_avatar(me, update.public.as_ref()).await?;
             changed = true;
         }
         let code = if changed { Code::Ok } else { Code::NotModified };

@@ -45,7 +45,7 @@ impl Session {
             }
             domain.push(DomainRange { low: r.low, hi });
         }
-        // Without D a hard delete quietly becomes a soft one, as in Tinode.
+        // Without D a hard delete is a recall of one's own recent messages, or else quietly a soft one.
         let del_id = self.svc.messages(tenant).delete(me, stored, domain, m.hard, ranges, self.handle.sid).await?;
         self.reply(id, Some(&m.topic), Code::Ok, Some(json!({ "del": del_id }))).await;
         Ok(())

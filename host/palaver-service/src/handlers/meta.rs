@@ -419,6 +419,7 @@ impl Session {
                     };
                     let profile_changed = update.public.is_some();
                     self.svc.accounts(tenant).update_profile(me, &update).await?;
+                    self.svc.files(tenant).adopt_avatar(me, update.public.as_ref()).await?;
                     if profile_changed {
                         self.svc.presence(tenant).announce_profile(me, self.user).await;
                     }
@@ -464,6 +465,7 @@ impl Session {
                 owner: None,
             };
             self.svc.stored_topics(tenant).update(me, stored, &update, self.handle.sid).await?;
+            self.svc.files(tenant).adopt_avatar(me, update.public.as_ref()).await?;
             changed = true;
         }
         if let Some(private) = desc.private {

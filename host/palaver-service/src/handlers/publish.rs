@@ -45,12 +45,15 @@ impl Session {
         {
             return Err(ServiceError::Malformed(format!("client_mid must be 1–{} bytes", self.svc.cfg.max_client_mid)));
         }
+        let attachments = m.attachments;
         let mut head = m.head;
         if let Some(h) = head.as_mut() {
             // The sender is set by the server; a client-supplied one is a spoofing attempt.
             h.remove("sender");
         }
         let head = head.filter(|h| !h.is_empty());
+        // An edit (`head.replace`) of the sender's own, live, recent message only.
+        self.svc.edits(self.tenant()).check_edit(me, &stored, head.as_ref()).await?;
         // A call message: refused (486) while either party is in a call, before anything is stored.
         let call_peer = match head.as_ref().filter(|h| h.contains_key("webrtc")) {
             Some(h) => Some(self.svc.check_call_start(self.tenant(), &stored, me, h).await?),
@@ -105,6 +108,11 @@ impl Session {
             && !held
         {
             rings = self.svc.start_call(tenant, &stored, seq, me, callee, self.handle.sid, audio_only).await;
+        }
+        if fresh && !attachments.is_empty() {
+            // Recorded for a held message too: its files must outlive the review, and nobody learns their
+            // URLs before the message is released.
+            self.svc.files(tenant).link(&stored, seq, me, &attachments).await?;
         }
         if fresh && !held {
             if rings {

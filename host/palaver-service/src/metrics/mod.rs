@@ -93,6 +93,9 @@ pub struct Metrics {
     http_seconds: Latencies<Route>,
     dependency_up: Family<Dependency, Gauge>,
     config_refreshes: Counters<Outcome>,
+    files_uploaded: Counter,
+    file_upload_bytes: Counter,
+    files_collected: Counter,
 }
 
 impl Default for Metrics {
@@ -137,6 +140,9 @@ impl Default for Metrics {
             http_seconds: latencies(),
             dependency_up: Family::default(),
             config_refreshes: Family::default(),
+            files_uploaded: Counter::default(),
+            file_upload_bytes: Counter::default(),
+            files_collected: Counter::default(),
         };
         // The known label values show from the start (at zero), so that rates and alerts exist before the first use.
         for kind in KINDS {
@@ -209,6 +215,17 @@ impl Metrics {
 
     pub(crate) fn error(&self, code: u16) {
         self.errors.get_or_create(&ErrorCode { code }).inc();
+    }
+
+    /// One upload of `size` bytes stored.
+    pub(crate) fn file_uploaded(&self, size: u64) {
+        self.files_uploaded.inc();
+        self.file_upload_bytes.inc_by(size);
+    }
+
+    /// Unreferenced uploads removed by a collection pass.
+    pub(crate) fn files_collected(&self, n: usize) {
+        self.files_collected.inc_by(n as u64);
     }
 
     pub(crate) fn message_stored(&self) {

@@ -27,6 +27,13 @@ impl MetricsSource for Metrics {
         r.register("palaver_requests_malformed", "Client frames that did not decode", self.malformed.clone());
         r.register("palaver_request_errors", "Requests answered with an error, by ctrl code", self.errors.clone());
         r.register("palaver_messages_stored", "Messages stored under a new seq", self.messages_stored.clone());
+        r.register("palaver_files_uploaded", "Uploads stored (`/v0/file/u/`)", self.files_uploaded.clone());
+        r.register("palaver_file_upload_bytes", "Bytes of the uploads stored", self.file_upload_bytes.clone());
+        r.register(
+            "palaver_files_collected",
+            "Uploads removed because no message referenced them after the grace period",
+            self.files_collected.clone(),
+        );
         r.register(
             "palaver_message_retries",
             "Publishes answered from an earlier attempt (same client_mid)",

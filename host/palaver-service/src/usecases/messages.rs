@@ -210,8 +210,13 @@ impl Messages<'_> {
         if !sub.mode().has(AccessMode::READ) {
             return Err(ServiceError::PermissionDenied);
         }
-        let hard = hard && sub.mode().has(AccessMode::DELETE);
-        let request = DeleteMessages { ranges: domain, hard, for_user: me, when: now_millis() };
+        // A deleter deletes for everyone; anyone else only recalls their own recent messages, and otherwise
+        // deletes for themselves, as Tinode turns a hard delete without D into a soft one.
+        let deleter = sub.mode().has(AccessMode::DELETE);
+        let recall = hard && !deleter && self.svc.edits(tenant).may_recall(me, stored, &domain).await?;
+        let hard = hard && (deleter || recall);
+        let recalled_by = recall.then_some(me);
+        let request = DeleteMessages { ranges: domain, hard, for_user: me, when: now_millis(), recalled_by };
         let del_id = self.svc.ports.messages.delete_messages(tenant, stored, &request).await?;
         let event = crate::delivery::dispatch::Event::Deleted {
             topic: stored.to_owned(),

@@ -8,6 +8,8 @@
 //! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
 //! - [`messages::Messages`]: the publish hooks, storing under the next seq, history, deletion, review;
 //! - [`devices::Devices`]: push tokens registered by `{hi dev}` and their removal;
+//! - [`edits::Edits`]: who may edit (`head.replace`) or recall (`{del hard}`) a message, and until when;
+//! - [`files::Files`]: uploads, downloads and who may read them, attachments, avatars, collection;
 //! - [`calls`]: one-to-one calls (the record's transitions, signalling relays, timers, `[calls]`);
 //! - [`rules`]: the publish gate and the timed ask of the tenant's business rules;
 //! - [`relations::Relations`], [`governance::Governance`], [`notices::Notices`], [`reports::Reports`]: what the
@@ -23,6 +25,8 @@
 pub(crate) mod accounts;
 pub(crate) mod calls;
 pub(crate) mod devices;
+pub(crate) mod edits;
+pub(crate) mod files;
 pub(crate) mod governance;
 pub(crate) mod messages;
 pub(crate) mod notices;
@@ -45,6 +49,16 @@ impl Inner {
     /// The push device use cases of `tenant`.
     pub(crate) fn devices(&self, tenant: TenantId) -> devices::Devices<'_> {
         devices::Devices { svc: self, tenant }
+    }
+
+    /// The edit and recall use cases of `tenant`.
+    pub(crate) fn edits(&self, tenant: TenantId) -> edits::Edits<'_> {
+        edits::Edits { svc: self, tenant }
+    }
+
+    /// The file use cases of `tenant`.
+    pub(crate) fn files(&self, tenant: TenantId) -> files::Files<'_> {
+        files::Files { svc: self, tenant }
     }
 
     /// The message use cases of `tenant`.

@@ -114,6 +114,7 @@ impl Topics<'_> {
                 private: private.clone(),
             };
             self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
+            self.svc.files(tenant).adopt_avatar(me, public.as_ref()).await?;
             let created = json!({ "owner": me.to_string(), "members": 1 });
             self.svc.summary(tenant, Summary::new("group.created", "topic", name.clone(), created)).await;
             return Ok((name, sub));

@@ -59,6 +59,8 @@ pub fn service_with_push_hook(
         devices: Arc::new(palaver_store_memory::MemoryDevices::new()),
         calls: Arc::new(palaver_store_memory::MemoryCalls::new()),
         settings: Arc::new(palaver_store_memory::MemorySettings::new()),
+        files: Arc::new(palaver_store_memory::MemoryFiles::new()),
+        blobs: Arc::new(palaver_blobs::ObjectBlobs::in_memory()),
         login_failures: None,
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
@@ -116,6 +118,9 @@ fn cluster_on(
     let devices = Arc::new(palaver_store_memory::MemoryDevices::new());
     let calls = Arc::new(palaver_store_memory::MemoryCalls::new());
     let settings = Arc::new(palaver_store_memory::MemorySettings::new());
+    // One file table and one blob store for every node, as a cluster shares its database and bucket.
+    let files = Arc::new(palaver_store_memory::MemoryFiles::new());
+    let blobs = Arc::new(palaver_blobs::ObjectBlobs::in_memory());
     let nodes = (0..n)
         .map(|i| {
             let mut cfg = ServiceConfig { node_id: format!("node{i}"), ..ServiceConfig::default() };
@@ -138,6 +143,8 @@ fn cluster_on(
                 devices: devices.clone(),
                 calls: calls.clone(),
                 settings: settings.clone(),
+                files: files.clone(),
+                blobs: blobs.clone(),
                 login_failures: login_failures.clone(),
             };
             Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))

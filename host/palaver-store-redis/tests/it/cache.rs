@@ -88,7 +88,13 @@ async fn topics_stay_coherent_with_message_writes() {
     let topic = stack.get_topic(T, "grpC").await.unwrap().unwrap();
     assert_eq!((topic.seq, topic.touched), (3, msg("grpC", 3, 1).created), "patched, not dropped");
     assert_eq!(hits(&client), before + 1);
-    let hard = DeleteMessages { ranges: vec![SeqRange { low: 1, hi: 2 }], hard: true, for_user: UserId(1), when: 1 };
+    let hard = DeleteMessages {
+        ranges: vec![SeqRange { low: 1, hi: 2 }],
+        hard: true,
+        for_user: UserId(1),
+        when: 1,
+        recalled_by: None,
+    };
     stack.delete_messages(T, "grpC", &hard).await.unwrap();
     assert_eq!(stack.get_topic(T, "grpC").await.unwrap().unwrap().del_id, 1);
     assert_eq!(hits(&client), before + 2);
@@ -128,7 +134,13 @@ async fn subscriptions_are_cached_and_follow_writes_and_soft_deletes() {
     assert_eq!(stack.get_sub(T, "grpS", UserId(1)).await.unwrap().unwrap().given, AccessMode::READ);
     after_grace().await;
     assert!(stack.get_sub(T, "grpS", UserId(1)).await.unwrap().is_some(), "filled again after the grace");
-    let soft = DeleteMessages { ranges: vec![SeqRange { low: 1, hi: 2 }], hard: false, for_user: UserId(1), when: 4 };
+    let soft = DeleteMessages {
+        ranges: vec![SeqRange { low: 1, hi: 2 }],
+        hard: false,
+        for_user: UserId(1),
+        when: 4,
+        recalled_by: None,
+    };
     stack.delete_messages(T, "grpS", &soft).await.unwrap();
     assert_eq!(stack.get_sub(T, "grpS", UserId(1)).await.unwrap().unwrap().del_id, 1, "the soft delete dropped it");
     stack.delete_sub(T, "grpS", UserId(1), 5).await.unwrap();

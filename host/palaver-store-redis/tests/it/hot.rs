@@ -52,8 +52,13 @@ impl Rig {
     }
 
     async fn delete(&self, low: Seq, hi: Seq, hard: bool, user: u64) {
-        let request =
-            DeleteMessages { ranges: vec![SeqRange { low, hi }], hard, for_user: UserId(user), when: common::T0 };
+        let request = DeleteMessages {
+            ranges: vec![SeqRange { low, hi }],
+            hard,
+            for_user: UserId(user),
+            when: common::T0,
+            recalled_by: None,
+        };
         self.stack.delete_messages(T, TOPIC, &request).await.unwrap();
     }
 

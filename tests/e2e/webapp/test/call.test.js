@@ -2,7 +2,9 @@
 // The stock Tinode web app (npm tinode-webapp) against Palaver in headless Chromium: two users log in in two
 // pages, A sends B a message in their P2P chat, A starts a video call, B accepts, both reach the in-call view
 // with the other's video, A hangs up, and both histories show the finished call; with coturn, each page's
-// Chromium also gets a TURN relay with the credentials of the {hi} reply it received.
+// Chromium also gets a TURN relay with the credentials of the {hi} reply it received. Then A attaches a file with
+// the paperclip: the app uploads it to /v0/file/u/ (LargeFileHelper, through the same origin), sends the message
+// naming it, and B reads the same bytes.
 //
 // Users and their P2P subscriptions are made with tinode-sdk (../lib, so run `npm ci` in tests/e2e too); all
 // the rest goes through the app's UI. The server is spawned here (PALAVER_BIN, see ../lib/server.js); with
@@ -15,11 +17,13 @@
 
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { startServer, isExternal } = require('../../lib/server');
 const { newUser } = require('../../lib/fixtures');
+const { API_KEY } = require('../../lib/common');
 const { startWebServer } = require('../lib/webserver');
 const { launchBrowser, openPage, CHROMIUM } = require('../lib/browser');
 
@@ -239,5 +243,48 @@ describe('Tinode web app in Chromium', { skip: skipReason() }, () => {
         }
       });
     }
+  });
+  test('attach a file: the app uploads it out of band and the peer can read it', { timeout: 120000 }, async t => {
+    const a = await newUser(t, srv.host, 'ws', 'filea');
+    const b = await newUser(t, srv.host, 'ws', 'fileb');
+    await a.tn.getTopic(b.uid()).subscribe();
+    await b.tn.getTopic(a.uid()).subscribe();
+    const titleB = `E2E ${b.login}`;
+    a.close();
+    b.close();
+    const pa = await openPage(browser, 'A-files');
+    pages.push(pa);
+    await step('log in and open the chat', async () => {
+      await login(pa, a);
+      await openChat(pa, titleB);
+    });
+    // Larger than the app sends in band (0.75 × maxMessageSize − 1 KiB), so it goes through LargeFileHelper.
+    const bytes = crypto.randomBytes(400 * 1024);
+    const file = path.join(dir, 'report.bin');
+    fs.writeFileSync(file, bytes);
+    await step('attach the file with the paperclip input and send it', async () => {
+      const inputs = await pa.page.$$('input[type=file]');
+      let attach = null;
+      for (const input of inputs) {
+        const accept = await input.evaluate(el => el.getAttribute('accept') || '');
+        if (!accept.startsWith('image')) attach = input;
+      }
+      assert.ok(attach, `no file input for documents among ${inputs.length}`);
+      await attach.uploadFile(file);
+      await until(pa, 'the document preview with its send button', () =>
+        [...document.querySelectorAll('#image-preview a')].some(el => el.textContent.includes('send')));
+      await clickText(pa, '#image-preview a', 'send');
+    });
+    const url = await step('the message goes out naming the uploaded file', async () => {
+      await untilFrame(pa, 'a {pub} with extra.attachments', /^out: \{"pub":.*"attachments":\["\/v0\/file\/s\//);
+      const frame = pa.frames.find(f => /^out: \{"pub":.*"attachments"/.test(f));
+      return JSON.parse(frame.slice('out: '.length)).extra.attachments[0];
+    });
+    await step('the peer downloads the same bytes', async () => {
+      const resp = await fetch(`http://${srv.host}${url}`,
+        { headers: { 'X-Tinode-APIKey': API_KEY, 'X-Tinode-Auth': `Token ${b.token}` } });
+      assert.equal(resp.status, 200, await resp.clone().text());
+      assert.ok(Buffer.from(await resp.arrayBuffer()).equals(bytes), 'the bytes B reads are the bytes A attached');
+    });
   });
 });

@@ -1,0 +1,390 @@
+//! Files: Tinode's out-of-band uploads (`/v0/file/u/`) and downloads (`/v0/file/s/<id>.<ext>`), the references
+//! messages make to them (`extra.attachments`), avatars (`public.photo.ref`) and the collection of uploads that
+//! nothing references.
+//!
+//! Who may read a file: its uploader; anyone signed in to the tenant if it is an avatar (profiles are visible to
+//! every user); otherwise a user with R in a topic one of whose messages references it. A `pending` file is
+//! served to its uploader only, a `blocked` one to nobody. Bytes never pass through memory whole: the upload is
+//! hashed and counted as it streams to the blob store, and a download streams from it.
+
+use crate::Inner;
+use crate::error::{ServiceError, ServiceResult};
+use base64::Engine;
+use futures_util::StreamExt;
+use palaver_core::ports::{BlobError, BlobRead, ByteStream, FileRecord, FileStatus, blob_key};
+use palaver_core::{AccessMode, Seq, TenantId, UserId, now_millis};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The file settings (`[files]`).
+#[derive(Debug, Clone)]
+pub struct FilesConfig {
+    /// Uploads are accepted at all (downloads of stored files keep working when off).
+    pub enabled: bool,
+    /// The largest upload in bytes, advertised in `{hi}` as `maxFileUploadSize`.
+    pub max_upload_size: u64,
+    /// Uploads one user may make in an hour; 0 means no limit.
+    pub max_uploads_per_hour: u64,
+    /// MIME types accepted (`image/*` matches a whole family); empty accepts any.
+    pub allowed_mime: Vec<String>,
+    /// Uploads streaming through this node at once; more answer 503.
+    pub max_concurrent_uploads: usize,
+    /// An upload no message references and that is not an avatar is removed after this long.
+    pub gc_grace: Duration,
+    /// Attachments of one message that are recorded; more are ignored.
+    pub max_attachments: usize,
+}
+
+impl Default for FilesConfig {
+    fn default() -> Self {
+        FilesConfig {
+            enabled: true,
+            max_upload_size: 100 * 1024 * 1024,
+            max_uploads_per_hour: 600,
+            allowed_mime: Vec::new(),
+            max_concurrent_uploads: 64,
+            gc_grace: Duration::from_secs(24 * 3600),
+            max_attachments: 32,
+        }
+    }
+}
+
+/// What the client said of an upload: its file name and MIME type.
+#[derive(Debug, Clone, Default)]
+pub struct UploadMeta {
+    pub name: String,
+    pub mime: String,
+}
+
+/// A byte range as an HTTP `Range` header asks for it, resolved against the file's size by [`Files::open`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRange {
+    /// `bytes=a-b`: from `a` to `b` inclusive.
+    Bounded(u64, u64),
+    /// `bytes=a-`: from `a` to the end.
+    From(u64),
+    /// `bytes=-n`: the last `n` bytes.
+    Suffix(u64),
+}
+
+/// A file being downloaded: its record and the stream of (the requested part of) its bytes.
+#[derive(Debug)]
+pub struct Download {
+    pub file: FileRecord,
+    pub read: BlobRead,
+}
+
+/// The path a file is served under (the `url` an upload answers with).
+pub fn file_url(file: &FileRecord) -> String {
+    format!("/v0/file/s/{}.{}", file.id, extension(&file.name, &file.mime))
+}
+
+/// The file id in a download URL as messages and profiles carry it: `/v0/file/s/<id>.<ext>`, possibly absolute
+/// or with a query. `None` for anything else (an external link, a data URL).
+pub(crate) fn file_id_of(url: &str) -> Option<&str> {
+    let path = url.split(['?', '#']).next()?;
+    let rest = &path[path.find("/v0/file/s/")? + "/v0/file/s/".len()..];
+    let id = rest.split('.').next()?;
+    let valid = id.len() == ID_LEN && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    valid.then_some(id)
+}
+
+/// Length of a file id: 16 random bytes in unpadded base64url.
+const ID_LEN: usize = 22;
+
+/// The URL's extension: the name's when it is a short plain one, else one for the MIME type.
+fn extension(name: &str, mime: &str) -> String {
+    let from_name = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    if let Some(ext) =
+        from_name.filter(|e| !e.is_empty() && e.len() <= 8 && e.bytes().all(|b| b.is_ascii_alphanumeric()))
+    {
+        return ext;
+    }
+    let sub = mime.split_once('/').map_or("", |(_, s)| s);
+    match sub {
+        "jpeg" => "jpg".into(),
+        "svg+xml" => "svg".into(),
+        "plain" => "txt".into(),
+        s if !s.is_empty() && s.len() <= 8 && s.bytes().all(|b| b.is_ascii_alphanumeric()) => s.into(),
+        _ => "bin".into(),
+    }
+}
+
+/// A MIME type as stored: lower-case `type/subtype` of token characters without parameters, else
+/// `application/octet-stream` (it becomes a response header, so nothing else may pass).
+fn clean_mime(mime: &str) -> String {
+    let essence = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let token = |s: &str| {
+        !s.is_empty() && s.len() <= 100 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&^_.+-".contains(&b))
+    };
+    match essence.split_once('/') {
+        Some((t, s)) if token(t) && token(s) => essence,
+        _ => "application/octet-stream".into(),
+    }
+}
+
+/// A file name as stored: control characters dropped, at most 255 bytes; the download's
+/// `Content-Disposition` quotes it.
+fn clean_name(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().filter(|c| !c.is_control() && *c != '/' && *c != '\\') {
+        if out.len() + c.len_utf8() > 255 {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// True if `mime` is accepted by `allowed` (`image/*` takes the family; empty takes all).
+fn mime_allowed(allowed: &[String], mime: &str) -> bool {
+    allowed.is_empty()
+        || allowed.iter().any(|a| match a.strip_suffix("/*") {
+            Some(family) => mime.split_once('/').is_some_and(|(t, _)| t == family),
+            None => a == mime,
+        })
+}
+
+/// The file use cases of one tenant.
+pub(crate) struct Files<'a> {
+    pub(super) svc: &'a Inner,
+    pub(super) tenant: TenantId,
+}
+
+impl Files<'_> {
+    /// Stores an upload of `user`: checks the type and the rates, streams the bytes to the blob store while
+    /// hashing and counting them (more than `max_upload_size` aborts it: 413), then records the file. A failure
+    /// anywhere leaves neither object nor record.
+    pub(crate) async fn upload(&self, user: UserId, meta: UploadMeta, body: ByteStream) -> ServiceResult<FileRecord> {
+        let cfg = &self.svc.cfg.files;
+        if !cfg.enabled {
+            return Err(ServiceError::NotImplemented);
+        }
+        let mime = clean_mime(&meta.mime);
+        if !mime_allowed(&cfg.allowed_mime, &mime) {
+            return Err(ServiceError::Policy(format!("files of type {mime} are not accepted")));
+        }
+        let _permit = self.svc.uploads.clone().try_acquire_owned().map_err(|_| ServiceError::Unavailable {
+            reason: "too many uploads in progress".into(),
+            retry_after_ms: 1000,
+        })?;
+        let now = now_millis();
+        let max_per_hour = cfg.max_uploads_per_hour;
+        if max_per_hour > 0
+            && self.svc.ports.files.count_uploads(self.tenant, user, now - 3_600_000).await? >= max_per_hour
+        {
+            return Err(ServiceError::RateLimited {
+                why: format!("at most {max_per_hour} uploads an hour"),
+                retry_after_ms: 60_000,
+            });
+        }
+        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 16]>());
+        let key = blob_key(self.tenant, &id);
+        let limit = cfg.max_upload_size;
+        let seen = Arc::new(parking_lot::Mutex::new((Sha256::new(), 0u64)));
+        let counter = seen.clone();
+        let counted = body.map(move |chunk| {
+            let chunk = chunk?;
+            let mut seen = counter.lock();
+            seen.1 += chunk.len() as u64;
+            if seen.1 > limit {
+                return Err(BlobError::Aborted(format!("over {limit} bytes")));
+            }
+            seen.0.update(&chunk);
+            Ok(chunk)
+        });
+        let stored = self.svc.ports.blobs.put_blob(&key, Box::pin(counted)).await;
+        let (hasher, size) = std::mem::take(&mut *seen.lock());
+        match stored {
+            Ok(_) => {}
+            Err(BlobError::Aborted(_)) if size > limit => {
+                return Err(ServiceError::TooLarge(format!("a file is at most {limit} bytes")));
+            }
+            Err(BlobError::Aborted(why)) => return Err(ServiceError::Malformed(format!("upload interrupted: {why}"))),
+            Err(e) => return Err(ServiceError::Unavailable { reason: e.to_string(), retry_after_ms: 1000 }),
+        }
+        let file = FileRecord {
+            id,
+            uploader: user,
+            size,
+            mime,
+            name: clean_name(&meta.name),
+            sha256: hasher.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+            status: FileStatus::Clean,
+            public: false,
+            created: now,
+        };
+        if let Err(e) = self.svc.ports.files.create_file(self.tenant, &file).await {
+            // No record, no object: the bytes would otherwise be unreachable and never collected.
+            let _ = self.svc.ports.blobs.delete_blob(&key).await;
+            return Err(e.into());
+        }
+        self.svc.metrics.file_uploaded(size);
+        Ok(file)
+    }
+
+    /// Opens a file `user` may read, whole or the part `range` asks for. A file that does not exist and one the
+    /// user may not read are both 404 (an id says nothing to whoever cannot read it); a blocked file is 451; a
+    /// range past the end is 416.
+    pub(crate) async fn open(&self, user: UserId, id: &str, range: Option<ByteRange>) -> ServiceResult<Download> {
+        let file = self.svc.ports.files.get_file(self.tenant, id).await?.ok_or(ServiceError::NotFound)?;
+        if !self.may_read(user, &file).await? {
+            return Err(ServiceError::NotFound);
+        }
+        if file.status == FileStatus::Blocked {
+            return Err(ServiceError::FileBlocked);
+        }
+        let span = match range {
+            None => None,
+            Some(r) => Some(resolve(r, file.size).ok_or(ServiceError::RangeNotSatisfiable { size: file.size })?),
+        };
+        let read =
+            match self.svc.ports.blobs.get_blob(&blob_key(self.tenant, id), span.map(|(a, b)| (a, Some(b)))).await {
+                Ok(read) => read,
+                Err(BlobError::NotFound) => {
+                    tracing::warn!(tenant = self.tenant.0, file = id, "a file record has no object");
+                    return Err(ServiceError::NotFound);
+                }
+                Err(BlobError::BadRange { .. }) => return Err(ServiceError::RangeNotSatisfiable { size: file.size }),
+                Err(e) => return Err(ServiceError::Unavailable { reason: e.to_string(), retry_after_ms: 1000 }),
+            };
+        Ok(Download { file, read })
+    }
+
+    /// Whether `user` may read `file` (its status aside for everyone but the uploader).
+    async fn may_read(&self, user: UserId, file: &FileRecord) -> ServiceResult<bool> {
+        if file.uploader == user {
+            return Ok(true);
+        }
+        if file.status == FileStatus::Pending {
+            return Ok(false);
+        }
+        if file.public {
+            return Ok(true);
+        }
+        for topic in self.svc.ports.files.file_topics(self.tenant, &file.id, MAX_TOPICS_CHECKED).await? {
+            let sub = self.svc.ports.subs.get_sub(self.tenant, &topic, user).await?;
+            if sub.is_some_and(|s| s.mode().has(AccessMode::READ)) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Records that message `seq` of `topic`, from `sender`, references the files its attachment URLs name:
+    /// only files the sender may read, so a reference never grants what its author did not have.
+    pub(crate) async fn link(&self, topic: &str, seq: Seq, sender: UserId, urls: &[String]) -> ServiceResult<u64> {
+        let mut ids: Vec<String> = Vec::new();
+        for id in urls.iter().filter_map(|u| file_id_of(u)).take(self.svc.cfg.files.max_attachments) {
+            if ids.iter().any(|known| known == id) {
+                continue;
+            }
+            match self.svc.ports.files.get_file(self.tenant, id).await? {
+                Some(file) if self.may_read(sender, &file).await? => ids.push(file.id),
+                _ => {}
+            }
+        }
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        Ok(self.svc.ports.files.link_files(self.tenant, topic, seq, &ids, now_millis()).await?)
+    }
+
+    /// Makes the file a new `public` value names as its photo (`public.photo.ref`) readable by everyone, when
+    /// `user` uploaded it: an avatar is shown wherever the profile is.
+    pub(crate) async fn adopt_avatar(&self, user: UserId, public: Option<&serde_json::Value>) -> ServiceResult<()> {
+        let Some(url) = public.and_then(|p| p.get("photo")).and_then(|p| p.get("ref")).and_then(|r| r.as_str()) else {
+            return Ok(());
+        };
+        let Some(id) = file_id_of(url) else { return Ok(()) };
+        match self.svc.ports.files.get_file(self.tenant, id).await? {
+            Some(file) if file.uploader == user && !file.public => {
+                self.svc.ports.files.set_file_public(self.tenant, id).await?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Removes up to `limit` uploads older than the grace period that nothing references and that are not
+    /// avatars. The record goes first, by a removal that checks again that nothing references it (a message
+    /// may have named the file since it was listed), then the object: a failure in between leaves bytes
+    /// nobody can reach, never a reference to nothing. Returns how many were removed.
+    pub(crate) async fn collect(&self, limit: usize) -> ServiceResult<usize> {
+        let before = now_millis() - self.svc.cfg.files.gc_grace.as_millis() as i64;
+        let mut removed = 0;
+        for file in self.svc.ports.files.unreferenced_files(self.tenant, before, limit).await? {
+            if !self.svc.ports.files.delete_unreferenced_file(self.tenant, &file.id).await? {
+                continue;
+            }
+            removed += 1;
+            if let Err(e) = self.svc.ports.blobs.delete_blob(&blob_key(self.tenant, &file.id)).await {
+                tracing::warn!(tenant = self.tenant.0, file = %file.id, error = %e, "a collected file's bytes stay behind");
+            }
+        }
+        self.svc.metrics.files_collected(removed);
+        Ok(removed)
+    }
+}
+
+/// Topics checked for a reader before a file is refused: a file referenced in more topics than this is still
+/// readable by members of the first ones, in name order.
+const MAX_TOPICS_CHECKED: usize = 64;
+
+/// The half-open span `start..end` a range names in a file of `size` bytes, or `None` when it asks for nothing
+/// inside it (416).
+fn resolve(range: ByteRange, size: u64) -> Option<(u64, u64)> {
+    let (start, end) = match range {
+        ByteRange::Bounded(a, b) if a <= b => (a, b.saturating_add(1).min(size)),
+        ByteRange::Bounded(..) => return None,
+        ByteRange::From(a) => (a, size),
+        ByteRange::Suffix(n) => (size.saturating_sub(n), size),
+    };
+    (start < end).then_some((start, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_read_from_download_urls_only() {
+        let id = "AAAAAAAAAAAAAAAAAAAAAA";
+        assert_eq!(file_id_of(&format!("/v0/file/s/{id}.jpg")), Some(id));
+        assert_eq!(file_id_of(&format!("/v0/file/s/{id}")), Some(id));
+        assert_eq!(file_id_of(&format!("https://chat.example/v0/file/s/{id}.png?apikey=x&secret=y")), Some(id));
+        assert_eq!(file_id_of("/v0/file/s/short.jpg"), None);
+        assert_eq!(file_id_of(&format!("/v0/file/s/{}.jpg", "A".repeat(23))), None);
+        assert_eq!(file_id_of("https://elsewhere.example/cat.png"), None);
+        assert_eq!(file_id_of("/v0/file/s/AAAAAAAAAAAAAAAAAAAA/../x.jpg"), None);
+    }
+
+    #[test]
+    fn ranges_resolve_against_the_size() {
+        assert_eq!(resolve(ByteRange::Bounded(2, 5), 10), Some((2, 6)));
+        assert_eq!(resolve(ByteRange::Bounded(2, 50), 10), Some((2, 10)));
+        assert_eq!(resolve(ByteRange::From(9), 10), Some((9, 10)));
+        assert_eq!(resolve(ByteRange::Suffix(3), 10), Some((7, 10)));
+        assert_eq!(resolve(ByteRange::Suffix(30), 10), Some((0, 10)));
+        assert_eq!(resolve(ByteRange::From(10), 10), None);
+        assert_eq!(resolve(ByteRange::Bounded(5, 2), 10), None);
+        assert_eq!(resolve(ByteRange::Suffix(0), 10), None);
+    }
+
+    #[test]
+    fn names_types_and_extensions_are_made_safe() {
+        assert_eq!(clean_mime("Image/PNG; charset=x"), "image/png");
+        assert_eq!(clean_mime("text/html\r\nX-Evil: 1"), "application/octet-stream");
+        assert_eq!(clean_mime(""), "application/octet-stream");
+        assert_eq!(clean_name("a\r\nb/../c.txt"), "ab..c.txt");
+        assert_eq!(extension("Cat.JPEG", "image/jpeg"), "jpeg");
+        assert_eq!(extension("noext", "image/jpeg"), "jpg");
+        assert_eq!(extension("x.tar.gz", "application/gzip"), "gz");
+        assert_eq!(extension("", "application/vnd.openxmlformats"), "bin");
+        assert!(mime_allowed(&[], "a/b"));
+        assert!(mime_allowed(&["image/*".into()], "image/png"));
+        assert!(!mime_allowed(&["image/*".into(), "application/pdf".into()], "text/html"));
+        assert!(mime_allowed(&["application/pdf".into()], "application/pdf"));
+    }
+}
