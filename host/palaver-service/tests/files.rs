@@ -207,3 +207,34 @@ async fn an_admin_block_makes_a_file_unavailable_and_tells_its_readers() {
     assert_eq!(result.status, "succeeded");
     assert_eq!(read(&svc, b, &file.id, None).await.unwrap(), b"PNGDATA");
 }
+
+/// A recalled message takes its files with it: the peer can no longer read them through it, and once nothing
+/// references them they are collected.
+#[tokio::test]
+async fn a_recalled_attachment_is_no_longer_readable_and_is_collected() {
+    let svc = service_with(ServiceConfig {
+        files: palaver_service::FilesConfig { gc_grace: Duration::ZERO, ..Default::default() },
+        ..ServiceConfig::default()
+    });
+    let (mut alice, bob, _) = people(&svc).await;
+    let (a, b) = (user_of(&svc, &alice).await, user_of(&svc, &bob).await);
+    let file = svc.upload_file(T, a, meta("oops.jpg", "image/jpeg"), body(b"JPEG")).await.unwrap();
+    alice.sub(&bob.user).await;
+    let id = alice.id();
+    let frames = alice
+        .send(json!({ "pub": { "id": id, "topic": bob.user, "content": "wrong chat" }, "extra": { "attachments": [file_url(&file)] } }))
+        .await;
+    let seq = frames
+        .iter()
+        .find_map(|f| (f["ctrl"]["id"] == json!(id)).then(|| f["ctrl"]["params"]["seq"].as_i64()))
+        .flatten();
+    let seq = seq.expect("the message is stored");
+    assert!(read(&svc, b, &file.id, None).await.is_ok());
+    let (ctrl, _) =
+        alice.req("del", json!({ "topic": bob.user, "what": "msg", "delseq": [{ "low": seq }], "hard": true })).await;
+    assert_eq!(ctrl["code"], 200, "{ctrl}");
+    assert_eq!(read(&svc, b, &file.id, None).await, Err(ServiceError::NotFound), "gone with its message");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(svc.collect_files(T, 10).await.unwrap(), 1);
+    assert_eq!(read(&svc, a, &file.id, None).await, Err(ServiceError::NotFound));
+}

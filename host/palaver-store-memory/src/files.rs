@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use palaver_core::ports::{FileRecord, FileStatus, FileStore};
-use palaver_core::{Seq, StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_core::{Seq, SeqRange, StoreError, StoreResult, TenantId, UnixMillis, UserId};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -60,6 +60,19 @@ impl FileStore for MemoryFiles {
             }
         }
         Ok(added)
+    }
+
+    async fn unlink_files(&self, tenant: TenantId, topic: &str, ranges: Option<&[SeqRange]>) -> StoreResult<u64> {
+        let mut files = self.inner.lock();
+        let mut removed = 0;
+        for (_, refs) in files.refs.iter_mut().filter(|((t, _), _)| *t == tenant) {
+            let before = refs.len();
+            refs.retain(|(name, seq)| {
+                name != topic || ranges.is_some_and(|rs| !rs.iter().any(|r| *seq >= r.low && *seq < r.hi))
+            });
+            removed += (before - refs.len()) as u64;
+        }
+        Ok(removed)
     }
 
     async fn file_topics(&self, tenant: TenantId, id: &str, limit: usize) -> StoreResult<Vec<String>> {

@@ -6,7 +6,7 @@ use crate::MysqlStore;
 use crate::codec::{datetime_to_millis, millis_to_datetime};
 use crate::error::db_error;
 use palaver_core::ports::{FileRecord, FileStatus, FileStore};
-use palaver_core::{Seq, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_core::{Seq, SeqRange, StoreResult, TenantId, UnixMillis, UserId};
 use palaver_store_sql::columns::{limit_col, user_col};
 use palaver_store_sql::files::{FileRow, file_cols, file_of};
 
@@ -76,6 +76,23 @@ impl FileStore for MysqlStore {
         }
         tx.commit().await.map_err(db_error)?;
         Ok(added)
+    }
+
+    async fn unlink_files(&self, tenant: TenantId, topic: &str, ranges: Option<&[SeqRange]>) -> StoreResult<u64> {
+        let db = self.db(tenant).await?;
+        let Some(ranges) = ranges else {
+            let done = sqlx::query("DELETE FROM im_group_files WHERE source_topic = ?").bind(topic);
+            return Ok(done.execute(&db.pool).await.map_err(db_error)?.rows_affected());
+        };
+        let mut tx = db.pool.begin().await.map_err(db_error)?;
+        let mut removed = 0;
+        for r in ranges {
+            let sql = "DELETE FROM im_group_files WHERE source_topic = ? AND source_seq >= ? AND source_seq < ?";
+            let done = sqlx::query(sql).bind(topic).bind(r.low).bind(r.hi).execute(&mut *tx).await;
+            removed += done.map_err(db_error)?.rows_affected();
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(removed)
     }
 
     async fn file_topics(&self, tenant: TenantId, id: &str, limit: usize) -> StoreResult<Vec<String>> {

@@ -5,7 +5,7 @@ use crate::SqliteStore;
 use crate::codec::tenant;
 use crate::error::db_error;
 use palaver_core::ports::{FileRecord, FileStatus, FileStore};
-use palaver_core::{Seq, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_core::{Seq, SeqRange, StoreResult, TenantId, UnixMillis, UserId};
 use palaver_store_sql::columns::{limit_col, user_col};
 use palaver_store_sql::files::{FileRow, file_cols, file_of};
 
@@ -67,6 +67,28 @@ impl FileStore for SqliteStore {
         }
         tx.commit().await.map_err(db_error)?;
         Ok(added)
+    }
+
+    async fn unlink_files(&self, t: TenantId, topic: &str, ranges: Option<&[SeqRange]>) -> StoreResult<u64> {
+        let Some(ranges) = ranges else {
+            let done = sqlx::query("DELETE FROM im_group_files WHERE tenant_id = ? AND source_topic = ?")
+                .bind(tenant(t))
+                .bind(topic)
+                .execute(&self.writer)
+                .await
+                .map_err(db_error)?;
+            return Ok(done.rows_affected());
+        };
+        let mut tx = self.begin_write().await?;
+        let mut removed = 0;
+        for r in ranges {
+            let sql = "DELETE FROM im_group_files WHERE tenant_id = ? AND source_topic = ? \
+                       AND source_seq >= ? AND source_seq < ?";
+            let done = sqlx::query(sql).bind(tenant(t)).bind(topic).bind(r.low).bind(r.hi);
+            removed += done.execute(&mut *tx).await.map_err(db_error)?.rows_affected();
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(removed)
     }
 
     async fn file_topics(&self, tenant_id: TenantId, id: &str, limit: usize) -> StoreResult<Vec<String>> {

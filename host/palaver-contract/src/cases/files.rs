@@ -4,7 +4,7 @@
 
 use crate::Fixture;
 use palaver_core::ports::{BlobError, BlobStore, ByteStream, FileRecord, FileStatus, FileStore};
-use palaver_core::{StoreError, UserId};
+use palaver_core::{SeqRange, StoreError, UserId};
 
 fn record(id: &str, uploader: u64, created: i64) -> FileRecord {
     FileRecord {
@@ -58,6 +58,16 @@ pub async fn file_references_link_and_list<S: FileStore>(f: Fixture<S>) {
     assert!(s.file_topics(f.tenant, "missing", 10).await.unwrap().is_empty());
     assert!(!s.delete_unreferenced_file(f.tenant, "f1").await.unwrap(), "a referenced file stays");
     assert!(s.get_file(f.tenant, "f1").await.unwrap().is_some());
+
+    // Deleted messages forget their references: by range, then a whole topic.
+    let ranges = [SeqRange { low: 1, hi: 4 }];
+    assert_eq!(s.unlink_files(f.tenant, "grpB", Some(&ranges)).await.unwrap(), 1, "seq 3 of grpB, not seq 4");
+    assert_eq!(s.unlink_files(f.other_tenant, "grpA", None).await.unwrap(), 0, "another tenant's topic of that name");
+    assert_eq!(s.file_topics(f.tenant, "f1", 10).await.unwrap(), vec!["grpA".to_owned(), "grpB".to_owned()]);
+    assert_eq!(s.unlink_files(f.tenant, "grpB", None).await.unwrap(), 1);
+    assert_eq!(s.unlink_files(f.tenant, "grpA", None).await.unwrap(), 1);
+    assert!(s.file_topics(f.tenant, "f1", 10).await.unwrap().is_empty());
+    assert!(s.delete_unreferenced_file(f.tenant, "f1").await.unwrap(), "collectable once nothing references it");
 }
 
 /// What garbage collection sees and removes: files created before the bound that nothing references and that

@@ -4,7 +4,7 @@
 //! it, in the tenant's database, which decides who may read it. Every call and every object key carries the
 //! tenant.
 
-use crate::{Seq, StoreResult, TenantId, UnixMillis, UserId};
+use crate::{Seq, SeqRange, StoreResult, TenantId, UnixMillis, UserId};
 use bytes::Bytes;
 use futures_core::Stream;
 use std::pin::Pin;
@@ -80,6 +80,11 @@ pub trait FileStore: Send + Sync {
         ids: &[String],
         at: UnixMillis,
     ) -> StoreResult<u64>;
+
+    /// Forgets the references of the messages of `topic` in `ranges` (half-open seq ranges), or of every message
+    /// of the topic when `ranges` is `None` (the topic is gone): deleted messages no longer grant their readers
+    /// the files, and files nothing else references become collectable. Returns how many references went.
+    async fn unlink_files(&self, tenant: TenantId, topic: &str, ranges: Option<&[SeqRange]>) -> StoreResult<u64>;
 
     /// Up to `limit` topics whose messages reference the file, in name order.
     async fn file_topics(&self, tenant: TenantId, id: &str, limit: usize) -> StoreResult<Vec<String>>;

@@ -239,6 +239,7 @@ async fn moderate(svc: &Service, tenant: TenantId, p: &Payload<'_>) -> BizResult
                 recalled_by: Some(crate::business::ADMIN_ACTOR),
             };
             let clear = inner.ports.messages.delete_messages(tenant, topic, &request).await?;
+            inner.files(tenant).forget(topic, Some(&request.ranges)).await;
             let delseq = vec![palaver_proto::SeqRange { low: seq, hi: Some(seq + 1) }];
             let event =
                 Event::Deleted { topic: topic.to_owned(), by: crate::business::ADMIN_ACTOR, hard: true, clear, delseq };

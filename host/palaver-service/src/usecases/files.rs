@@ -291,6 +291,16 @@ impl Files<'_> {
         Ok(self.svc.ports.files.link_files(self.tenant, topic, seq, &ids, now_millis()).await?)
     }
 
+    /// Forgets the file references of deleted messages (`ranges` of `topic`, or all of a deleted topic): their
+    /// readers no longer read the files through them, and files nothing else references are collected. A
+    /// failure is logged, not returned: the deletion itself has happened, and a stale reference only keeps a file
+    /// readable by the topic's members a while longer.
+    pub(crate) async fn forget(&self, topic: &str, ranges: Option<&[palaver_core::SeqRange]>) {
+        if let Err(e) = self.svc.ports.files.unlink_files(self.tenant, topic, ranges).await {
+            tracing::warn!(tenant = self.tenant.0, topic, error = %e, "deleted messages keep their file references");
+        }
+    }
+
     /// Makes the file a new `public` value names as its photo (`public.photo.ref`) readable by everyone, when
     /// `user` uploaded it: an avatar is shown wherever the profile is.
     pub(crate) async fn adopt_avatar(&self, user: UserId, public: Option<&serde_json::Value>) -> ServiceResult<()> {

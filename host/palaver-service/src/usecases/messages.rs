@@ -218,6 +218,9 @@ impl Messages<'_> {
         let recalled_by = recall.then_some(me);
         let request = DeleteMessages { ranges: domain, hard, for_user: me, when: now_millis(), recalled_by };
         let del_id = self.svc.ports.messages.delete_messages(tenant, stored, &request).await?;
+        if hard {
+            self.svc.files(tenant).forget(stored, Some(&request.ranges)).await;
+        }
         let event = crate::delivery::dispatch::Event::Deleted {
             topic: stored.to_owned(),
             by: me,

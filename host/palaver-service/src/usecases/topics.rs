@@ -215,6 +215,7 @@ impl Topics<'_> {
         }
         let members = self.svc.ports.subs.list_topic_subs(tenant, stored).await?;
         self.svc.ports.topics.delete_topic(tenant, stored).await?;
+        self.svc.files(tenant).forget(stored, None).await;
         let deleted = json!({ "by": me.to_string(), "members": members.len() });
         self.svc.summary(tenant, Summary::new("group.deleted", "topic", stored, deleted)).await;
         if let Err(e) = self.svc.ports.seq.forget(tenant, stored).await {
