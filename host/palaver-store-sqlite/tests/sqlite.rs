@@ -79,14 +79,12 @@ async fn messages_go_to_their_kind_of_table_and_hard_deletes_leave_stubs() {
     assert_eq!(count("SELECT COUNT(*) FROM im_group_messages").await, 3);
     assert_eq!(count("SELECT COUNT(*) FROM im_messages").await, 1);
 
-    let request = DeleteMessages {
-        ranges: vec![SeqRange { low: 2, hi: 3 }],
-        hard: true,
-        for_user: UserId(1),
-        when: 99,
-        recalled_by: None,
+    // A hard delete of one seq at `when`, by an admin (`None`) or recalled by its sender.
+    let hard = |low: i64, when: i64, recalled_by: Option<UserId>| {
+        let ranges = vec![SeqRange { low, hi: low + 1 }];
+        DeleteMessages { ranges, hard: true, for_user: UserId(1), when, recalled_by }
     };
-    store.delete_messages(T, "grpRouting", &request).await.unwrap();
+    store.delete_messages(T, "grpRouting", &hard(2, 99, None)).await.unwrap();
     let stubs = "SELECT COUNT(*) FROM im_group_messages WHERE content IS NULL AND head IS NULL \
                  AND deleted_at = 99 AND status = 'deleted'";
     assert_eq!(count(stubs).await, 1);
@@ -94,9 +92,7 @@ async fn messages_go_to_their_kind_of_table_and_hard_deletes_leave_stubs() {
     assert_eq!(store.find_by_client_mid(T, "grpRouting", UserId(u64::MAX), "mid2").await.unwrap(), Some(2));
 
     // A sender's recall: stored as recalled, by whom and when, its version bumped.
-    let recall =
-        DeleteMessages { ranges: vec![SeqRange { low: 3, hi: 4 }], recalled_by: Some(UserId(7)), when: 120, ..request };
-    store.delete_messages(T, "grpRouting", &recall).await.unwrap();
+    store.delete_messages(T, "grpRouting", &hard(3, 120, Some(UserId(7)))).await.unwrap();
     let row: (String, Option<i64>, Option<i64>, i64) =
         sqlx::query_as("SELECT status, recalled_by, recalled_at, version FROM im_group_messages WHERE seqid = 3")
             .fetch_one(store.pool())
