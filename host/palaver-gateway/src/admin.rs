@@ -137,6 +137,10 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
             }
             None => bad_tenant(),
         },
+        Op::FileSettings | Op::SetFileSettings => match tenant_id {
+            Some(t) => file_settings(shared, TenantId(t), route.op == Op::SetFileSettings, &body).await,
+            None => bad_tenant(),
+        },
         Op::PushSettings | Op::SetPushSettings => match tenant_id {
             Some(t) => push_settings(shared, TenantId(t), route.op == Op::SetPushSettings, &body).await,
             None => bad_tenant(),
@@ -162,23 +166,45 @@ async fn push_settings(shared: &Shared, tenant: TenantId, set: bool, body: &Valu
         return svc.push_settings(tenant).await.map_or_else(|e| service_error(&e), typed);
     }
     let result = svc.set_push_settings(tenant, body).await;
-    let detail = match &result {
+    audit_settings(shared, tenant, "push.settings", &result).await;
+    result.map_or_else(|e| service_error(&e), typed)
+}
+
+/// `GET` (`set` false) or `PUT` a tenant's file limits; a change is audited like a push settings change.
+async fn file_settings(shared: &Shared, tenant: TenantId, set: bool, body: &Value) -> Response<Body> {
+    let svc = &shared.service;
+    if !set {
+        return svc.file_settings(tenant).await.map_or_else(|e| service_error(&e), typed);
+    }
+    let result = svc.set_file_settings(tenant, body).await;
+    audit_settings(shared, tenant, "files.settings", &result).await;
+    result.map_or_else(|e| service_error(&e), typed)
+}
+
+/// Records a tenant settings change (`action`) in the tenant's audit log, with what is in force after it or why
+/// it was refused.
+async fn audit_settings<T: Serialize>(
+    shared: &Shared,
+    tenant: TenantId,
+    action: &str,
+    result: &Result<T, palaver_service::ServiceError>,
+) {
+    let detail = match result {
         Ok(v) => j!({ "ok": true, "result": serde_json::to_value(v).unwrap_or_default() }),
         Err(e) => j!({ "ok": false, "error": e.text() }),
     };
     let event = AuditEvent::new(
         new_event_id(),
         tenant,
-        "push.settings",
+        action,
         ("admin", None),
         ("tenant", tenant.0.to_string()),
         now_millis(),
     )
     .with_detail(detail);
-    if let Err(err) = svc.audit(tenant, event).await {
-        tracing::warn!(%err, "push settings change not audited");
+    if let Err(err) = shared.service.audit(tenant, event).await {
+        tracing::warn!(%err, action, "tenant settings change not audited");
     }
-    result.map_or_else(|e| service_error(&e), typed)
 }
 
 /// The largest body the admin API reads.

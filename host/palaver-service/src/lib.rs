@@ -362,6 +362,21 @@ impl Service {
         self.inner.files(tenant).open(user, id, range).await
     }
 
+    /// The file limits in force for `tenant` and its own settings (`GET /v1/admin/tenants/{t}/files`).
+    pub async fn file_settings(&self, tenant: TenantId) -> ServiceResult<palaver_api::bodies::admin::TenantFiles> {
+        self.inner.files(tenant).settings().await
+    }
+
+    /// Changes `tenant`'s own file limits (`PUT /v1/admin/tenants/{t}/files`): a field given replaces the stored
+    /// one, `null` restores the node's.
+    pub async fn set_file_settings(
+        &self,
+        tenant: TenantId,
+        change: &serde_json::Value,
+    ) -> ServiceResult<palaver_api::bodies::admin::TenantFiles> {
+        self.inner.files(tenant).set_settings(change).await
+    }
+
     /// Removes up to `limit` of the tenant's uploads that nothing referenced within the grace period; returns
     /// how many. The server runs it periodically for every tenant.
     pub async fn collect_files(&self, tenant: TenantId, limit: usize) -> ServiceResult<usize> {

@@ -238,3 +238,37 @@ async fn a_recalled_attachment_is_no_longer_readable_and_is_collected() {
     assert_eq!(svc.collect_files(T, 10).await.unwrap(), 1);
     assert_eq!(read(&svc, a, &file.id, None).await, Err(ServiceError::NotFound));
 }
+
+/// A tenant's own limits: lower the upload size and narrow the types for its users only; `null` restores the
+/// node's; an upload size above the node's is held to it; settings that cannot work are refused.
+#[tokio::test]
+async fn a_tenant_sets_its_own_file_limits() {
+    let svc = service_with(ServiceConfig {
+        files: palaver_service::FilesConfig { max_upload_size: 100, ..Default::default() },
+        ..ServiceConfig::default()
+    });
+    let (alice, _, _) = people(&svc).await;
+    let a = user_of(&svc, &alice).await;
+    let got = svc.set_file_settings(T, &json!({ "max_upload_size": 5, "allowed_mime": ["image/*"] })).await.unwrap();
+    assert_eq!((got.max_upload_size, got.allowed_mime.clone()), (5, vec!["image/*".to_owned()]));
+    let big = svc.upload_file(T, a, meta("a.png", "image/png"), body(b"123456")).await;
+    assert!(matches!(big, Err(ServiceError::TooLarge(_))), "{big:?}");
+    let text = svc.upload_file(T, a, meta("a.txt", "text/plain"), body(b"1")).await;
+    assert!(matches!(text, Err(ServiceError::Policy(_))), "{text:?}");
+    svc.upload_file(T, a, meta("a.png", "image/png"), body(b"12345")).await.unwrap();
+
+    let got = svc.set_file_settings(T, &json!({ "max_upload_size": 1000, "allowed_mime": null })).await.unwrap();
+    assert_eq!(got.max_upload_size, 100, "held to the node's");
+    assert!(got.allowed_mime.is_empty() && got.settings.allowed_mime.is_none());
+    svc.upload_file(T, a, meta("a.txt", "text/plain"), body(b"123456")).await.unwrap();
+
+    for bad in
+        [json!({ "max_upload_size": 0 }), json!({ "allowed_mime": ["Image/PNG"] }), json!({ "colour": 1 }), json!([1])]
+    {
+        let r = svc.set_file_settings(T, &bad).await;
+        assert!(matches!(r, Err(ServiceError::Malformed(_))), "{bad}: {r:?}");
+    }
+    let got = svc.set_file_settings(T, &json!({ "max_upload_size": null })).await.unwrap();
+    assert_eq!(got.settings, palaver_api::bodies::admin::FileSettings::default(), "nothing of its own left");
+    assert_eq!(svc.file_settings(TenantId(2)).await.unwrap().max_upload_size, 100, "another tenant keeps the node's");
+}

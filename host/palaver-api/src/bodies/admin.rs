@@ -249,3 +249,36 @@ TenantPush {
     /// The tenant's own settings, its secrets (`private_key`, `key`, `master_secret`, `secret`) shown as `"***"`.
     settings: PushSettings,
 });
+
+// A tenant's own file limits.
+
+/// A tenant's own file limits, as stored and as `PUT /v1/admin/tenants/{tenant}/files` reads them. A field left
+/// out follows the node's `[files]`; `max_upload_size` cannot exceed the node's, which protects the node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FileSettings {
+    /// The largest upload in bytes (at most the node's `files.max_upload_size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_upload_size: Option<u64>,
+    /// Uploads one user may make in an hour; 0: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uploads_per_hour: Option<u64>,
+    /// MIME types accepted (`image/*` takes a family), lower case; empty: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_mime: Option<Vec<String>>,
+}
+
+body!(response
+/// `GET /v1/admin/tenants/{tenant}/files`: the file limits in force for a tenant, and what it set itself.
+TenantFiles {
+    tenant: u64,
+    /// The largest upload in bytes.
+    max_upload_size: u64,
+    /// Uploads one user may make in an hour; 0: no limit.
+    max_uploads_per_hour: u64,
+    /// MIME types accepted; empty: any.
+    allowed_mime: Vec<String>,
+    /// The tenant's own settings.
+    settings: FileSettings,
+});

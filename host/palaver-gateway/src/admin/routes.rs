@@ -19,6 +19,8 @@ pub(crate) enum Op {
     SetTenantPlugin,
     PushSettings,
     SetPushSettings,
+    FileSettings,
+    SetFileSettings,
     Disable,
     Enable,
     Evict,
@@ -38,6 +40,7 @@ fn evicted(g: &mut SchemaGenerator) -> Schema {
 const USER: &str = "users";
 const PLUGINS: &str = "plugins";
 const PUSH: &str = "push";
+const FILES: &str = "files";
 
 /// Every endpoint of the admin API.
 pub(crate) const ROUTES: &[Route] = &[
@@ -119,6 +122,26 @@ pub(crate) const ROUTES: &[Route] = &[
         "Change a tenant's own push settings: a field given replaces the stored one, null restores the node's.",
         Some(body::<a::PushSettings>()),
         schema::<a::TenantPush>,
+        &[],
+    ),
+    r(
+        "GET",
+        "/tenants/{tenant}/files",
+        Op::FileSettings,
+        FILES,
+        "The file limits in force for a tenant (upload size, uploads per hour, MIME types) and its own settings.",
+        None,
+        schema::<a::TenantFiles>,
+        &[],
+    ),
+    r(
+        "PUT",
+        "/tenants/{tenant}/files",
+        Op::SetFileSettings,
+        FILES,
+        "Change a tenant's own file limits: a field given replaces the stored one, null restores the node's.",
+        Some(body::<a::FileSettings>()),
+        schema::<a::TenantFiles>,
         &[],
     ),
     r(
@@ -209,6 +232,8 @@ impl Operation for Op {
             Op::SetTenantPlugin => "admin.tenant.plugin.set",
             Op::PushSettings => "admin.tenant.push.get",
             Op::SetPushSettings => "admin.tenant.push.set",
+            Op::FileSettings => "admin.tenant.files.get",
+            Op::SetFileSettings => "admin.tenant.files.set",
             Op::Disable => "admin.user.disable",
             Op::Enable => "admin.user.enable",
             Op::Evict => "admin.user.evict",
