@@ -11,7 +11,6 @@
 //! missing object is [`BlobError::NotFound`]; anything the storage itself refuses or cannot be reached for is
 //! [`BlobError::Unavailable`], which the service reports as a retryable error.
 
-use bytes::Bytes;
 use futures_util::StreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::buffered::BufWriter;
@@ -140,21 +139,11 @@ impl BlobStore for ObjectBlobs {
         let path = Self::path(key)?;
         let range = match range {
             None => None,
-            Some((start, Some(end))) if end <= start => return Err(BlobError::BadRange { size: 0 }),
             Some((start, Some(end))) => Some(GetRange::Bounded(start..end)),
             Some((start, None)) => Some(GetRange::Offset(start)),
         };
-        let got = self.store.get_opts(&path, GetOptions { range, ..GetOptions::default() }).await;
-        let got = match got {
-            Ok(got) => got,
-            Err(object_store::Error::NotFound { .. }) => return Err(BlobError::NotFound),
-            // A range past the end: say how large the object is, so the caller can answer 416 with it.
-            Err(e) if e.to_string().contains("ange") => {
-                let size = self.store.head(&Self::path(key)?).await.map_err(unavailable)?.size;
-                return Err(BlobError::BadRange { size });
-            }
-            Err(e) => return Err(unavailable(e)),
-        };
+        let got =
+            self.store.get_opts(&path, GetOptions { range, ..GetOptions::default() }).await.map_err(unavailable)?;
         let (size, start, end) = (got.meta.size, got.range.start, got.range.end);
         let body = got.into_stream().map(|chunk| chunk.map_err(unavailable));
         Ok(BlobRead { size, start, end, body: Box::pin(body) })
@@ -170,10 +159,4 @@ impl BlobStore for ObjectBlobs {
     fn kind(&self) -> &'static str {
         self.kind
     }
-}
-
-/// A stream of one chunk, for small bodies and tests.
-pub fn once(bytes: impl Into<Bytes>) -> ByteStream {
-    let bytes: Bytes = bytes.into();
-    Box::pin(futures_util::stream::iter([Ok(bytes)]))
 }

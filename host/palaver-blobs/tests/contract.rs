@@ -10,6 +10,11 @@ fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }
 
+/// A body of one chunk.
+fn one_chunk(bytes: &'static [u8]) -> palaver_core::ports::ByteStream {
+    Box::pin(futures_util::stream::iter([Ok(bytes::Bytes::from_static(bytes))]))
+}
+
 /// The test bucket, or `None` (after a notice) when the S3 tests are skipped.
 fn s3() -> Option<ObjectBlobs> {
     if std::env::var("PALAVER_SKIP_S3").is_ok_and(|v| v == "1") {
@@ -52,7 +57,7 @@ async fn s3_refuses_a_wrong_secret() {
     use palaver_core::ports::{BlobError, BlobStore};
     let Some(good) = s3() else { return };
     // The server is there and takes the right secret.
-    good.put_blob("1/accepted", palaver_blobs::once(&b"x"[..])).await.expect("a put with the right secret");
+    good.put_blob("1/accepted", one_chunk(b"x")).await.expect("a put with the right secret");
     good.delete_blob("1/accepted").await.unwrap();
     let cfg = S3Config {
         endpoint: env_or("PALAVER_TEST_S3_ENDPOINT", "http://127.0.0.1:8333"),
@@ -63,7 +68,7 @@ async fn s3_refuses_a_wrong_secret() {
         virtual_hosted: false,
     };
     let store = ObjectBlobs::s3(&cfg).expect("an S3 client");
-    let put = store.put_blob("1/refused", palaver_blobs::once(&b"x"[..])).await;
+    let put = store.put_blob("1/refused", one_chunk(b"x")).await;
     match put {
         Err(BlobError::Unavailable(why)) => assert!(why.contains("403") || why.contains("Forbidden"), "{why}"),
         other => panic!("a wrong secret must be refused: {other:?}"),

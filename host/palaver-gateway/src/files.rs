@@ -6,8 +6,7 @@
 //! their code, as Tinode answers. Bodies stream both ways: the server never holds a whole file.
 
 use crate::Shared;
-use crate::http::{Body, bad_key, empty, full, query_param, tenant_of};
-use bytes::Bytes;
+use crate::http::{Body, bad_key, empty, json, query_param, tenant_of};
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, BodyStream, StreamBody};
@@ -129,7 +128,7 @@ async fn upload(shared: &Shared, tenant: TenantId, user: UserId, req: Request<In
     let params = serde_json::json!({ "url": palaver_service::file_url(&file) });
     let body =
         palaver_service::ctrl_frame(id.as_deref(), None, Code::Ok, None, palaver_core::now_millis(), Some(params));
-    cors(json_response(StatusCode::OK, body))
+    cors(json(StatusCode::OK, body))
 }
 
 /// A text field of the form, bounded.
@@ -265,18 +264,11 @@ fn reply(id: Option<&str>, e: &ServiceError) -> Response<Body> {
     let code = e.code();
     let body = palaver_service::ctrl_frame(id, None, code, Some(&e.text()), palaver_core::now_millis(), e.params());
     let status = StatusCode::from_u16(code.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut resp = json_response(status, body);
+    let mut resp = json(status, body);
     if let ServiceError::Unavailable { retry_after_ms, .. } | ServiceError::RateLimited { retry_after_ms, .. } = e {
         resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_ms.div_ceil(1000).max(1)));
     }
     cors(resp)
-}
-
-fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
-    let mut resp = Response::new(full(body));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json; charset=utf-8"));
-    resp
 }
 
 /// Open to any origin, as Tinode's file handler is: the request authenticates with its own headers, never

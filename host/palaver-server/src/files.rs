@@ -83,10 +83,7 @@ impl FilesSection {
                 "files.max_concurrent_uploads, files.gc_interval_seconds and files.gc_batch must be at least 1".into(),
             );
         }
-        if let Some(bad) = self.allowed_mime.iter().find(|m| {
-            let Some((t, s)) = m.split_once('/') else { return true };
-            t.is_empty() || s.is_empty() || m.bytes().any(|b| b.is_ascii_uppercase() || b.is_ascii_whitespace())
-        }) {
+        if let Some(bad) = self.allowed_mime.iter().find(|m| !palaver_service::mime_pattern_ok(m)) {
             return Err(format!("files.allowed_mime: {bad:?} is not a lower-case type/subtype (or type/*)"));
         }
         if self.store == FileStoreKind::S3 {

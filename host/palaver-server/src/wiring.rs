@@ -148,6 +148,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let (storage, tenants, backend) = open_storage(&cfg, salt).await?;
     let (outbox, audit) = (storage.outbox.clone(), storage.audit.clone());
     let blobs = cfg.files.open(&cfg.server.data_dir).context("opening the file store")?;
+    tracing::info!(store = blobs.kind(), "file store open");
     if cfg.store.kind == StoreKind::Mysql && cfg.files.store == crate::files::FileStoreKind::Fs {
         tracing::warn!(
             dir = %cfg.files.dir.display(),

@@ -26,7 +26,7 @@ pub use error::{ServiceError, ServiceResult};
 pub use metrics::{LiveGauge, Metrics};
 pub use usecases::calls::{CallConfig, IceServer, turn_credentials};
 pub use usecases::edits::EditConfig;
-pub use usecases::files::{ByteRange, Download, FilesConfig, UploadMeta, file_url};
+pub use usecases::files::{ByteRange, Download, FilesConfig, UploadMeta, file_url, mime_pattern_ok};
 
 /// The content type of [`Service::render_metrics`]: the OpenMetrics text format, which Prometheus reads.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

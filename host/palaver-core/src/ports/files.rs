@@ -118,9 +118,6 @@ pub enum BlobError {
     /// No object under that key.
     #[error("no such object")]
     NotFound,
-    /// The requested range starts at or past the end of the object.
-    #[error("range not satisfiable (object of {size} bytes)")]
-    BadRange { size: u64 },
     /// The stream being stored failed (the client went away, or it grew past the caller's bound): nothing is
     /// kept.
     #[error("upload aborted: {0}")]
@@ -159,12 +156,14 @@ pub trait BlobStore: Send + Sync {
     async fn put_blob(&self, key: &str, body: ByteStream) -> Result<u64, BlobError>;
 
     /// Reads the object, or the part `start..end` of it (`end` is clamped to the size; `None` reads to the end).
+    /// The caller checks the range against the file's recorded size first: one that starts past the end is the
+    /// store's error (`Unavailable`).
     async fn get_blob(&self, key: &str, range: Option<(u64, Option<u64>)>) -> Result<BlobRead, BlobError>;
 
     /// Removes the object; removing what is not there is no error.
     async fn delete_blob(&self, key: &str) -> Result<(), BlobError>;
 
-    /// What `/readyz` and the logs call this store (`fs`, `s3`).
+    /// What the logs call this store (`fs`, `s3`, `memory`).
     fn kind(&self) -> &'static str;
 }
 

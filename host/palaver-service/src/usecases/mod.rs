@@ -34,6 +34,7 @@ pub(crate) mod presence;
 pub(crate) mod relations;
 pub(crate) mod reports;
 pub(crate) mod rules;
+pub(crate) mod settings;
 pub(crate) mod subscriptions;
 pub(crate) mod topics;
 

@@ -16,7 +16,7 @@ use super::PushConfig;
 use crate::{ServiceError, ServiceResult};
 use lru::LruCache;
 use palaver_api::bodies::admin::{PushProviderInUse, PushSettings, TenantPush as TenantPushBody};
-use palaver_core::ports::{MAX_SETTING_BYTES, PushProvider, SettingsStore};
+use palaver_core::ports::{PushProvider, SettingsStore};
 use palaver_core::{StoreError, StoreResult, TenantId};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -270,30 +270,12 @@ impl crate::Service {
     /// sections must build (a key that does not parse, a credentials file missing a field), or nothing changes.
     /// Every node applies it within `push.tenant_refresh_ms`; this one at once.
     pub async fn set_push_settings(&self, tenant: TenantId, change: &Value) -> ServiceResult<TenantPushBody> {
-        let Some(change) = change.as_object() else {
-            return Err(ServiceError::Malformed("push settings must be a JSON object".into()));
-        };
         let store = &self.inner.ports.settings;
-        let mut doc = match store.get_setting(tenant, PUSH_SETTING).await? {
-            Some(Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
-        for (k, v) in change {
-            match v {
-                Value::Null => doc.remove(k),
-                v => doc.insert(k.clone(), v.clone()),
-            };
-        }
-        let doc = Value::Object(doc);
-        let own: PushSettings =
-            serde_json::from_value(doc.clone()).map_err(|e| ServiceError::Malformed(format!("push settings: {e}")))?;
-        if doc.to_string().len() > MAX_SETTING_BYTES {
-            return Err(ServiceError::TooLarge(format!("push settings are at most {MAX_SETTING_BYTES} bytes")));
-        }
+        let (own, doc): (PushSettings, _) =
+            crate::usecases::settings::merged(store.as_ref(), tenant, PUSH_SETTING, "push settings", change).await?;
         let push =
             self.inner.push_tenants.built(own).map_err(|e| ServiceError::Malformed(format!("push settings: {e}")))?;
-        let empty = doc.as_object().is_some_and(|m| m.is_empty());
-        store.put_setting(tenant, PUSH_SETTING, (!empty).then_some(&doc)).await?;
+        store.put_setting(tenant, PUSH_SETTING, doc.as_ref()).await?;
         Ok(self.inner.push_tenants.install(tenant, push).body(tenant))
     }
 }

@@ -140,6 +140,16 @@ fn clean_name(name: &str) -> String {
     out
 }
 
+/// True if `pattern` can stand in an accepted-types list (`[files] allowed_mime`, a tenant's own): a MIME type in
+/// its stored form (lower-case `type/subtype` of token characters), or a family `type/*`.
+pub fn mime_pattern_ok(pattern: &str) -> bool {
+    match pattern.split_once('/') {
+        Some((family, "*")) => clean_mime(&format!("{family}/x")) == format!("{family}/x"),
+        Some(_) => clean_mime(pattern) == pattern,
+        None => false,
+    }
+}
+
 /// True if `mime` is accepted by `allowed` (`image/*` takes the family; empty takes all).
 fn mime_allowed(allowed: &[String], mime: &str) -> bool {
     allowed.is_empty()
@@ -250,7 +260,6 @@ impl Files<'_> {
                     tracing::warn!(tenant = self.tenant.0, file = id, "a file record has no object");
                     return Err(ServiceError::NotFound);
                 }
-                Err(BlobError::BadRange { .. }) => return Err(ServiceError::RangeNotSatisfiable { size: file.size }),
                 Err(e) => return Err(ServiceError::Unavailable { reason: e.to_string(), retry_after_ms: 1000 }),
             };
         Ok(Download { file, read })

@@ -2,10 +2,9 @@
 //! (`GET`/`PUT /v1/admin/tenants/{t}/files`), checked as it is set and read by each upload, so every node applies
 //! a change from its next upload.
 
-use super::{Files, FilesConfig, clean_mime};
+use super::{Files, FilesConfig, mime_pattern_ok};
 use crate::error::{ServiceError, ServiceResult};
 use palaver_api::bodies::admin::{FileSettings, TenantFiles};
-use palaver_core::ports::MAX_SETTING_BYTES;
 
 /// The settings document of a tenant's own file limits (`PUT /v1/admin/tenants/{t}/files`).
 const FILES_SETTING: &str = "files";
@@ -33,13 +32,7 @@ fn check_settings(own: &FileSettings) -> ServiceResult<()> {
     if own.max_upload_size == Some(0) {
         return Err(ServiceError::Malformed("max_upload_size must be at least 1".into()));
     }
-    // A pattern is valid when it is already in the stored form (`image/*` as its family would be).
-    let valid = |m: &str| match m.split_once('/') {
-        Some((family, "*")) => clean_mime(&format!("{family}/x")) == format!("{family}/x"),
-        Some(_) => clean_mime(m) == m,
-        None => false,
-    };
-    let bad = own.allowed_mime.iter().flatten().find(|m| !valid(m));
+    let bad = own.allowed_mime.iter().flatten().find(|m| !mime_pattern_ok(m));
     match bad {
         Some(m) => Err(ServiceError::Malformed(format!("allowed_mime: {m:?} is not a lower-case type/subtype"))),
         None => Ok(()),
@@ -72,29 +65,12 @@ impl Files<'_> {
     /// `null` removes it (the node's applies again). The result must read as [`FileSettings`], or nothing changes.
     /// Uploads read it as they start, on every node.
     pub(crate) async fn set_settings(&self, change: &serde_json::Value) -> ServiceResult<TenantFiles> {
-        let Some(change) = change.as_object() else {
-            return Err(ServiceError::Malformed("file settings must be a JSON object".into()));
-        };
         let store = &self.svc.ports.settings;
-        let mut doc = match store.get_setting(self.tenant, FILES_SETTING).await? {
-            Some(serde_json::Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
-        for (k, v) in change {
-            match v {
-                serde_json::Value::Null => doc.remove(k),
-                v => doc.insert(k.clone(), v.clone()),
-            };
-        }
-        let doc = serde_json::Value::Object(doc);
-        let own: FileSettings =
-            serde_json::from_value(doc.clone()).map_err(|e| ServiceError::Malformed(format!("file settings: {e}")))?;
+        let (own, doc): (FileSettings, _) =
+            crate::usecases::settings::merged(store.as_ref(), self.tenant, FILES_SETTING, "file settings", change)
+                .await?;
         check_settings(&own)?;
-        if doc.to_string().len() > MAX_SETTING_BYTES {
-            return Err(ServiceError::TooLarge(format!("file settings are at most {MAX_SETTING_BYTES} bytes")));
-        }
-        let empty = doc.as_object().is_some_and(|m| m.is_empty());
-        store.put_setting(self.tenant, FILES_SETTING, (!empty).then_some(&doc)).await?;
+        store.put_setting(self.tenant, FILES_SETTING, doc.as_ref()).await?;
         self.settings().await
     }
 }
