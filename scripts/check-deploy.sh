@@ -32,6 +32,10 @@ required=(--set secrets.tokenKey=dGVzdA== --set secrets.apiKeySalt=c2FsdA== \
   --set secrets.storeUrl=mysql://palaver:palaver@mariadb:3306/palaver_control)
 everything=(--set autoscaling.enabled=true --set ingress.enabled=true --set serviceMonitor.enabled=true \
   --set secrets.adminToken=admin --set-json 'plugins.volume={"configMap":{"name":"palaver-plugins"}}' \
+  --set files.store=s3 --set files.s3.endpoint=http://seaweedfs:8333 --set files.s3.bucket=palaver \
+  --set files.s3.region=us-east-1 --set files.s3.virtualHosted=true --set secrets.s3AccessKeyId=palaver \
+  --set secrets.s3SecretAccessKey=palaver-secret --set files.scan.clamd=tcp://clamav:3310 \
+  --set files.pendingReaders=readers \
   --set-json 'env=[{"name":"PALAVER_LIMITS__MAX_MESSAGE_SIZE","value":"65536"}]')
 
 log "helm lint --strict $chart"

@@ -23,6 +23,8 @@ start_seaweedfs
 # Chromium for the web app test.
 start_coturn
 ensure_chromium
+# clamd (one EICAR test signature) for the ClamAV scanner's tests (palaver-clamav; exports PALAVER_TEST_CLAMD).
+start_clamd
 
 start=$(date +%s)
 step() { log "$1 ($(( $(date +%s) - start )) s so far)"; }
@@ -48,9 +50,10 @@ cargo test --locked --workspace
 # differently and rebuild much of it); the benchmarks are what use release builds.
 [ -x target/debug/palaver ] || { log "cargo test did not build target/debug/palaver"; exit 1; }
 
-step "end-to-end: tinode-sdk against target/debug/palaver on the embedded store, moderation plugin loaded"
-# target/plugins/deploy holds only the plugins a node may run (the moderation plugin); the test components
-# in target/plugins (traps, loops, memory bombs) are for the runtime's own tests.
+step "end-to-end: tinode-sdk against target/debug/palaver on the embedded store, deployable plugins loaded"
+# target/plugins/deploy holds only the plugins a node may run (moderation, friends, governance, quiet-hours,
+# file-policy; those off by default stay off); the test components in target/plugins (traps, loops, memory
+# bombs) are for the runtime's own tests.
 moderation_dir="$PWD/target/plugins/deploy"
 (
   cd tests/e2e
@@ -89,6 +92,7 @@ for node in 1 2; do
     PALAVER_SERVER__HEARTBEAT_MS=1000 PALAVER_PLUGINS__DIR="$PWD/target/plugins/deploy" PALAVER_CALLS__RING_TIMEOUT_MS=3000 \
     PALAVER_FILES__STORE=s3 PALAVER_FILES__S3__ENDPOINT="$PALAVER_TEST_S3_ENDPOINT" PALAVER_FILES__S3__BUCKET=palaver-test \
     PALAVER_FILES__S3__ACCESS_KEY_ID=palaver PALAVER_FILES__S3__SECRET_ACCESS_KEY=palaver-secret \
+    PALAVER_FILES__SCAN__CLAMD="$PALAVER_TEST_CLAMD" \
     target/debug/palaver serve --dev --config deploy/scaleout.toml --node-id "e2e-$node" --data-dir "$scaleout_dir/n$node" \
     >"$scaleout_dir/n$node.log" 2>&1 &
   pids+=($!)

@@ -6,6 +6,7 @@
 #   start_redis              # Redis 7.0 on 127.0.0.1:6379
 #   start_kafka              # Apache Kafka (KRaft, one node) on 127.0.0.1:9092
 #   start_coturn             # coturn (TURN REST credentials, use-auth-secret) on 127.0.0.1:13478
+#   start_clamd              # ClamAV's clamd (one test signature, for EICAR) on 127.0.0.1:13310
 #   start_seaweedfs          # SeaweedFS (S3, key palaver/palaver-secret, bucket palaver-test) on 127.0.0.1:8333
 #   stop_seaweedfs           # stops the SeaweedFS start_seaweedfs started
 #   ensure_seaweedfs         # builds the pinned SeaweedFS `weed` with Go, once (start_seaweedfs calls it)
@@ -342,6 +343,87 @@ stop_pidfile() {
 
 stop_coturn() {
   stop_pidfile "$(coturn_dir)/turnserver.pid" 10
+}
+
+# ClamAV's clamd, the file scanner, on 127.0.0.1 over TCP. There is no network for the virus databases
+# (freshclam), so its only database is one MD5 signature, written here, for the EICAR test file: clamd answers
+# `stream: Palaver.Test.EICAR.UNOFFICIAL FOUND` for it and `stream: OK` for anything else. It is started with a
+# configuration file of its own, so /etc/clamav/clamd.conf and the package's systemd units do not apply; the stream
+# limits are raised above the default 25 MiB so the adapter's own bound (`max_bytes`) is what tests meet first.
+#
+#   start_clamd              # then tests read PALAVER_TEST_CLAMD (tcp://127.0.0.1:13310)
+#   stop_clamd               # SIGTERM the daemon this function started (SIGKILL after 10 s)
+#
+# Settings (environment): PALAVER_CLAMD_PORT (13310), PALAVER_CLAMD_DIR (/tmp/palaver-clamd-<port>: database,
+# configuration, log, pid). A clamd already answering PING on the port is taken as it is.
+clamd_dir() {
+  printf '%s' "${PALAVER_CLAMD_DIR:-/tmp/palaver-clamd-${PALAVER_CLAMD_PORT:-13310}}"
+}
+
+# True if `zPING` is answered with `PONG` (bash's /dev/tcp: there is no nc here). clamd closes the connection
+# after a z-command's reply; the timeout covers a port that accepts but never answers.
+clamd_alive() {
+  local port="${PALAVER_CLAMD_PORT:-13310}" reply
+  reply=$(timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && printf 'zPING\\0' >&3 && head -c 5 <&3" \
+    2>/dev/null | tr -d '\0')
+  [ "$reply" = PONG ]
+}
+
+start_clamd() {
+  local port="${PALAVER_CLAMD_PORT:-13310}"
+  local dir
+  dir=$(clamd_dir)
+  export PALAVER_TEST_CLAMD="tcp://127.0.0.1:$port"
+  if clamd_alive; then
+    log "clamd is already answering on 127.0.0.1:$port"
+    return 0
+  fi
+  if ! command -v clamd >/dev/null 2>&1 && [ ! -x /usr/sbin/clamd ]; then
+    log "installing clamav-daemon from Debian's packages"
+    # The package's service start is denied without an init system (and freshclam has no network): the daemon
+    # is started by hand below, on a database written here.
+    apt_install clamav-daemon || [ -x /usr/sbin/clamd ]
+  fi
+  local bin
+  bin=$(command -v clamd || echo /usr/sbin/clamd)
+  mkdir -p "$dir/db"
+  # The EICAR test file, printed at run time so this script is not itself a match; its MD5 is
+  # 44d88612fea8a8f36de82e1278abb02f, its size 68 bytes.
+  printf '%s%s' 'X5O!P%@AP[4\PZX54(P^)7CC)7}$' 'EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*' >"$dir/eicar.com"
+  printf '%s:%s:Palaver.Test.EICAR\n' "$(md5sum <"$dir/eicar.com" | cut -d' ' -f1)" \
+    "$(wc -c <"$dir/eicar.com" | tr -d ' ')" >"$dir/db/palaver-test.hdb"
+  rm -f "$dir/eicar.com"
+  cat >"$dir/clamd.conf" <<CONF
+Foreground yes
+DatabaseDirectory $dir/db
+TCPSocket $port
+TCPAddr 127.0.0.1
+LogFile $dir/clamd.log
+LogTime yes
+PidFile $dir/clamd.pid
+StreamMaxLength 128M
+MaxFileSize 128M
+MaxScanSize 128M
+CONF
+  : >"$dir/clamd.log"
+  log "starting clamd on 127.0.0.1:$port (dir $dir)"
+  nohup "$bin" --config-file="$dir/clamd.conf" </dev/null >"$dir/stdout.log" 2>&1 &
+  echo $! >"$dir/clamd.pid"
+  local waited=0
+  until clamd_alive; do
+    if [ "$waited" -ge 120 ] || ! kill -0 "$(cat "$dir/clamd.pid")" 2>/dev/null; then
+      log "clamd did not answer within $((waited / 2)) s; see $dir/clamd.log"
+      tail -n 20 "$dir/clamd.log" "$dir/stdout.log" >&2 || true
+      return 1
+    fi
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+  log "clamd is up: $PALAVER_TEST_CLAMD"
+}
+
+stop_clamd() {
+  stop_pidfile "$(clamd_dir)/clamd.pid" 10
 }
 
 # SeaweedFS, a real S3-compatible server that checks request signatures, for the S3 blob store's tests: `weed mini`

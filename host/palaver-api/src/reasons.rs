@@ -73,6 +73,7 @@ reasons! {
     NotImplemented = "NOT_IMPLEMENTED", NotImplemented, "The server does not implement this.";
     Busy = "BUSY", Busy, "A party of the call is in another call already.";
     FileBlocked = "FILE_BLOCKED", UnavailableForLegalReasons, "The file was taken down (by a scan or an operator).";
+    FilePending = "FILE_PENDING", ServiceUnavailable, "The file is being scanned; retry after the hinted delay.";
     RangeNotSatisfiable = "RANGE_NOT_SATISFIABLE", RangeNotSatisfiable, "The requested byte range lies outside the file.";
     VersionNotSupported = "VERSION_NOT_SUPPORTED", VersionNotSupported, "The client's protocol version is not supported.";
     Unavailable = "UNAVAILABLE", ServiceUnavailable, "A dependency is down; retry after the hinted delay.";

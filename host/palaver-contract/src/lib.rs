@@ -323,6 +323,7 @@ macro_rules! file_contract_tests {
     ($($input:tt)+) => {
         $crate::__contract_suite!([$($input)+]
             file_record_round_trips,
+            pending_files_settle_once,
             file_references_link_and_list,
             file_unreferenced_are_listed_oldest_first,
             file_uploads_counted_and_tenants_isolated,

@@ -265,8 +265,16 @@ fn reply(id: Option<&str>, e: &ServiceError) -> Response<Body> {
     let body = palaver_service::ctrl_frame(id, None, code, Some(&e.text()), palaver_core::now_millis(), e.params());
     let status = StatusCode::from_u16(code.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut resp = json(status, body);
-    if let ServiceError::Unavailable { retry_after_ms, .. } | ServiceError::RateLimited { retry_after_ms, .. } = e {
-        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_ms.div_ceil(1000).max(1)));
+    let retry_after_ms = match e {
+        ServiceError::Unavailable { retry_after_ms, .. } | ServiceError::RateLimited { retry_after_ms, .. } => {
+            Some(*retry_after_ms)
+        }
+        // A scan takes seconds: a client that waits this long and asks again usually gets the file.
+        ServiceError::FilePending => Some(2000),
+        _ => None,
+    };
+    if let Some(ms) = retry_after_ms {
+        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(ms.div_ceil(1000).max(1)));
     }
     cors(resp)
 }

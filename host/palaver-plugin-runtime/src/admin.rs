@@ -66,6 +66,7 @@ pub struct PluginInfo {
     pub before_publish: HookCounts,
     pub on_command: HookCounts,
     pub before_push: HookCounts,
+    pub scan_file: HookCounts,
     pub loads: u64,
     pub load_refusals: u64,
     /// Instances created for the live version (fixtures included): with warm instances far fewer than calls.
@@ -94,6 +95,7 @@ fn info(slot: &Slot) -> PluginInfo {
     };
     let (bp, oc, push) =
         (counts(slot, Hook::BeforePublish), counts(slot, Hook::OnCommand), counts(slot, Hook::BeforePush));
+    let scan = counts(slot, Hook::ScanFile);
     PluginInfo {
         name: slot.name.clone(),
         version: v.as_ref().map(|v| v.version.to_string()),
@@ -111,11 +113,12 @@ fn info(slot: &Slot) -> PluginInfo {
         enabled_by_default: manifest.map(|m| m.enabled_by_default),
         loaded_at_ms: v.as_ref().map(|v| v.loaded_at_ms),
         source: slot.source.lock().as_ref().map(|p| p.display().to_string()),
-        calls: bp.calls + oc.calls + push.calls,
-        faults: bp.faults + oc.faults + push.faults,
+        calls: bp.calls + oc.calls + push.calls + scan.calls,
+        faults: bp.faults + oc.faults + push.faults + scan.faults,
         before_publish: bp,
         on_command: oc,
         before_push: push,
+        scan_file: scan,
         loads: slot.metrics.loads_ok.load(Ordering::Relaxed),
         load_refusals: slot.metrics.loads_refused.load(Ordering::Relaxed),
         instantiations: v.as_ref().map_or(0, |v| v.instantiations.load(Ordering::Relaxed)),
@@ -172,6 +175,7 @@ mod tests {
             },
             on_command: HookCounts::default(),
             before_push: HookCounts::default(),
+            scan_file: HookCounts::default(),
             loads: 1,
             load_refusals: 0,
             instantiations: 2,

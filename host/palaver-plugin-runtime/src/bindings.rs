@@ -38,14 +38,36 @@ pub(crate) mod push {
     });
 }
 
+/// World `file-scanner` (0.1.2): as `push-filter`, only the `scan-file` export is generated.
+pub(crate) mod scan {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "file-scanner",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "palaver:plugin/types": super::palaver::plugin::types,
+            "palaver:plugin/kv": super::palaver::plugin::kv,
+            "palaver:plugin/directory": super::palaver::plugin::directory,
+            "palaver:plugin/events": super::palaver::plugin::events,
+            "palaver:plugin/notifications": super::palaver::plugin::notifications,
+            "palaver:plugin/log": super::palaver::plugin::log,
+            "palaver:plugin/clock": super::palaver::plugin::clock,
+            "palaver:plugin/settings": super::palaver::plugin::settings,
+        },
+    });
+}
+
 pub(crate) use exports::palaver::plugin::{before_publish, on_command};
 use palaver::plugin::types;
 pub(crate) use push::exports::palaver::plugin::before_push;
+pub(crate) use scan::exports::palaver::plugin::scan_file;
 
 /// The WIT package and version the host implements. Components built against it or an earlier patch of 0.1 load
-/// (0.1.1 added `before-push` and world `push-filter`; wasmtime matches `@0.1.0` names to the host's `@0.1.1`).
+/// (0.1.1 added `before-push` and world `push-filter`, 0.1.2 `scan-file` and world `file-scanner`; wasmtime
+/// matches `@0.1.0` and `@0.1.1` names to the host's `@0.1.2`).
 pub(crate) const PACKAGE: &str = "palaver:plugin";
-pub(crate) const VERSION: (u64, u64, u64) = (0, 1, 1);
+pub(crate) const VERSION: (u64, u64, u64) = (0, 1, 2);
 
 pub(crate) fn topic_kind_to_wit(kind: TopicKind) -> types::TopicKind {
     match kind {
@@ -272,4 +294,96 @@ pub(crate) fn decision_from_wit(
             PushDecision::Rewrite(msg)
         }
     })
+}
+
+/// The most bytes of a scan verdict's reason the host keeps; a longer one is cut on a character boundary.
+pub(crate) const MAX_SCAN_REASON_BYTES: usize = 256;
+
+/// The file as a `scan-file` plugin receives it.
+pub(crate) fn file_info(
+    ctx: &palaver_core::ports::ScanContext<'_>,
+    node: &str,
+    request_id: String,
+) -> scan_file::FileInfo {
+    let f = ctx.file;
+    scan_file::FileInfo {
+        call: types::CallContext {
+            tenant: ctx.tenant.0,
+            actor: f.uploader.to_string(),
+            session: String::new(),
+            node: node.to_owned(),
+            request_id,
+        },
+        id: f.id.clone(),
+        name: f.name.clone(),
+        mime: f.mime.clone(),
+        size: f.size,
+        sha256: f.sha256.clone(),
+        created_ms: u64::try_from(f.created).unwrap_or(0),
+        head: ctx.head.to_vec(),
+    }
+}
+
+/// The bytes of a scan's input, for its per-KiB allowances.
+pub(crate) fn file_info_size(f: &scan_file::FileInfo) -> usize {
+    f.id.len() + f.name.len() + f.mime.len() + f.sha256.len() + f.head.len()
+}
+
+/// The bytes a scan verdict returns, for the output cap.
+pub(crate) fn scan_verdict_size(v: &scan_file::ScanVerdict) -> usize {
+    match v {
+        scan_file::ScanVerdict::Clean => 0,
+        scan_file::ScanVerdict::Blocked(r) | scan_file::ScanVerdict::Review(r) => r.len(),
+    }
+}
+
+/// `reason` cut to at most `max` bytes, on a character boundary.
+pub(crate) fn truncate_reason(mut reason: String, max: usize) -> String {
+    if reason.len() > max {
+        let mut end = max;
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        reason.truncate(end);
+    }
+    reason
+}
+
+/// A plugin's scan verdict as palaver-core's, its reason bounded.
+pub(crate) fn scan_verdict_from_wit(v: scan_file::ScanVerdict) -> palaver_core::ports::ScanVerdict {
+    use palaver_core::ports::ScanVerdict;
+    let bounded = |r: String| truncate_reason(r, MAX_SCAN_REASON_BYTES);
+    match v {
+        scan_file::ScanVerdict::Clean => ScanVerdict::Clean,
+        scan_file::ScanVerdict::Blocked(r) => ScanVerdict::Blocked { reason: bounded(r) },
+        scan_file::ScanVerdict::Review(r) => ScanVerdict::Review { reason: bounded(r) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_cut_on_a_character_boundary() {
+        assert_eq!(truncate_reason("short".to_owned(), 256), "short");
+        assert_eq!(truncate_reason("abcdef".to_owned(), 4), "abcd");
+        // "é" is two bytes: a cut inside it goes back to before it.
+        assert_eq!(truncate_reason("aé".to_owned(), 2), "a");
+        let long = "é".repeat(200);
+        let cut = truncate_reason(long, MAX_SCAN_REASON_BYTES);
+        assert_eq!(cut.len(), MAX_SCAN_REASON_BYTES);
+        let odd = format!("x{}", "é".repeat(200));
+        assert_eq!(truncate_reason(odd, MAX_SCAN_REASON_BYTES).len(), MAX_SCAN_REASON_BYTES - 1);
+    }
+
+    #[test]
+    fn verdicts_keep_their_kind_and_a_bounded_reason() {
+        use palaver_core::ports::ScanVerdict;
+        assert_eq!(scan_verdict_from_wit(scan_file::ScanVerdict::Clean), ScanVerdict::Clean);
+        let v = scan_verdict_from_wit(scan_file::ScanVerdict::Blocked("x".repeat(1000)));
+        assert!(matches!(&v, ScanVerdict::Blocked { reason } if reason.len() == MAX_SCAN_REASON_BYTES), "{v:?}");
+        let v = scan_verdict_from_wit(scan_file::ScanVerdict::Review("too big".to_owned()));
+        assert_eq!(v, ScanVerdict::Review { reason: "too big".to_owned() });
+    }
 }

@@ -55,6 +55,10 @@ impl Limits {
     /// per pushed user): as small as `before-publish`'s.
     pub const PUSH: Limits = Limits::PUBLISH;
 
+    /// The defaults for `scan-file`, called once per pending upload by the file-security worker (off any request
+    /// path): a command's budget, and the per-KiB allowances cover the head the host passes (64 KiB by default).
+    pub const SCAN: Limits = Limits::COMMAND;
+
     /// These limits with a manifest's overrides applied.
     pub fn with_overrides(self, o: &LimitsOverride) -> Limits {
         Limits {
@@ -151,6 +155,8 @@ pub struct RuntimeConfig {
     pub command_limits: Limits,
     /// Limits of `before-push` calls.
     pub push_limits: Limits,
+    /// Limits of `scan-file` calls.
+    pub scan_limits: Limits,
     /// The circuit breaker of every plugin.
     pub breaker: BreakerConfig,
     /// The longest log line a plugin may write; longer ones are cut.
@@ -174,6 +180,7 @@ impl Default for RuntimeConfig {
             publish_limits: Limits::PUBLISH,
             command_limits: Limits::COMMAND,
             push_limits: Limits::PUSH,
+            scan_limits: Limits::SCAN,
             breaker: BreakerConfig::default(),
             max_log_bytes: 1024,
             max_effects: 64,

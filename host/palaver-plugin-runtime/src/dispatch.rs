@@ -2,7 +2,7 @@
 //! the version the call pinned, commit the buffered effects if it succeeded, and count everything. A fault is
 //! logged and counted here; what it means for the message or command is the caller's failure policy.
 
-use crate::bindings::{on_command, publish_context, push_info};
+use crate::bindings::{file_info, on_command, publish_context, push_info};
 use crate::breaker::Admission;
 use crate::error::{Fault, FaultKind};
 use crate::hooks::CommandOutcome;
@@ -15,7 +15,7 @@ use crate::settings::resolve;
 use crate::store::{CallScope, EffectBuffer};
 use crate::version::PluginVersion;
 use palaver_core::TenantId;
-use palaver_core::ports::{PublishContext, PublishVerdict, PushContext, PushDecision};
+use palaver_core::ports::{PublishContext, PublishVerdict, PushContext, PushDecision, ScanContext, ScanVerdict};
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -25,7 +25,8 @@ use std::time::Instant;
 #[derive(Debug)]
 pub(crate) enum Ran<T> {
     Done(T),
-    Failed,
+    /// The call faulted (counted and logged already); the kind says how.
+    Failed(FaultKind),
     /// The breaker is open; the plugin was not called.
     Skipped,
 }
@@ -38,6 +39,19 @@ struct Call<'a> {
     tenant: TenantId,
     admission: Admission,
     started: Instant,
+}
+
+/// Asks the breaker whether `hook` may run for `tenant` and counts the answer: `None` when it is skipped, else
+/// the admission (a call, or the trial after a cool-down) and the call's start.
+fn begin(slot: &Slot, hook: Hook, tenant: TenantId) -> Option<(Admission, Instant)> {
+    let m = slot.metrics.hook(hook);
+    let admission = slot.breaker.admit(tenant);
+    if admission == Admission::Skip {
+        m.skipped.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    m.calls.fetch_add(1, Ordering::Relaxed);
+    Some((admission, Instant::now()))
 }
 
 impl PluginRegistry {
@@ -127,7 +141,7 @@ impl PluginRegistry {
                     plugin = %slot.name, version = %v.version, %hook, %tenant, kind = fault.kind.as_str(),
                     error = %fault.message, "plugin call failed; its instance was discarded"
                 );
-                Ran::Failed
+                Ran::Failed(fault.kind)
             }
         }
     }
@@ -141,14 +155,9 @@ impl PluginRegistry {
         content: &str,
         head: Option<&str>,
     ) -> Ran<PublishVerdict> {
-        let m = slot.metrics.hook(Hook::BeforePublish);
-        let admission = slot.breaker.admit(ctx.tenant);
-        if admission == Admission::Skip {
-            m.skipped.fetch_add(1, Ordering::Relaxed);
+        let Some((admission, started)) = begin(slot, Hook::BeforePublish, ctx.tenant) else {
             return Ran::Skipped;
-        }
-        m.calls.fetch_add(1, Ordering::Relaxed);
-        let started = Instant::now();
+        };
         let scope = self.scope(v, Hook::BeforePublish, ctx.tenant);
         let wit = publish_context(ctx, scope.request_id.clone());
         let result = v.judge(&self.rt, scope, &wit, content, head).await;
@@ -171,15 +180,10 @@ impl PluginRegistry {
         ctx: &PushContext<'_>,
         msg: &palaver_core::ports::PushMessage,
     ) -> Ran<PushDecision> {
-        let m = slot.metrics.hook(Hook::BeforePush);
         let tenant = ctx.task.tenant;
-        let admission = slot.breaker.admit(tenant);
-        if admission == Admission::Skip {
-            m.skipped.fetch_add(1, Ordering::Relaxed);
+        let Some((admission, started)) = begin(slot, Hook::BeforePush, tenant) else {
             return Ran::Skipped;
-        }
-        m.calls.fetch_add(1, Ordering::Relaxed);
-        let started = Instant::now();
+        };
         let scope = self.scope(v, Hook::BeforePush, tenant);
         let current = PushContext { message: msg, ..ctx.clone() };
         let wit = push_info(&current, &self.rt.config.node, scope.request_id.clone());
@@ -194,6 +198,28 @@ impl PluginRegistry {
         .await
     }
 
+    /// Runs one plugin's `scan-file` on the version `v` the caller pinned.
+    pub(crate) async fn run_scan(
+        &self,
+        slot: &Slot,
+        v: &Arc<PluginVersion>,
+        ctx: &ScanContext<'_>,
+    ) -> Ran<ScanVerdict> {
+        let Some((admission, started)) = begin(slot, Hook::ScanFile, ctx.tenant) else {
+            return Ran::Skipped;
+        };
+        let scope = self.scope(v, Hook::ScanFile, ctx.tenant);
+        let wit = file_info(ctx, &self.rt.config.node, scope.request_id.clone());
+        let result = v.scan_file(&self.rt, scope, &wit).await;
+        let call = Call { slot, v, hook: Hook::ScanFile, tenant: ctx.tenant, admission, started };
+        self.finish(call, result, |verdict| match verdict {
+            ScanVerdict::Clean => Outcome::Clean,
+            ScanVerdict::Blocked { .. } => Outcome::Blocked,
+            ScanVerdict::Review { .. } => Outcome::Review,
+        })
+        .await
+    }
+
     /// Runs one plugin's `on-command` on the version `v` the caller pinned.
     pub(crate) async fn run_command_on(
         &self,
@@ -203,14 +229,9 @@ impl PluginRegistry {
         name: &str,
         args: &str,
     ) -> Ran<CommandOutcome> {
-        let m = slot.metrics.hook(Hook::OnCommand);
-        let admission = slot.breaker.admit(ctx.tenant);
-        if admission == Admission::Skip {
-            m.skipped.fetch_add(1, Ordering::Relaxed);
+        let Some((admission, started)) = begin(slot, Hook::OnCommand, ctx.tenant) else {
             return Ran::Skipped;
-        }
-        m.calls.fetch_add(1, Ordering::Relaxed);
-        let started = Instant::now();
+        };
         let scope = self.scope(v, Hook::OnCommand, ctx.tenant);
         let wit = on_command::CallContext {
             tenant: ctx.tenant.0,

@@ -76,6 +76,9 @@ pub enum RegistryError {
     /// `before-push` always fails open; a tenant cannot make it fail closed.
     #[error("plugin {0:?}: before-push always fails open")]
     PushFailsOpen(String),
+    /// `scan-file` always fails closed; a tenant cannot make it fail open.
+    #[error("plugin {0:?}: scan-file always fails closed")]
+    ScanFailsClosed(String),
     /// The directory watcher could not be started.
     #[error("cannot start the watcher: {0}")]
     Watch(String),

@@ -135,7 +135,7 @@ fn run_one(rt: &Runtime, v: &PluginVersion, f: &Fixture) -> Result<(), String> {
                 block_on(v.judge(rt, scope, &wit, &content, head.as_deref())).map_err(|e| format!("faulted: {e}"))?;
             compare_verdict(&f.expect, &done.value)
         }
-        Hook::BeforePush => Err("before-push has no golden fixtures".to_owned()),
+        Hook::BeforePush | Hook::ScanFile => Err(format!("{} has no golden fixtures", f.hook)),
         Hook::OnCommand => {
             let name = f.command.as_deref().ok_or("an on-command fixture needs `command`")?;
             let args = f.args.clone().unwrap_or(Value::Null).to_string();

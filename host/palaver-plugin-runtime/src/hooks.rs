@@ -2,7 +2,8 @@
 //! Every plugin enabled for the tenant runs in priority order; the first reject or hold wins, rewrites chain (each
 //! plugin sees the content as the one before it left it), and a faulted or skipped plugin answers with its
 //! failure policy for the tenant: fail-closed (the default) rejects with a retryable 503, fail-open acts as allow.
-//! The same type is the `PushHook` port, over the plugins' `before-push` (always fail-open).
+//! The same type is the `PushHook` port, over the plugins' `before-push` (always fail-open), and the `ScanHook`
+//! port, over the plugins' `scan-file` (always fail-closed).
 
 use crate::bindings::head_text;
 use crate::dispatch::Ran;
@@ -10,7 +11,10 @@ use crate::error::CommandError;
 use crate::manifest::{FailurePolicy, Hook};
 use crate::registry::PluginRegistry;
 use palaver_api::Reason;
-use palaver_core::ports::{PublishContext, PublishHook, PublishVerdict, PushContext, PushDecision, PushHook};
+use palaver_core::ports::{
+    PublishContext, PublishHook, PublishVerdict, PushContext, PushDecision, PushHook, ScanContext, ScanHook,
+    ScanVerdict,
+};
 use palaver_core::{TenantId, UserId};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -93,14 +97,16 @@ impl PluginHooks {
             let args = args.to_string();
             return Ok(match self.registry.run_command_on(slot, &v, ctx, name, &args).await {
                 Ran::Done(o) => o,
-                Ran::Failed | Ran::Skipped => match self.registry.policy_for(slot, &v, Hook::OnCommand, ctx.tenant) {
-                    FailurePolicy::Open => CommandOutcome::Ok(Value::Null),
-                    FailurePolicy::Closed => CommandOutcome::Rejected {
-                        code: Reason::PluginUnavailable.status(),
-                        reason_code: Reason::PluginUnavailable.name().to_owned(),
-                        message: format!("plugin {} is unavailable; try again later", slot.name),
-                    },
-                },
+                Ran::Failed(_) | Ran::Skipped => {
+                    match self.registry.policy_for(slot, &v, Hook::OnCommand, ctx.tenant) {
+                        FailurePolicy::Open => CommandOutcome::Ok(Value::Null),
+                        FailurePolicy::Closed => CommandOutcome::Rejected {
+                            code: Reason::PluginUnavailable.status(),
+                            reason_code: Reason::PluginUnavailable.name().to_owned(),
+                            message: format!("plugin {} is unavailable; try again later", slot.name),
+                        },
+                    }
+                }
             });
         }
         Err(CommandError::UnknownCommand(name.to_owned()))
@@ -136,16 +142,17 @@ impl PluginHooks {
                     text = None;
                 }
                 Ran::Done(verdict) => return verdict,
-                Ran::Failed | Ran::Skipped => match self.registry.policy_for(slot, &v, Hook::BeforePublish, ctx.tenant)
-                {
-                    FailurePolicy::Open => {}
-                    FailurePolicy::Closed => {
-                        return PublishVerdict::Reject {
-                            code: UNAVAILABLE,
-                            reason: format!("message check {} is unavailable; try again later", slot.name),
-                        };
+                Ran::Failed(_) | Ran::Skipped => {
+                    match self.registry.policy_for(slot, &v, Hook::BeforePublish, ctx.tenant) {
+                        FailurePolicy::Open => {}
+                        FailurePolicy::Closed => {
+                            return PublishVerdict::Reject {
+                                code: UNAVAILABLE,
+                                reason: format!("message check {} is unavailable; try again later", slot.name),
+                            };
+                        }
                     }
-                },
+                }
             }
         }
         match rewritten {
@@ -174,7 +181,7 @@ impl PushHook for PluginHooks {
             }
             let msg = rewritten.as_ref().unwrap_or(ctx.message);
             match self.registry.run_push(slot, &v, ctx, msg).await {
-                Ran::Done(PushDecision::Keep) | Ran::Failed | Ran::Skipped => {}
+                Ran::Done(PushDecision::Keep) | Ran::Failed(_) | Ran::Skipped => {}
                 Ran::Done(PushDecision::Drop { reason }) => {
                     return PushDecision::Drop { reason: format!("{}: {reason}", slot.name) };
                 }
@@ -196,6 +203,54 @@ impl PushHook for PluginHooks {
                     && self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default)
             })
         })
+    }
+}
+
+/// The file judges: every plugin with `scan-file` enabled for the tenant runs in priority order, and the strictest
+/// verdict wins (blocked over review over clean; of equally strict ones the first reason stays). A `blocked` ends the
+/// scan: nothing can be stricter. `scan-file` **always fails closed**: a faulted or skipped plugin is a `review`, so
+/// a file no judge could look at waits for an operator rather than being served. Reasons carry the plugin's name.
+#[async_trait::async_trait]
+impl ScanHook for PluginHooks {
+    fn scans(&self, tenant: TenantId) -> bool {
+        self.registry.order.load_full().iter().any(|slot| {
+            slot.current.load_full().is_some_and(|v| {
+                v.manifest.has_hook(Hook::ScanFile)
+                    && self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default)
+            })
+        })
+    }
+
+    async fn scan_file(&self, ctx: &ScanContext<'_>) -> ScanVerdict {
+        let order = self.registry.order.load_full();
+        let mut verdict = ScanVerdict::Clean;
+        for slot in order.iter() {
+            let Some(v) = slot.current.load_full() else { continue };
+            if !v.manifest.has_hook(Hook::ScanFile)
+                || !self.registry.tenants.enabled(ctx.tenant, &slot.name, v.manifest.enabled_by_default)
+            {
+                continue;
+            }
+            let name = &slot.name;
+            let this = match self.registry.run_scan(slot, &v, ctx).await {
+                Ran::Done(ScanVerdict::Clean) => ScanVerdict::Clean,
+                Ran::Done(ScanVerdict::Blocked { reason }) => {
+                    ScanVerdict::Blocked { reason: format!("{name}: {reason}") }
+                }
+                Ran::Done(ScanVerdict::Review { reason }) => {
+                    ScanVerdict::Review { reason: format!("{name}: {reason}") }
+                }
+                Ran::Failed(kind) => ScanVerdict::Review { reason: format!("plugin {name} failed: {}", kind.as_str()) },
+                Ran::Skipped => {
+                    ScanVerdict::Review { reason: format!("plugin {name} failed: its circuit breaker is open") }
+                }
+            };
+            verdict = verdict.and(this);
+            if matches!(verdict, ScanVerdict::Blocked { .. }) {
+                break;
+            }
+        }
+        verdict
     }
 }
 

@@ -2,7 +2,9 @@
 //! arm its fuel and epoch deadline, call the hook, check the output, and hand back the verdict with the buffered
 //! effects. Any fault drops the instance: a trap poisons a wasmtime store, so it is never reused.
 
-use crate::bindings::{self, before_publish, before_push, on_command, outcome_size, verdict_from_wit, verdict_size};
+use crate::bindings::{
+    self, before_publish, before_push, on_command, outcome_size, scan_file, verdict_from_wit, verdict_size,
+};
 use crate::config::Limits;
 use crate::error::{Fault, FaultKind};
 use crate::hooks::CommandOutcome;
@@ -15,6 +17,10 @@ use serde_json::Value;
 use wasmtime::Store;
 use wasmtime::component::Instance;
 
+/// The most input bytes of a `scan-file` call its per-KiB allowances count, if the frame limit is lower: the
+/// largest head the server passes (`files.scan.head_bytes`, at most 4 MiB), so a scanner can read all of it.
+const MAX_SCAN_INPUT: usize = 4 << 20;
+
 /// An instantiated component with its store.
 pub(crate) struct Live {
     store: Store<StoreData>,
@@ -22,6 +28,7 @@ pub(crate) struct Live {
     publish: Option<before_publish::Guest>,
     command: Option<on_command::Guest>,
     push: Option<before_push::Guest>,
+    scan: Option<scan_file::Guest>,
     uses: u32,
 }
 
@@ -68,7 +75,7 @@ impl PluginVersion {
             Ok(i) => i,
             Err(e) => return Err(trap_or(FaultKind::Instantiate, &e, store.data().fault_hint())),
         };
-        Ok(Live { store, instance, publish: None, command: None, push: None, uses: 0 })
+        Ok(Live { store, instance, publish: None, command: None, push: None, scan: None, uses: 0 })
     }
 
     /// Returns a healthy instance to the warm pool, unless it has served its quota or the pool is full.
@@ -161,6 +168,44 @@ impl PluginVersion {
             ));
         }
         let value = bindings::decision_from_wit(raw, original).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
+        let effects = live.store.data_mut().take_effects();
+        self.checkin(live);
+        Ok(Done { value, effects, fuel })
+    }
+
+    /// Calls `scan-file`. The head is the host's choice, not the uploader's, so its per-KiB allowances count up to
+    /// [`MAX_SCAN_INPUT`] bytes whatever the message frame limit is.
+    pub(crate) async fn scan_file(
+        &self,
+        rt: &Runtime,
+        scope: CallScope,
+        file: &scan_file::FileInfo,
+    ) -> Result<Done<palaver_core::ports::ScanVerdict>, Fault> {
+        let Some(indices) = &self.scan else {
+            return Err(Fault::new(FaultKind::Instantiate, "the component does not export scan-file"));
+        };
+        let counted = rt.config.max_input_bytes.max(MAX_SCAN_INPUT);
+        let limits = self.limits(Hook::ScanFile).for_input(bindings::file_info_size(file), counted);
+        let mut live = self.checkout(rt, scope, limits).await?;
+        let guest = match &live.scan {
+            Some(g) => g.clone(),
+            None => {
+                let g = indices
+                    .load(&mut live.store, &live.instance)
+                    .map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                live.scan = Some(g.clone());
+                g
+            }
+        };
+        let result = guest.call_scan(&mut live.store, file).await;
+        let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
+        let raw = result.map_err(|e| Fault::from_wasmtime(&e, live.store.data().fault_hint()))?;
+        let size = bindings::scan_verdict_size(&raw);
+        if size > limits.max_output_bytes {
+            let cap = limits.max_output_bytes;
+            return Err(Fault::new(FaultKind::OutputSize, format!("verdict of {size} bytes exceeds the cap of {cap}")));
+        }
+        let value = bindings::scan_verdict_from_wit(raw);
         let effects = live.store.data_mut().take_effects();
         self.checkin(live);
         Ok(Done { value, effects, fuel })

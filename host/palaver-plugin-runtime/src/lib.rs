@@ -1,6 +1,6 @@
 //! Palaver's plugin runtime: business logic as sandboxed WebAssembly components behind the host's hook ports.
 //!
-//! A plugin is a component built against the `palaver:plugin@0.1.1` WIT package (`wit/` at the repository root)
+//! A plugin is a component built against the `palaver:plugin@0.1.2` WIT package (`wit/` at the repository root)
 //! plus a TOML manifest beside it. The runtime:
 //!
 //! - keeps **one wasmtime `Engine`** per process with fuel, epoch interruption (a ticker thread advances the
@@ -30,6 +30,7 @@
 //! let _watcher = registry.watch(&plugins_dir, Duration::from_secs(1))?;
 //! ports.hooks = Arc::new(PluginHooks::new(registry.clone()));
 //! ports.push_hook = Arc::new(PluginHooks::new(registry.clone()));   // before-push, for the push worker
+//! ports.scan_hook = Arc::new(PluginHooks::new(registry.clone()));   // scan-file, for the file-security worker
 //! // SIGHUP: registry.rescan(); GET /v1/admin/plugins: registry.list(); /metrics: registry.render_metrics()
 //! ```
 //!
@@ -47,7 +48,7 @@
 //! | `version` | the load gate: header, hash, imports against grants, exports against the world, `InstancePre` |
 //! | `instance`, `store` | one call: instance checkout (warm or fresh), fuel, deadline, caps, the effect buffer |
 //! | `registry`, `dispatch`, `tenants` | loaded plugins, swaps, rollback; one call end to end; per-tenant choices |
-//! | `hooks` | [`PluginHooks`]: the `PublishHook` and `PushHook` ports and commands, with failure policies |
+//! | `hooks` | [`PluginHooks`]: the `PublishHook`, `PushHook` and `ScanHook` ports and commands, with failure policies |
 //! | `breaker`, `metrics`, `admin` | the circuit breaker, `palaver_plugin_*` metrics, the admin listing |
 //! | `watch` | the plugins-directory watcher |
 //! | `kv`, `directory`, `effects`, `services` | the ports the imports reach, with in-memory implementations |

@@ -54,7 +54,7 @@ fn default_priority() -> i32 {
     100
 }
 
-/// The worlds of `palaver:plugin@0.1.1` (`push-filter` since 0.1.1).
+/// The worlds of `palaver:plugin@0.1.2` (`push-filter` since 0.1.1, `file-scanner` since 0.1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum World {
@@ -62,6 +62,7 @@ pub enum World {
     CommandHandler,
     Full,
     PushFilter,
+    FileScanner,
 }
 
 impl World {
@@ -72,6 +73,7 @@ impl World {
             World::CommandHandler => &[Hook::OnCommand],
             World::Full => &[Hook::BeforePublish, Hook::OnCommand],
             World::PushFilter => &[Hook::BeforePush],
+            World::FileScanner => &[Hook::ScanFile],
         }
     }
 }
@@ -83,11 +85,12 @@ pub enum Hook {
     BeforePublish,
     OnCommand,
     BeforePush,
+    ScanFile,
 }
 
 impl Hook {
     /// Every hook.
-    pub const ALL: [Hook; 3] = [Hook::BeforePublish, Hook::OnCommand, Hook::BeforePush];
+    pub const ALL: [Hook; 4] = [Hook::BeforePublish, Hook::OnCommand, Hook::BeforePush, Hook::ScanFile];
 
     /// The WIT interface name.
     pub fn as_str(self) -> &'static str {
@@ -95,6 +98,7 @@ impl Hook {
             Hook::BeforePublish => "before-publish",
             Hook::OnCommand => "on-command",
             Hook::BeforePush => "before-push",
+            Hook::ScanFile => "scan-file",
         }
     }
 
@@ -102,11 +106,22 @@ impl Hook {
     /// by whoever makes it fail (a message built to exhaust its budget, or enough faults to open its breaker);
     /// a broken command must not pretend to have succeeded. A filter that is no safeguard (an enricher, a
     /// translator) says `failure = "open"` in its manifest. `before-push` always fails open: a push is a
-    /// convenience, and a broken filter must not silence a tenant's notifications.
+    /// convenience, and a broken filter must not silence a tenant's notifications. `scan-file` always fails
+    /// closed: a fault sends the file to review, so a file no judge could look at is never served.
     pub fn default_policy(self) -> FailurePolicy {
         match self {
             Hook::BeforePush => FailurePolicy::Open,
-            Hook::BeforePublish | Hook::OnCommand => FailurePolicy::Closed,
+            Hook::BeforePublish | Hook::OnCommand | Hook::ScanFile => FailurePolicy::Closed,
+        }
+    }
+
+    /// The policy this hook always has, whatever a manifest, an operator or a tenant says: `before-push` always
+    /// fails open, `scan-file` always fails closed. `None`: the policy may be chosen.
+    pub fn fixed_policy(self) -> Option<FailurePolicy> {
+        match self {
+            Hook::BeforePush => Some(FailurePolicy::Open),
+            Hook::ScanFile => Some(FailurePolicy::Closed),
+            Hook::BeforePublish | Hook::OnCommand => None,
         }
     }
 }
@@ -174,6 +189,8 @@ pub struct Hooks {
     pub on_command: Option<HookConfig>,
     #[serde(default, rename = "before-push")]
     pub before_push: Option<HookConfig>,
+    #[serde(default, rename = "scan-file")]
+    pub scan_file: Option<HookConfig>,
 }
 
 /// One hook's configuration.
@@ -282,6 +299,7 @@ impl Manifest {
             Hook::BeforePublish => self.hooks.before_publish.as_ref(),
             Hook::OnCommand => self.hooks.on_command.as_ref(),
             Hook::BeforePush => self.hooks.before_push.as_ref(),
+            Hook::ScanFile => self.hooks.scan_file.as_ref(),
         }
     }
 
@@ -306,6 +324,9 @@ impl Manifest {
         if self.hook_config(Hook::BeforePush).and_then(|c| c.failure) == Some(FailurePolicy::Closed) {
             return bad("before-push always fails open (a fault sends the push unchanged)".to_owned());
         }
+        if self.hook_config(Hook::ScanFile).and_then(|c| c.failure) == Some(FailurePolicy::Open) {
+            return bad("scan-file always fails closed (a fault sends the file to review)".to_owned());
+        }
         if let Some(sha) = &self.sha256
             && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
         {
@@ -319,8 +340,8 @@ impl Manifest {
             if !self.has_hook(f.hook) {
                 return bad(format!("fixture {:?} calls hook {} that the world does not export", f.name, f.hook));
             }
-            if f.hook == Hook::BeforePush {
-                return bad(format!("fixture {:?}: before-push has no golden fixtures", f.name));
+            if matches!(f.hook, Hook::BeforePush | Hook::ScanFile) {
+                return bad(format!("fixture {:?}: {} has no golden fixtures", f.name, f.hook));
             }
         }
         Ok(())
@@ -370,6 +391,20 @@ mod tests {
             assert!(Manifest::parse(text).is_err(), "accepted: {text}");
         }
         assert!(Manifest::parse("name = \"m\"\nversion = \"1.0.0-rc.1\"\nworld = \"full\"\n").is_ok());
+    }
+
+    #[test]
+    fn scan_file_is_the_hook_of_file_scanner_and_fails_closed() {
+        let m = Manifest::parse("name = \"s\"\nversion = \"1.0.0\"\nworld = \"file-scanner\"\n").unwrap();
+        assert_eq!(m.world.hooks(), &[Hook::ScanFile]);
+        assert_eq!(m.policy(Hook::ScanFile), FailurePolicy::Closed);
+        assert_eq!(Hook::ScanFile.to_string(), "scan-file");
+        let closed =
+            "name = \"s\"\nversion = \"1.0.0\"\nworld = \"file-scanner\"\n[hooks.scan-file]\nfailure = \"closed\"\n";
+        assert!(Manifest::parse(closed).is_ok());
+        assert!(Manifest::parse(&closed.replace("closed", "open")).is_err(), "scan-file cannot fail open");
+        let fixture = "name = \"s\"\nversion = \"1.0.0\"\nworld = \"file-scanner\"\n[[fixtures]]\nname = \"f\"\nhook = \"scan-file\"\nexpect = { verdict = \"allow\" }\n";
+        assert!(Manifest::parse(fixture).is_err(), "scan-file has no golden fixtures");
     }
 
     #[test]

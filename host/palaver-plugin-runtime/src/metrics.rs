@@ -28,10 +28,13 @@ pub(crate) enum Outcome {
     Keep,
     Drop,
     Delay,
+    Clean,
+    Blocked,
+    Review,
 }
 
 impl Outcome {
-    const ALL: [Outcome; 9] = [
+    const ALL: [Outcome; 12] = [
         Outcome::Allow,
         Outcome::Reject,
         Outcome::Rewrite,
@@ -41,6 +44,9 @@ impl Outcome {
         Outcome::Keep,
         Outcome::Drop,
         Outcome::Delay,
+        Outcome::Clean,
+        Outcome::Blocked,
+        Outcome::Review,
     ];
 
     fn as_str(self) -> &'static str {
@@ -54,6 +60,9 @@ impl Outcome {
             Outcome::Keep => "keep",
             Outcome::Drop => "drop",
             Outcome::Delay => "delay",
+            Outcome::Clean => "clean",
+            Outcome::Blocked => "blocked",
+            Outcome::Review => "review",
         }
     }
 }
@@ -109,6 +118,7 @@ pub(crate) struct PluginMetrics {
     pub(crate) publish: HookMetrics,
     pub(crate) command: HookMetrics,
     pub(crate) push: HookMetrics,
+    pub(crate) scan: HookMetrics,
     pub(crate) loads_ok: AtomicU64,
     pub(crate) loads_refused: AtomicU64,
     pub(crate) effect_errors: AtomicU64,
@@ -120,6 +130,7 @@ impl PluginMetrics {
             Hook::BeforePublish => &self.publish,
             Hook::OnCommand => &self.command,
             Hook::BeforePush => &self.push,
+            Hook::ScanFile => &self.scan,
         }
     }
 }
@@ -141,7 +152,7 @@ type PerPlugin = (&'static str, MetricType, &'static str, fn(&Row<'_>) -> u64);
 /// A per-hook counter: its name (without `_total`), help text and how to read it.
 type PerHook = (&'static str, &'static str, fn(&HookMetrics) -> u64);
 
-const HOOKS: [Hook; 3] = Hook::ALL;
+const HOOKS: [Hook; Hook::ALL.len()] = Hook::ALL;
 
 fn counter(value: u64, family: prometheus_client::encoding::MetricEncoder<'_>) -> std::fmt::Result {
     ConstCounter::new(value).encode(family)
@@ -295,6 +306,7 @@ mod tests {
         m.publish.calls.fetch_add(3, Ordering::Relaxed);
         m.publish.fault(FaultKind::Fuel);
         m.publish.outcome(Outcome::Reject);
+        m.scan.outcome(Outcome::Blocked);
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(One(m.clone())));
         let mut text = String::new();
@@ -312,6 +324,8 @@ mod tests {
         assert!(text.contains("kind=\"fuel\"} 1"), "{text}");
         assert!(text.contains("palaver_plugin_rejects_total{plugin=\"p\",hook=\"before-publish\"} 1"), "{text}");
         assert!(text.contains("palaver_plugin_info{plugin=\"p\",version=\"1.0.0\",hash=\"ab\"} 1"), "{text}");
+        let blocked = "palaver_plugin_verdicts_total{plugin=\"p\",hook=\"scan-file\",verdict=\"blocked\"} 1";
+        assert!(text.contains(blocked), "{text}");
         assert!(text.contains("palaver_plugin_instantiations_total{plugin=\"p\"} 2"), "{text}");
         assert_eq!(m.publish.faults(), 1);
     }

@@ -33,7 +33,7 @@ pub(crate) struct Slot {
     /// One breaker per tenant.
     pub(crate) breaker: Breakers,
     pub(crate) metrics: PluginMetrics,
-    /// Failure policies set at run time, overriding the manifest's: `[before-publish, on-command]`.
+    /// Failure policies set at run time, overriding the manifest's, by `Hook as usize`.
     pub(crate) policy: Mutex<[Option<FailurePolicy>; Hook::ALL.len()]>,
 }
 
@@ -375,9 +375,7 @@ impl PluginRegistry {
         p: Option<FailurePolicy>,
     ) -> Result<(), RegistryError> {
         self.slot(name)?;
-        if hook == Hook::BeforePush && p == Some(FailurePolicy::Closed) {
-            return Err(RegistryError::PushFailsOpen(name.to_owned()));
-        }
+        fixed_policy_allows(name, hook, p)?;
         self.tenants.set_failure(tenant, name, hook, p);
         Ok(())
     }
@@ -385,9 +383,7 @@ impl PluginRegistry {
     /// Overrides (or, with `None`, restores) the manifest's failure policy of a plugin's hook.
     pub fn set_failure_policy(&self, name: &str, hook: Hook, p: Option<FailurePolicy>) -> Result<(), RegistryError> {
         let slot = self.slot(name)?;
-        if hook == Hook::BeforePush && p == Some(FailurePolicy::Closed) {
-            return Err(RegistryError::PushFailsOpen(name.to_owned()));
-        }
+        fixed_policy_allows(name, hook, p)?;
         slot.policy.lock()[hook as usize] = p;
         Ok(())
     }
@@ -400,6 +396,17 @@ impl PluginRegistry {
     /// `/metrics` shows of the plugins).
     pub fn render_metrics(&self) -> String {
         palaver_core::render_metrics(self)
+    }
+}
+
+/// Refuses a policy other than the one `hook` always has (`before-push` fails open, `scan-file` closed).
+fn fixed_policy_allows(name: &str, hook: Hook, p: Option<FailurePolicy>) -> Result<(), RegistryError> {
+    match (hook.fixed_policy(), p) {
+        (Some(fixed), Some(p)) if fixed != p => Err(match hook {
+            Hook::ScanFile => RegistryError::ScanFailsClosed(name.to_owned()),
+            _ => RegistryError::PushFailsOpen(name.to_owned()),
+        }),
+        _ => Ok(()),
     }
 }
 

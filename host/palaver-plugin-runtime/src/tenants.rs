@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 struct Entry {
     enabled: Option<bool>,
     settings: Option<Value>,
-    /// By `Hook as usize`: `[before-publish, on-command]`.
+    /// By `Hook as usize`.
     failure: [Option<FailurePolicy>; Hook::ALL.len()],
 }
 

@@ -2,7 +2,7 @@
 //! `InstancePre`, built through the load gate. The gate refuses anything that is not a component, imports more
 //! than its manifest grants, imports what the host does not provide, or exports another world than it declares.
 
-use crate::bindings::{self, PACKAGE, VERSION, before_publish, before_push, on_command};
+use crate::bindings::{self, PACKAGE, VERSION, before_publish, before_push, on_command, scan_file};
 use crate::config::Limits;
 use crate::error::LoadError;
 use crate::instance::Live;
@@ -29,9 +29,11 @@ pub(crate) struct PluginVersion {
     pub(crate) publish: Option<before_publish::GuestIndices>,
     pub(crate) command: Option<on_command::GuestIndices>,
     pub(crate) push: Option<before_push::GuestIndices>,
+    pub(crate) scan: Option<scan_file::GuestIndices>,
     pub(crate) publish_limits: Limits,
     pub(crate) command_limits: Limits,
     pub(crate) push_limits: Limits,
+    pub(crate) scan_limits: Limits,
     /// Idle warm instances of this version; they die with it.
     pub(crate) warm: Mutex<Vec<Live>>,
     /// Instances created for this version, warm or not.
@@ -78,14 +80,18 @@ impl PluginVersion {
             .then(|| before_push::GuestIndices::new(&pre))
             .transpose()
             .map_err(link)?;
+        let scan =
+            manifest.has_hook(Hook::ScanFile).then(|| scan_file::GuestIndices::new(&pre)).transpose().map_err(link)?;
         let mut publish_limits = rt.config.publish_limits.with_overrides(&manifest.limits);
         let mut command_limits = rt.config.command_limits.with_overrides(&manifest.limits);
         let mut push_limits = rt.config.push_limits.with_overrides(&manifest.limits);
+        let mut scan_limits = rt.config.scan_limits.with_overrides(&manifest.limits);
         // A pool slot cannot hold more memory than it was sized for; cap the plugin's limit at the slot size.
         if let Some(p) = rt.config.pooling.filter(|_| rt.pooling) {
             publish_limits.memory_bytes = publish_limits.memory_bytes.min(p.max_memory_bytes);
             command_limits.memory_bytes = command_limits.memory_bytes.min(p.max_memory_bytes);
             push_limits.memory_bytes = push_limits.memory_bytes.min(p.max_memory_bytes);
+            scan_limits.memory_bytes = scan_limits.memory_bytes.min(p.max_memory_bytes);
         }
         Ok(PluginVersion {
             name: Arc::from(manifest.name.as_str()),
@@ -97,9 +103,11 @@ impl PluginVersion {
             publish,
             command,
             push,
+            scan,
             publish_limits,
             command_limits,
             push_limits,
+            scan_limits,
             warm: Mutex::new(Vec::new()),
             instantiations: AtomicU64::new(0),
             retired: AtomicBool::new(false),
@@ -113,6 +121,7 @@ impl PluginVersion {
             Hook::BeforePublish => self.publish_limits,
             Hook::OnCommand => self.command_limits,
             Hook::BeforePush => self.push_limits,
+            Hook::ScanFile => self.scan_limits,
         }
     }
 
@@ -192,6 +201,7 @@ pub(crate) fn check_exports(component: &Component, engine: &Engine, hooks: &[Hoo
             "before-publish" => Some(Hook::BeforePublish),
             "on-command" => Some(Hook::OnCommand),
             "before-push" => Some(Hook::BeforePush),
+            "scan-file" => Some(Hook::ScanFile),
             _ => None,
         });
         match hook {
@@ -224,8 +234,9 @@ mod tests {
     #[test]
     fn only_the_host_minor_and_older_patches_are_compatible() {
         assert!(compatible(Some((0, 1, 0))), "components built before before-push keep loading");
-        assert!(compatible(Some((0, 1, 1))));
-        assert!(!compatible(Some((0, 1, 2))), "a newer patch may import what the host lacks");
+        assert!(compatible(Some((0, 1, 1))), "components built before scan-file keep loading");
+        assert!(compatible(Some((0, 1, 2))));
+        assert!(!compatible(Some((0, 1, 3))), "a newer patch may import what the host lacks");
         assert!(!compatible(Some((0, 2, 0))));
         assert!(!compatible(Some((1, 1, 0))));
         assert!(!compatible(None));

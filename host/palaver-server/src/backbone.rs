@@ -1,5 +1,5 @@
 //! The task queue a node runs on and the background work on it: the outbox relay, the audit consumer, the
-//! admin command consumer and, with `push.enabled`, the push worker.
+//! admin command consumer, the file-security worker and, with `push.enabled`, the push worker.
 //!
 //! With `[kafka]` the queue is Kafka; without it, the embedded queue in a SQLite file: the store's own file on the
 //! embedded default, `queue.db` in the data directory when the store is MariaDB (one node's queue, then: a
@@ -11,11 +11,11 @@ use anyhow::Context;
 use palaver_core::ports::{AuditStore, HealthCheck, OutboxStore, PushDedup, TaskQueue, TenantStore};
 use palaver_core::{StoreResult, TenantId, TenantState};
 use palaver_queue_kafka::KafkaQueue;
-use palaver_service::Service;
 use palaver_service::admin::{AdminConsumer, ConsumerConfig, TenantDirectory};
 use palaver_service::backbone::audit::AuditConsumer;
 use palaver_service::backbone::push::worker::{PushWorker, WorkerConfig};
 use palaver_service::backbone::relay::{Relay, RelayConfig};
+use palaver_service::{ScanWorker, ScanWorkerConfig, Service};
 use palaver_store_sqlite::{SqliteQueue, SqliteStore};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +28,9 @@ const AUDIT_GROUP: &str = "audit";
 
 /// The consumer group suffix of the push worker (one group across the nodes).
 const PUSH_GROUP: &str = "push";
+
+/// The consumer group suffix of the file-security worker (one group across the nodes).
+const FILE_SECURITY_GROUP: &str = "file-security";
 
 type Task = tokio::task::JoinHandle<()>;
 
@@ -144,6 +147,20 @@ impl Backbone {
             worker = worker.with_tenants(registry);
         }
         self.tasks.push(worker.spawn());
+    }
+
+    /// Starts the file-security worker on `im.file.security`. It runs on every node whatever the configuration:
+    /// a task only exists for an upload some scanner looks at, and settling the tasks of a scanner that was
+    /// removed since (as clean, by the plugins left) is its job too.
+    pub(crate) fn start_file_scan(&mut self, cfg: &Config, service: &Service) {
+        let s = &cfg.files.scan;
+        let worker = ScanWorkerConfig {
+            group: format!("{}.{FILE_SECURITY_GROUP}", self.group_id),
+            max_attempts: s.max_attempts,
+            backoff_initial: Duration::from_millis(s.retry_backoff_ms),
+            backoff_max: Duration::from_millis(s.retry_backoff_max_ms),
+        };
+        self.tasks.push(ScanWorker::new(service.clone(), self.queue.clone(), worker).spawn());
     }
 
     /// Stops the tasks (a record in flight is produced again or redelivered later: both are idempotent).

@@ -2,10 +2,11 @@
 //! S3-compatible bucket (what a cluster needs: every node reads what another stored) — the limits the service
 //! enforces, and the collection of uploads no message referenced within the grace period, which every node
 //! runs for every active tenant (its removals are conditional, so two nodes collecting at once remove each
-//! file once).
+//! file once), and file security (`[files.scan]`): ClamAV through `clamd` when an address is set.
 
+use palaver_api::bodies::admin::PendingReaders;
 use palaver_blobs::{ObjectBlobs, S3Config};
-use palaver_core::ports::{BlobStore, TenantStore};
+use palaver_core::ports::{BlobStore, FileScanner, TenantStore};
 use palaver_service::{FilesConfig, Service};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -50,7 +51,86 @@ pub struct FilesSection {
     pub dir: PathBuf,
     /// The bucket of `store = "s3"` (`[files.s3]`).
     pub s3: S3Config,
+    /// Who may download a file still being scanned, for tenants that do not say: `uploader` (everyone else who
+    /// may read it gets 503 until the scan ends) or `readers`.
+    pub pending_readers: PendingReaders,
+    /// File security (`[files.scan]`).
+    pub scan: ScanSection,
 }
+
+/// `[files.scan]`: what looks at uploads before they are served. Uploads are scanned when `clamd` is set or a
+/// `scan-file` plugin is enabled for the tenant; otherwise they are served at once.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScanSection {
+    /// clamd's address, `tcp://host:port` or `unix:/path/to/clamd.ctl`; empty: no ClamAV.
+    pub clamd: String,
+    /// The longest a clamd connection step may take, in ms.
+    pub clamd_timeout_ms: u64,
+    /// Files larger than this are not sent to clamd and wait for an operator's review; keep it at most clamd's
+    /// `StreamMaxLength`.
+    pub clamd_max_bytes: u64,
+    /// The first bytes of a file handed to `scan-file` plugins.
+    pub head_bytes: usize,
+    /// Attempts per task while the scanner is unavailable; then the task is dead-lettered and the file stays
+    /// pending.
+    pub max_attempts: u32,
+    pub retry_backoff_ms: u64,
+    pub retry_backoff_max_ms: u64,
+}
+
+impl Default for ScanSection {
+    fn default() -> Self {
+        let clamd = palaver_clamav::ClamdConfig::default();
+        let worker = palaver_service::ScanWorkerConfig::default();
+        ScanSection {
+            clamd: String::new(),
+            clamd_timeout_ms: clamd.timeout.as_millis() as u64,
+            clamd_max_bytes: clamd.max_bytes,
+            head_bytes: FilesConfig::default().scan_head_bytes,
+            max_attempts: worker.max_attempts,
+            retry_backoff_ms: worker.backoff_initial.as_millis() as u64,
+            retry_backoff_max_ms: worker.backoff_max.as_millis() as u64,
+        }
+    }
+}
+
+impl ScanSection {
+    fn clamd_config(&self) -> palaver_clamav::ClamdConfig {
+        palaver_clamav::ClamdConfig {
+            address: self.clamd.clone(),
+            timeout: Duration::from_millis(self.clamd_timeout_ms),
+            max_bytes: self.clamd_max_bytes,
+            ..palaver_clamav::ClamdConfig::default()
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.max_attempts == 0 || self.retry_backoff_ms == 0 || self.head_bytes == 0 {
+            return Err("files.scan.max_attempts, retry_backoff_ms and head_bytes must be at least 1".into());
+        }
+        if self.head_bytes > MAX_HEAD_BYTES {
+            return Err(format!("files.scan.head_bytes is at most {MAX_HEAD_BYTES} (it is copied into each plugin)"));
+        }
+        if !self.clamd.is_empty() {
+            self.clamd_config().validate().map_err(|e| format!("files.scan.clamd: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// The whole-file scanner: clamd when its address is set.
+    pub fn scanner(&self) -> anyhow::Result<Option<Arc<dyn FileScanner>>> {
+        if self.clamd.is_empty() {
+            return Ok(None);
+        }
+        let clamd = palaver_clamav::Clamd::new(self.clamd_config()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        tracing::info!(clamd = %self.clamd, "uploads are scanned by ClamAV");
+        Ok(Some(Arc::new(clamd)))
+    }
+}
+
+/// The largest `files.scan.head_bytes`: the head is copied into every plugin's memory.
+const MAX_HEAD_BYTES: usize = 4 * 1024 * 1024;
 
 impl Default for FilesSection {
     fn default() -> Self {
@@ -68,6 +148,8 @@ impl Default for FilesSection {
             store: FileStoreKind::Fs,
             dir: PathBuf::new(),
             s3: S3Config::default(),
+            pending_readers: service.pending_readers,
+            scan: ScanSection::default(),
         }
     }
 }
@@ -86,6 +168,7 @@ impl FilesSection {
         if let Some(bad) = self.allowed_mime.iter().find(|m| !palaver_service::mime_pattern_ok(m)) {
             return Err(format!("files.allowed_mime: {bad:?} is not a lower-case type/subtype (or type/*)"));
         }
+        self.scan.validate()?;
         if self.store == FileStoreKind::S3 {
             let s3 = &self.s3;
             if s3.bucket.is_empty() || s3.access_key_id.is_empty() || s3.secret_access_key.is_empty() {
@@ -105,6 +188,8 @@ impl FilesSection {
             max_concurrent_uploads: self.max_concurrent_uploads,
             gc_grace: Duration::from_secs(self.gc_grace_seconds),
             max_attachments: self.max_attachments,
+            pending_readers: self.pending_readers,
+            scan_head_bytes: self.scan.head_bytes,
         }
     }
 

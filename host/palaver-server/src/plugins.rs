@@ -7,7 +7,7 @@ use crate::plugins_admin::{load_report, word};
 use anyhow::Context;
 use palaver_api::bodies::admin as a;
 use palaver_core::ports::{BusinessRules, RuleVerdict};
-use palaver_core::ports::{PublishHook, PushHook, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{PublishHook, PushHook, ScanHook, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{TenantId, UserId};
 use palaver_gateway::Admin;
 use palaver_plugin_runtime::{
@@ -121,6 +121,11 @@ impl Plugins {
 
     /// The push hook that runs the plugins' `before-push`.
     pub(crate) fn push_hook(&self) -> Arc<dyn PushHook> {
+        Arc::new(PluginHooks::new(self.registry.clone()))
+    }
+
+    /// The scan hook that runs the plugins' `scan-file`.
+    pub(crate) fn scan_hook(&self) -> Arc<dyn ScanHook> {
         Arc::new(PluginHooks::new(self.registry.clone()))
     }
 

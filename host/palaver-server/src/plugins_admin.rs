@@ -48,6 +48,7 @@ pub(crate) fn plugin(p: PluginInfo) -> a::PluginInfo {
         before_publish: counts(p.before_publish),
         on_command: counts(p.on_command),
         before_push: counts(p.before_push),
+        scan_file: counts(p.scan_file),
         loads: p.loads,
         load_refusals: p.load_refusals,
         instantiations: p.instantiations,

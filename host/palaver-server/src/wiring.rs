@@ -157,6 +157,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         );
     }
     let (mut ports, cluster, dedup) = with_shared_state(&cfg, storage, blobs)?;
+    ports.scanner = cfg.files.scan.scanner().context("configuring the file scanner")?;
     let claim = match &cluster {
         Some(c) => Some(claim_node_id(&cfg, c.nodes.as_ref()).await?),
         None => None,
@@ -165,6 +166,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     if let Some(p) = &plugins {
         ports.hooks = p.hook();
         ports.push_hook = p.push_hook();
+        ports.scan_hook = p.scan_hook();
         ports.business.rules = p.rules();
     }
     if cluster.is_some() && cfg.auth.token_key.is_empty() {
@@ -230,6 +232,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         cfg.files.gc_batch,
     );
     backbone.start(&cfg, &service, outbox, audit, registry.clone());
+    backbone.start_file_scan(&cfg, &service);
     if cfg.push.enabled {
         backbone.start_push(&cfg, &service, dedup, registry);
     }
@@ -388,6 +391,8 @@ fn with_shared_state(
             control: Arc::new(MemoryControl::default()),
             hooks: Arc::new(NoHooks),
             push_hook: Arc::new(NoHooks),
+            scan_hook: Arc::new(NoHooks),
+            scanner: None,
             business: storage.business,
             outbox: storage.outbox,
             devices: storage.devices,
@@ -428,6 +433,8 @@ fn with_shared_state(
         control: Arc::new(shared.control),
         hooks: Arc::new(NoHooks),
         push_hook: Arc::new(NoHooks),
+        scan_hook: Arc::new(NoHooks),
+        scanner: None,
         business,
         outbox,
         devices,

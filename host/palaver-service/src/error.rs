@@ -58,6 +58,9 @@ pub enum ServiceError {
     /// The file was taken down (HTTP 451).
     #[error("file unavailable for legal reasons")]
     FileBlocked,
+    /// The file is being scanned and only its uploader reads it until then (HTTP 503 with `Retry-After`).
+    #[error("the file is being scanned")]
+    FilePending,
     /// A download's range lies outside the file of `size` bytes (HTTP 416).
     #[error("range not satisfiable")]
     RangeNotSatisfiable { size: u64 },
@@ -100,6 +103,7 @@ impl ServiceError {
             NotImplemented => Reason::NotImplemented,
             Busy => Reason::Busy,
             FileBlocked => Reason::FileBlocked,
+            FilePending => Reason::FilePending,
             RangeNotSatisfiable { .. } => Reason::RangeNotSatisfiable,
             VersionNotSupported => Reason::VersionNotSupported,
             Unavailable { .. } => Reason::Unavailable,
@@ -190,6 +194,7 @@ mod tests {
             (ServiceError::NotImplemented, Code::NotImplemented),
             (ServiceError::Busy, Code::Busy),
             (ServiceError::FileBlocked, Code::UnavailableForLegalReasons),
+            (ServiceError::FilePending, Code::ServiceUnavailable),
             (ServiceError::RangeNotSatisfiable { size: 1 }, Code::RangeNotSatisfiable),
             (ServiceError::VersionNotSupported, Code::VersionNotSupported),
             (ServiceError::Unavailable { reason: s(), retry_after_ms: 1 }, Code::ServiceUnavailable),

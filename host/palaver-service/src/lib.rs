@@ -18,6 +18,7 @@ mod session;
 mod throttle;
 mod usecases;
 
+pub use backbone::scan::{ScanWorker, ScanWorkerConfig};
 pub use backbone::{Backbone, Summary, new_event_id};
 pub use business::{BizError, BizResult};
 pub use delivery::control::Eviction;
@@ -26,7 +27,9 @@ pub use error::{ServiceError, ServiceResult};
 pub use metrics::{LiveGauge, Metrics};
 pub use usecases::calls::{CallConfig, IceServer, turn_credentials};
 pub use usecases::edits::EditConfig;
-pub use usecases::files::{ByteRange, Download, FilesConfig, UploadMeta, file_url, mime_pattern_ok};
+pub use usecases::files::{
+    ByteRange, Download, FileScanTask, FilesConfig, UploadMeta, file_url, mime_pattern_ok, scan_record,
+};
 
 /// The content type of [`Service::render_metrics`]: the OpenMetrics text format, which Prometheus reads.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

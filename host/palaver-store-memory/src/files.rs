@@ -90,6 +90,12 @@ impl FileStore for MemoryFiles {
         Ok(self.inner.lock().records.get_mut(&(tenant, id.to_owned())).map(|r| r.status = status).is_some())
     }
 
+    async fn settle_pending_file(&self, tenant: TenantId, id: &str, status: FileStatus) -> StoreResult<bool> {
+        let mut files = self.inner.lock();
+        let pending = files.records.get_mut(&(tenant, id.to_owned())).filter(|r| r.status == FileStatus::Pending);
+        Ok(pending.map(|r| r.status = status).is_some())
+    }
+
     async fn count_uploads(&self, tenant: TenantId, uploader: UserId, since: UnixMillis) -> StoreResult<u64> {
         let files = self.inner.lock();
         let mine =

@@ -117,6 +117,14 @@ impl FileStore for MysqlStore {
         self.found(tenant, id, changed).await
     }
 
+    async fn settle_pending_file(&self, tenant: TenantId, id: &str, status: FileStatus) -> StoreResult<bool> {
+        let db = self.db(tenant).await?;
+        let sql = "UPDATE im_files SET status = ? WHERE id = ? AND status = 'pending'";
+        let done = sqlx::query(sql).bind(status.as_str()).bind(id).execute(&db.pool).await.map_err(db_error)?;
+        // A pending file always changes here (`status` is never `pending`), so no row changed means none matched.
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn count_uploads(&self, tenant: TenantId, uploader: UserId, since: UnixMillis) -> StoreResult<u64> {
         let db = self.db(tenant).await?;
         let sql =

@@ -116,14 +116,13 @@ impl FileStore for SqliteStore {
     }
 
     async fn set_file_status(&self, tenant_id: TenantId, id: &str, status: FileStatus) -> StoreResult<bool> {
-        let done = sqlx::query("UPDATE im_files SET status = ? WHERE tenant_id = ? AND id = ?")
-            .bind(status.as_str())
-            .bind(tenant(tenant_id))
-            .bind(id)
-            .execute(&self.writer)
+        self.update_file_status(tenant_id, id, status, "UPDATE im_files SET status = ? WHERE tenant_id = ? AND id = ?")
             .await
-            .map_err(db_error)?;
-        Ok(done.rows_affected() > 0)
+    }
+
+    async fn settle_pending_file(&self, tenant_id: TenantId, id: &str, status: FileStatus) -> StoreResult<bool> {
+        let sql = "UPDATE im_files SET status = ? WHERE tenant_id = ? AND id = ? AND status = 'pending'";
+        self.update_file_status(tenant_id, id, status, sql).await
     }
 
     async fn count_uploads(&self, tenant_id: TenantId, uploader: UserId, since: UnixMillis) -> StoreResult<u64> {
@@ -164,6 +163,27 @@ impl FileStore for SqliteStore {
         .execute(&self.writer)
         .await
         .map_err(db_error)?;
+        Ok(done.rows_affected() > 0)
+    }
+}
+
+impl SqliteStore {
+    /// Runs `sql` (binding status, tenant, id); true when it changed a row. A changed status always changes the
+    /// row here (SQLite counts matched rows), so false means no file matched.
+    async fn update_file_status(
+        &self,
+        tenant_id: TenantId,
+        id: &str,
+        status: FileStatus,
+        sql: &'static str,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(sql)
+            .bind(status.as_str())
+            .bind(tenant(tenant_id))
+            .bind(id)
+            .execute(&self.writer)
+            .await
+            .map_err(db_error)?;
         Ok(done.rows_affected() > 0)
     }
 }

@@ -1,8 +1,8 @@
 //! The Palaver plugin SDK: write a plugin as a plain Rust type, test it natively, ship it as a component.
 //!
 //! A plugin implements [`PublishFilter`] (judges messages before they take a seq) and/or [`CommandHandler`]
-//! (runs business commands), or [`PushFilter`] (keeps, drops, delays or rewrites offline pushes), and exports
-//! itself with one macro:
+//! (runs business commands), or [`PushFilter`] (keeps, drops, delays or rewrites offline pushes), or
+//! [`FileScanner`] (judges uploaded files: clean, blocked or review), and exports itself with one macro:
 //!
 //! ```ignore
 //! use palaver_plugin_sdk::{Context, Host, Message, PublishFilter, Verdict};
@@ -31,6 +31,7 @@ extern crate self as palaver_plugin_sdk;
 
 mod host;
 mod push;
+mod scan;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 mod types;
@@ -39,6 +40,7 @@ pub use host::{Context, Host, Kv, WasmHost};
 /// The contracts shared with the host: the reasons table, the commands table and the typed facts.
 pub use palaver_api::{self as api, CommandName, Facts, Family, Reason, facts};
 pub use push::{Push, PushDecision};
+pub use scan::{File, ScanVerdict};
 pub use serde_json::{Map, Value, json};
 pub use types::{
     CallInfo, Command, CommandOutcome, FactsError, HostError, Level, Member, Message, Notification, Topic, TopicKind,
@@ -58,6 +60,14 @@ pub trait PushFilter: Default + 'static {
     fn before_push<H: Host>(&mut self, cx: &mut Context<'_, H>, push: &Push) -> PushDecision;
 }
 
+/// A plugin that judges uploaded files (world `file-scanner`): called once per pending upload by the host's
+/// file-security worker, before the file is served to anyone but its uploader. A panic or a breached limit sends the
+/// file to review (`scan-file` fails closed).
+pub trait FileScanner: Default + 'static {
+    /// The verdict on one file.
+    fn scan_file<H: Host>(&mut self, cx: &mut Context<'_, H>, file: &File) -> ScanVerdict;
+}
+
 /// A plugin that runs business commands.
 pub trait CommandHandler: Default + 'static {
     /// Runs one command.
@@ -67,9 +77,13 @@ pub trait CommandHandler: Default + 'static {
 /// What the export macros expand to; not for plugin code.
 #[doc(hidden)]
 pub mod __private {
+    use crate::bindings::file_scanner::exports::palaver::plugin::scan_file as wit_scan;
     use crate::bindings::push_filter::exports::palaver::plugin::before_push as wit_push;
     use crate::bindings::wit;
-    use crate::{Command, CommandHandler, Context, Message, PublishFilter, Push, PushFilter, Verdict, WasmHost};
+    use crate::{
+        Command, CommandHandler, Context, File, FileScanner, Message, PublishFilter, Push, PushFilter, Verdict,
+        WasmHost,
+    };
     use serde_json::Value;
 
     pub use wit_bindgen;
@@ -106,6 +120,15 @@ pub mod __private {
         let mut host = WasmHost;
         let mut cx = Context::new(call, &mut host);
         plugin.before_push(&mut cx, &push).into_wit()
+    }
+
+    /// `scan-file`, from the wire types to the plugin and back.
+    pub fn scan<P: FileScanner>(plugin: &mut P, file: wit_scan::FileInfo) -> wit_scan::ScanVerdict {
+        let call = file.call.clone().into();
+        let file = File::from_wit(file);
+        let mut host = WasmHost;
+        let mut cx = Context::new(call, &mut host);
+        plugin.scan_file(&mut cx, &file).into_wit()
     }
 
     /// `on-command`, from the wire types to the plugin and back.
@@ -156,22 +179,44 @@ macro_rules! publish_filter {
 #[macro_export]
 macro_rules! push_filter {
     ($plugin:ty) => {
+        $crate::__export_one!(
+            $plugin, push_filter, before_push, __export_push_filter, filter(push: PushInfo) -> PushDecision
+        );
+    };
+}
+
+/// Exports a [`FileScanner`] as a component of world `file-scanner`.
+#[macro_export]
+macro_rules! file_scanner {
+    ($plugin:ty) => {
+        $crate::__export_one!(
+            $plugin, file_scanner, scan_file, __export_file_scanner, scan(file: FileInfo) -> ScanVerdict
+        );
+    };
+}
+
+/// The export of a world with one single-argument function: `$f` of interface `$iface` in world `$world`, which
+/// hands its argument to `__private::$f` with the plugin's one instance.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_one {
+    ($plugin:ty, $world:ident, $iface:ident, $export:ident, $f:ident($arg:ident: $in:ident) -> $out:ident) => {
         // Natively (tests) there is nothing to export to, and the wasm export names would not even link.
         #[cfg(target_arch = "wasm32")]
         const _: () = {
-            use ::palaver_plugin_sdk::bindings::push_filter::exports::palaver::plugin::before_push as __bp;
+            use ::palaver_plugin_sdk::bindings::$world::exports::palaver::plugin::$iface as __i;
             struct __Export;
             ::std::thread_local! {
                 static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
             }
-            impl __bp::Guest for __Export {
-                fn filter(push: __bp::PushInfo) -> __bp::PushDecision {
+            impl __i::Guest for __Export {
+                fn $f($arg: __i::$in) -> __i::$out {
                     __PLUGIN.with_borrow_mut(|p| {
-                        ::palaver_plugin_sdk::__private::filter(::palaver_plugin_sdk::__private::instance(p), push)
+                        ::palaver_plugin_sdk::__private::$f(::palaver_plugin_sdk::__private::instance(p), $arg)
                     })
                 }
             }
-            ::palaver_plugin_sdk::bindings::push_filter::__export_push_filter!(__Export);
+            ::palaver_plugin_sdk::bindings::$world::$export!(__Export);
         };
     };
 }
@@ -253,7 +298,8 @@ macro_rules! full_plugin {
 }
 
 /// The guest side of the `palaver:plugin` WIT package, generated by wit-bindgen: the host imports once (world
-/// `platform`), and each single-hook world (`publish-filter`, `command-handler`) on top of them with its own
+/// `platform`), and each single-hook world (`publish-filter`, `command-handler`, `push-filter`, `file-scanner`) on
+/// top of them with its own
 /// export macro. Only the export macros a plugin invokes put hook exports into its component, and only the imports
 /// its code calls become component imports, so a plugin asks for nothing it does not use. A plugin of world `full`
 /// invokes both export macros: wit-component merges the two worlds' metadata into one component with both hooks.
@@ -277,14 +323,14 @@ pub mod bindings {
             path: "../../wit",
             world: "palaver:plugin/publish-filter",
             with: {
-                "palaver:plugin/types@0.1.1": crate::bindings::platform::palaver::plugin::types,
-                "palaver:plugin/kv@0.1.1": crate::bindings::platform::palaver::plugin::kv,
-                "palaver:plugin/directory@0.1.1": crate::bindings::platform::palaver::plugin::directory,
-                "palaver:plugin/events@0.1.1": crate::bindings::platform::palaver::plugin::events,
-                "palaver:plugin/notifications@0.1.1": crate::bindings::platform::palaver::plugin::notifications,
-                "palaver:plugin/log@0.1.1": crate::bindings::platform::palaver::plugin::log,
-                "palaver:plugin/clock@0.1.1": crate::bindings::platform::palaver::plugin::clock,
-                "palaver:plugin/settings@0.1.1": crate::bindings::platform::palaver::plugin::settings,
+                "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
+                "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
+                "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
+                "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
+                "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
+                "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
+                "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
+                "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
             },
             pub_export_macro: true,
             export_macro_name: "__export_publish_filter",
@@ -299,14 +345,14 @@ pub mod bindings {
             path: "../../wit",
             world: "palaver:plugin/command-handler",
             with: {
-                "palaver:plugin/types@0.1.1": crate::bindings::platform::palaver::plugin::types,
-                "palaver:plugin/kv@0.1.1": crate::bindings::platform::palaver::plugin::kv,
-                "palaver:plugin/directory@0.1.1": crate::bindings::platform::palaver::plugin::directory,
-                "palaver:plugin/events@0.1.1": crate::bindings::platform::palaver::plugin::events,
-                "palaver:plugin/notifications@0.1.1": crate::bindings::platform::palaver::plugin::notifications,
-                "palaver:plugin/log@0.1.1": crate::bindings::platform::palaver::plugin::log,
-                "palaver:plugin/clock@0.1.1": crate::bindings::platform::palaver::plugin::clock,
-                "palaver:plugin/settings@0.1.1": crate::bindings::platform::palaver::plugin::settings,
+                "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
+                "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
+                "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
+                "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
+                "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
+                "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
+                "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
+                "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
             },
             pub_export_macro: true,
             export_macro_name: "__export_command_handler",
@@ -321,18 +367,40 @@ pub mod bindings {
             path: "../../wit",
             world: "palaver:plugin/push-filter",
             with: {
-                "palaver:plugin/types@0.1.1": crate::bindings::platform::palaver::plugin::types,
-                "palaver:plugin/kv@0.1.1": crate::bindings::platform::palaver::plugin::kv,
-                "palaver:plugin/directory@0.1.1": crate::bindings::platform::palaver::plugin::directory,
-                "palaver:plugin/events@0.1.1": crate::bindings::platform::palaver::plugin::events,
-                "palaver:plugin/notifications@0.1.1": crate::bindings::platform::palaver::plugin::notifications,
-                "palaver:plugin/log@0.1.1": crate::bindings::platform::palaver::plugin::log,
-                "palaver:plugin/clock@0.1.1": crate::bindings::platform::palaver::plugin::clock,
-                "palaver:plugin/settings@0.1.1": crate::bindings::platform::palaver::plugin::settings,
+                "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
+                "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
+                "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
+                "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
+                "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
+                "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
+                "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
+                "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
             },
             pub_export_macro: true,
             export_macro_name: "__export_push_filter",
             default_bindings_module: "::palaver_plugin_sdk::bindings::push_filter",
+            runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
+        });
+    }
+
+    /// A plugin that judges uploaded files (since 0.1.2).
+    pub mod file_scanner {
+        wit_bindgen::generate!({
+            path: "../../wit",
+            world: "palaver:plugin/file-scanner",
+            with: {
+                "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
+                "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
+                "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
+                "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
+                "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
+                "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
+                "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
+                "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
+            },
+            pub_export_macro: true,
+            export_macro_name: "__export_file_scanner",
+            default_bindings_module: "::palaver_plugin_sdk::bindings::file_scanner",
             runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
         });
     }

@@ -4,7 +4,9 @@
 
 use crate::host::{Context, Host};
 use crate::types::{CallInfo, Command, CommandOutcome, HostError, Level, Member, Message, Notification, Topic, User};
-use crate::{CommandHandler, PublishFilter, Push, PushDecision, PushFilter, TopicKind, Verdict};
+use crate::{
+    CommandHandler, File, FileScanner, PublishFilter, Push, PushDecision, PushFilter, ScanVerdict, TopicKind, Verdict,
+};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -185,6 +187,16 @@ impl<P: PushFilter> Harness<P> {
     pub fn push(&mut self, push: &Push) -> PushDecision {
         let mut cx = Context::new(self.call.clone(), &mut self.host);
         self.plugin.before_push(&mut cx, push)
+    }
+}
+
+impl<P: FileScanner> Harness<P> {
+    /// The verdict on a file. The call is the harness's, with the file's uploader as its actor and no session, as
+    /// the host makes it.
+    pub fn scan(&mut self, file: &File) -> ScanVerdict {
+        let call = CallInfo { actor: file.uploader.clone(), session: String::new(), ..self.call.clone() };
+        let mut cx = Context::new(call, &mut self.host);
+        self.plugin.scan_file(&mut cx, file)
     }
 }
 

@@ -67,12 +67,13 @@ function httpGet(host, urlPath, timeoutMs = 2000) {
 }
 
 class ServerProcess {
-  constructor({ bin, port, dataDir, extraArgs }) {
+  constructor({ bin, port, dataDir, extraArgs, env }) {
     this.bin = bin;
     this.port = port;
     this.host = `127.0.0.1:${port}`;
     this.dataDir = dataDir;
     this.extraArgs = extraArgs || [];
+    this.env = env || {};
     this.output = '';
     this.exited = null; // {code, signal} once the process is gone
     this.proc = null;
@@ -103,6 +104,7 @@ class ServerProcess {
     // harness's own variables must not reach it.
     const env = { ...process.env };
     for (const k of ['PALAVER_BIN', 'PALAVER_URL', 'PALAVER_API_KEY']) delete env[k];
+    Object.assign(env, this.env);
     const proc = spawn(this.bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.proc = proc;
     proc.stdout.on('data', c => this._append(c));
@@ -194,7 +196,7 @@ async function startServer(opts = {}) {
   const ownDir = !opts.dataDir;
   const dataDir = opts.dataDir || makeDataDir();
   const port = opts.port || await freePort();
-  const srv = new ServerProcess({ bin: binPath(), port, dataDir, extraArgs: opts.extraArgs });
+  const srv = new ServerProcess({ bin: binPath(), port, dataDir, extraArgs: opts.extraArgs, env: opts.env });
   try {
     await srv.start();
   } catch (e) {

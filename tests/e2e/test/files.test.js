@@ -4,6 +4,10 @@
 // it with the SDK's authorizeURL form and gets the same bytes (SHA-256), a range reads a slice, a stranger gets
 // 404, an avatar set with setMeta is readable by everyone, and a 100 MiB upload and download go through while the
 // server's peak resident memory grows by at most 16 MiB (the bytes stream; nothing holds the whole file).
+// File security: on a server scanning with ClamAV (clamd at PALAVER_TEST_CLAMD, which scripts/lib/services.sh
+// start_clamd runs with the EICAR test signature; in the scale-out run, the nodes under test, scanning through
+// Kafka's im.file.security), the EICAR file is blocked (451) and the other party is told `file.unavailable`,
+// while a clean file is served once scanned (503 FILE_PENDING with Retry-After until then).
 
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -149,5 +153,65 @@ describe('files', { skip: isExternal() && 'reads the server process memory' }, (
       const grew = peakRssKib() - before;
       t.diagnostic(`server peak RSS grew by ${grew} KiB over a 100 MiB upload and download`);
       assert.ok(grew <= 16 * 1024, `peak RSS grew by ${grew} KiB (at most 16 MiB)`);
+    });
+});
+
+/** The EICAR anti-virus test file, put together at run time so that this source is not itself a match. */
+const EICAR = Buffer.from(['X5O!P%@AP[4\\PZX54(P^)7CC)7}$', 'EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*'].join(''));
+
+describe('file security', () => {
+  let scanning;
+  before(async () => {
+    // The scale-out run's nodes scan already; on the embedded run, a server of this suite's own does.
+    const clamd = process.env.PALAVER_TEST_CLAMD || 'tcp://127.0.0.1:13310';
+    scanning = isExternal() ? srv : await startServer({ env: { PALAVER_FILES__SCAN__CLAMD: clamd } });
+  });
+  after(async () => {
+    if (scanning && scanning !== srv) await scanning.stop();
+  });
+
+  test('ClamAV blocks the EICAR file, the reader hears file.unavailable, a clean file is served once scanned',
+    { timeout: TEST_TIMEOUT_MS }, async t => {
+      assert.equal(EICAR.length, 68);
+      const a = await newUser(t, scanning.host, 'ws', 'sa');
+      const b = await newUser(t, scanning.host, 'ws', 'sb');
+      const pA = a.tn.getTopic(b.uid());
+      await pA.subscribe(pA.startMetaQuery().withDesc().build());
+      const pB = b.tn.getTopic(a.uid());
+      await pB.subscribe(pB.startMetaQuery().withDesc().build());
+
+      const helper = a.tn.getLargeFileHelper();
+      const bad = await helper.upload(new Blob([EICAR], { type: 'application/octet-stream' }));
+      const clean = crypto.randomBytes(2 * 1024 * 1024);
+      const good = await helper.upload(new Blob([clean], { type: 'application/pdf' }));
+      let content = Drafty.attachFile(null, { mime: 'application/octet-stream', filename: 'eicar.com', refurl: bad,
+        size: EICAR.length });
+      content = Drafty.attachFile(content, { mime: 'application/pdf', filename: 'report.pdf', refurl: good,
+        size: clean.length });
+      const since = b.mark();
+      await pA.publishMessage(pA.createMessage(content, false));
+
+      const told = await b.waitInfo(a.uid(), i => i.event === 'file.unavailable', { since });
+      assert.equal(told.payload.url, bad, j(told));
+      assert.equal(told.payload.status, 'blocked', j(told));
+      for (const c of [a, b]) {
+        const resp = await fetch(`http://${scanning.host}${c.tn.authorizeURL(bad)}`);
+        assert.equal(resp.status, 451, 'blocked for everyone, its uploader too');
+        assert.equal((await resp.json()).ctrl.code, 451);
+      }
+
+      // The clean file: 503 with a retry hint while pending, then the same bytes.
+      const deadline = Date.now() + 20000;
+      for (;;) {
+        const resp = await fetch(`http://${scanning.host}${b.tn.authorizeURL(good)}`);
+        if (resp.status === 200) {
+          assert.equal(sha256(Buffer.from(await resp.arrayBuffer())), sha256(clean));
+          break;
+        }
+        assert.equal(resp.status, 503, `pending or served, not ${resp.status}`);
+        assert.equal(resp.headers.get('retry-after'), '2');
+        assert.ok(Date.now() < deadline, 'the clean file was never served');
+        await new Promise(r => setTimeout(r, 200));
+      }
     });
 });

@@ -66,6 +66,7 @@ PluginInfo {
     before_publish: HookCounts,
     on_command: HookCounts,
     before_push: HookCounts,
+    scan_file: HookCounts,
     loads: u64,
     load_refusals: u64,
     /// Instances created for the live version.
@@ -267,6 +268,31 @@ pub struct FileSettings {
     /// MIME types accepted (`image/*` takes a family), lower case; empty: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_mime: Option<Vec<String>>,
+    /// Who may download an upload that is still being scanned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_readers: Option<PendingReaders>,
+}
+
+/// Who may download a file while it is `pending` (a scanner has not settled it yet).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum PendingReaders {
+    /// Its uploader only; everyone else who may read it gets 503 `FILE_PENDING` until the scan ends.
+    #[default]
+    Uploader,
+    /// Everyone who may read it, as if it were clean (the scan may still block it later).
+    Readers,
+}
+
+impl PendingReaders {
+    /// The word in configuration and settings documents.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingReaders::Uploader => "uploader",
+            PendingReaders::Readers => "readers",
+        }
+    }
 }
 
 body!(response
@@ -279,6 +305,11 @@ TenantFiles {
     max_uploads_per_hour: u64,
     /// MIME types accepted; empty: any.
     allowed_mime: Vec<String>,
+    /// Who may download a file that is still being scanned.
+    pending_readers: PendingReaders,
+    /// Uploads are scanned before anyone but their uploader reads them: a whole-file scanner (ClamAV) is
+    /// configured on the node, or a `scan-file` plugin is enabled for the tenant.
+    scanned: bool,
     /// The tenant's own settings.
     settings: FileSettings,
 });

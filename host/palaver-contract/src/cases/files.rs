@@ -43,6 +43,29 @@ pub async fn file_record_round_trips<S: FileStore>(f: Fixture<S>) {
     assert!(!s.set_file_public(f.tenant, "nope").await.unwrap());
 }
 
+/// A scan's conclusion settles a pending file only: a file an operator decided on meanwhile, or a missing one, is
+/// left alone.
+pub async fn pending_files_settle_once<S: FileStore>(f: Fixture<S>) {
+    let s = &f.store;
+    let mut pending = record("p1", 7, 1_000);
+    pending.status = FileStatus::Pending;
+    s.create_file(f.tenant, &pending).await.unwrap();
+    s.create_file(f.tenant, &FileRecord { id: "p2".into(), ..pending.clone() }).await.unwrap();
+    s.create_file(f.tenant, &record("c1", 7, 1_000)).await.unwrap();
+
+    assert!(s.settle_pending_file(f.tenant, "p1", FileStatus::Clean).await.unwrap());
+    assert_eq!(s.get_file(f.tenant, "p1").await.unwrap().unwrap().status, FileStatus::Clean);
+    assert!(!s.settle_pending_file(f.tenant, "p1", FileStatus::Blocked).await.unwrap(), "settled once");
+    assert_eq!(s.get_file(f.tenant, "p1").await.unwrap().unwrap().status, FileStatus::Clean);
+
+    assert!(s.set_file_status(f.tenant, "p2", FileStatus::Blocked).await.unwrap(), "an operator blocks it first");
+    assert!(!s.settle_pending_file(f.tenant, "p2", FileStatus::Clean).await.unwrap());
+    assert_eq!(s.get_file(f.tenant, "p2").await.unwrap().unwrap().status, FileStatus::Blocked);
+
+    assert!(!s.settle_pending_file(f.tenant, "c1", FileStatus::Blocked).await.unwrap(), "a clean file stays");
+    assert!(!s.settle_pending_file(f.tenant, "nope", FileStatus::Clean).await.unwrap());
+}
+
 /// References: unknown ids are skipped, a repeated reference counts once, topics list in name order up to the
 /// limit, and a referenced file is never removed.
 pub async fn file_references_link_and_list<S: FileStore>(f: Fixture<S>) {

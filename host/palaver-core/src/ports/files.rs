@@ -95,6 +95,11 @@ pub trait FileStore: Send + Sync {
     /// Sets the file's status. False if there is no such file.
     async fn set_file_status(&self, tenant: TenantId, id: &str, status: FileStatus) -> StoreResult<bool>;
 
+    /// Sets the status of a `pending` file to `status` (a scan's conclusion), in one conditional write, so an
+    /// operator's decision made while the scan ran is never overwritten. False if the file is missing or no
+    /// longer pending.
+    async fn settle_pending_file(&self, tenant: TenantId, id: &str, status: FileStatus) -> StoreResult<bool>;
+
     /// How many files `uploader` created at or after `since` (the upload rate bound is checked against it).
     async fn count_uploads(&self, tenant: TenantId, uploader: UserId, since: UnixMillis) -> StoreResult<u64>;
 

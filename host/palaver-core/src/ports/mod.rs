@@ -24,6 +24,7 @@ mod queue;
 mod relations;
 mod reports;
 mod rules;
+mod scan;
 mod seq;
 mod settings;
 mod subscriptions;
@@ -58,6 +59,7 @@ pub use relations::{
 };
 pub use reports::{NewReport, REPORT_CLOSED, Report, ReportStore, ReportTarget, Resolution};
 pub use rules::{BusinessRules, NoRules, RuleVerdict};
+pub use scan::{FileScanner, ScanContext, ScanError, ScanHook, ScanVerdict};
 pub use seq::SeqAllocator;
 pub use settings::{MAX_SETTING_BYTES, SettingsStore};
 pub use subscriptions::SubscriptionStore;
@@ -82,6 +84,10 @@ pub struct Ports {
     pub hooks: Arc<dyn PublishHook>,
     /// Decides, per recipient, whether the push worker sends an offline push (plugins' `before-push`).
     pub push_hook: Arc<dyn PushHook>,
+    /// Judges uploads by their metadata and first bytes (plugins' `scan-file`).
+    pub scan_hook: Arc<dyn ScanHook>,
+    /// Scans uploads' whole bytes (ClamAV); `None`: no such scanner is configured.
+    pub scanner: Option<Arc<dyn FileScanner>>,
     pub business: BusinessPorts,
     /// Records owed to the task queue (audit, summaries, results), relayed to it by a background task.
     pub outbox: Arc<dyn OutboxStore>,

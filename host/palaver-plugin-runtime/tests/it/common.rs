@@ -151,3 +151,25 @@ pub(crate) fn eventually(what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A component as built against an earlier (or later) patch of `palaver:plugin`: the built component with every
+/// `@0.1.2` of its import and export names turned into `@<version>` (same length, so the binary stays well-formed),
+/// which is how a build against that version names them.
+pub(crate) fn as_built_against(wasm: &[u8], version: &str) -> Vec<u8> {
+    let (new, old) = (b"@0.1.2".as_slice(), format!("@{version}").into_bytes());
+    assert_eq!(old.len(), new.len(), "a same-length version");
+    let mut out = wasm.to_vec();
+    let mut replaced = 0;
+    let mut i = 0;
+    while i + new.len() <= out.len() {
+        if &out[i..i + new.len()] == new {
+            out[i..i + new.len()].copy_from_slice(&old);
+            replaced += 1;
+            i += new.len();
+        } else {
+            i += 1;
+        }
+    }
+    assert!(replaced > 0, "the component names palaver:plugin@0.1.2");
+    out
+}

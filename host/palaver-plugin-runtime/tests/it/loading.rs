@@ -20,7 +20,7 @@ fn load_error(r: Result<LoadOutcome, RegistryError>) -> LoadError {
 fn an_import_that_is_not_granted_is_refused_at_load_and_listed() {
     let e = env();
     let err = load_error(e.registry.load_file(&e.copy("ungranted-1.0.0")));
-    assert!(matches!(&err, LoadError::NotGranted(m) if m.contains("palaver:plugin/events@0.1.1")), "{err}");
+    assert!(matches!(&err, LoadError::NotGranted(m) if m.contains("palaver:plugin/events@0.1.2")), "{err}");
     let info = e.info("ungranted");
     assert_eq!(info.state, PluginState::Failed);
     assert_eq!(info.version, None);

@@ -5,8 +5,9 @@
 //! - `calls`: verdicts, tenants, order, commands, directory, instances, metrics;
 //! - `limits`: traps and every limit, side effects, failure policies, the breaker, commit conflicts;
 //! - `loading`: the load gate's refusals, the disk cache, directories;
-//! - `push`: `before-push` decisions, fail-open faults, 0.1.0 components on the 0.1.1 host;
-//! - `reload`: hot reload under load, in-flight calls, bad uploads, rollback, the watcher.
+//! - `push`: `before-push` decisions, fail-open faults, 0.1.0 and 0.1.1 components on the 0.1.2 host;
+//! - `reload`: hot reload under load, in-flight calls, bad uploads, rollback, the watcher;
+//! - `scan`: `scan-file` verdicts (the file-policy plugin), order and the strictest verdict, fail-closed faults.
 
 mod calls;
 mod common;
@@ -15,3 +16,4 @@ mod limits;
 mod loading;
 mod push;
 mod reload;
+mod scan;

@@ -1,8 +1,9 @@
 //! `before-push` (world `push-filter`, since 0.1.1): rewrites within the payload's bounds, drops and delays reach
 //! the caller; a trap, the deadline or a rewrite of a locating field keeps the push unchanged (fail-open) and is
-//! counted; and a component built against 0.1.0 still loads on the 0.1.1 host.
+//! counted; and components built against 0.1.0 (a publish filter) and 0.1.1 (a push filter) still load on the
+//! 0.1.2 host.
 
-use crate::common::{ACTOR, artifact, env};
+use crate::common::{ACTOR, artifact, as_built_against, env};
 use palaver_core::ports::{PublishVerdict, PushContext, PushDecision, PushHook, PushMessage, PushTask};
 use palaver_core::{TenantId, TopicKind, UserId};
 use palaver_plugin_runtime::{FailurePolicy, FaultKind, Hook, RegistryError};
@@ -107,34 +108,24 @@ async fn before_push_never_fails_closed() {
     assert!(palaver_plugin_runtime::Manifest::parse(text).is_err());
 }
 
-/// A component built against `palaver:plugin@0.1.0`: the built moderation component with every `@0.1.1` of its
-/// import and export names turned back into `@0.1.0` (same length, so the binary stays well-formed).
-fn as_built_against_0_1_0(wasm: &[u8]) -> Vec<u8> {
-    let (new, old) = (b"@0.1.1", b"@0.1.0");
-    let mut out = wasm.to_vec();
-    let mut replaced = 0;
-    let mut i = 0;
-    while i + new.len() <= out.len() {
-        if &out[i..i + new.len()] == new {
-            out[i..i + new.len()].copy_from_slice(old);
-            replaced += 1;
-            i += new.len();
-        } else {
-            i += 1;
-        }
-    }
-    assert!(replaced > 0, "the component names palaver:plugin@0.1.1");
-    out
-}
-
 #[tokio::test]
 async fn a_component_built_against_0_1_0_still_loads_and_runs() {
     let e = env();
     let (stem, name) = ("moderation-0.1.0", "moderation");
     let (mut m, wasm) = artifact(stem);
     m.sha256 = None;
-    e.registry.load_bytes(m, &as_built_against_0_1_0(&wasm)).expect("a 0.1.0 component loads");
+    e.registry.load_bytes(m, &as_built_against(&wasm, "0.1.0")).expect("a 0.1.0 component loads");
     assert!(matches!(e.publish("this is forbidden").await, PublishVerdict::Reject { code: 422, .. }));
     assert_eq!(e.publish("fine").await, PublishVerdict::Allow);
     assert_eq!(e.info(name).before_publish.faults, 0);
+}
+
+#[tokio::test]
+async fn a_push_filter_built_against_0_1_1_still_loads_and_runs() {
+    let e = env();
+    let (mut m, wasm) = artifact("push-fault-1.0.0");
+    m.sha256 = None;
+    e.registry.load_bytes(m, &as_built_against(&wasm, "0.1.1")).expect("a 0.1.1 component loads");
+    assert_eq!(decide(&e, "drop").await, PushDecision::Drop { reason: "push-fault: asked to".to_owned() });
+    assert_eq!(e.info("push-fault").before_push.faults, 0);
 }

@@ -174,9 +174,6 @@ async fn group_delete(svc: &Service, tenant: TenantId, name: &str) -> BizResult<
 
 /// Releases or rejects a held message, or recalls any message: a hard delete for every reader, announced as
 /// Tinode's `{pres what:"del"}` to attached sessions.
-/// The most referencing topics a blocked file's `file.unavailable` event reaches.
-const MAX_NOTIFIED_TOPICS: usize = 1000;
-
 /// Sets an uploaded file's status (`clean`, `pending` or `blocked`). A block tells the sessions attached to every
 /// topic whose messages reference the file, and its uploader's sessions, with the business event
 /// `file.unavailable`; from then on every download answers 451.
@@ -194,15 +191,9 @@ async fn file_audit(svc: &Service, tenant: TenantId, p: &Payload<'_>) -> BizResu
         return Err(BizError::new(Reason::FileNotFound, format!("no file {id}")));
     }
     let mut notified = 0;
-    if status == FileStatus::Blocked {
-        let event =
-            json!({ "file": id, "url": crate::file_url(&file), "status": status.as_str(), "reason": p.str("reason") });
-        let topics = inner.ports.files.file_topics(tenant, id, MAX_NOTIFIED_TOPICS).await?;
-        for topic in &topics {
-            inner.emit_business(tenant, BusinessTarget::Topic(topic.clone()), "file.unavailable", &event, None);
-        }
-        inner.emit_business(tenant, BusinessTarget::User(file.uploader), "file.unavailable", &event, None);
-        notified = topics.len();
+    if status == FileStatus::Blocked && file.status != FileStatus::Blocked {
+        let reason = p.str("reason").unwrap_or_default();
+        notified = inner.files(tenant).announce_blocked(&file, reason).await?;
     }
     Ok(json!({ "file": id, "status": status.as_str(), "topics_notified": notified }))
 }

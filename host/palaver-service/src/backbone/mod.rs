@@ -1,11 +1,13 @@
 //! The service's side of the task queue: records it owes (audit events, summaries) go to the tenant's outbox,
 //! never straight to the queue, so the queue being down delays them and loses none and no chat path waits on it.
 //! [`relay`] moves the outbox to the queue; [`audit`] consumes the audit topic into the tenant's `audit_log`;
-//! [`push`] makes push tasks after a message is stored and its worker pushes devices.
+//! [`push`] makes push tasks after a message is stored and its worker pushes devices; [`scan`] settles pending
+//! uploads from the file-security tasks.
 
 pub mod audit;
 pub mod push;
 pub mod relay;
+pub mod scan;
 mod state;
 mod summary;
 

@@ -112,7 +112,7 @@ impl Session {
         if fresh && !attachments.is_empty() {
             // Recorded for a held message too: its files must outlive the review, and nobody learns their
             // URLs before the message is released.
-            self.svc.files(tenant).link(&stored, seq, me, &attachments).await?;
+            self.svc.files(tenant).link(&stored, seq, me, &attachments, !held).await?;
         }
         if fresh && !held {
             if rings {

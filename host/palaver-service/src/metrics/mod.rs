@@ -96,6 +96,7 @@ pub struct Metrics {
     files_uploaded: Counter,
     file_upload_bytes: Counter,
     files_collected: Counter,
+    files_scanned: Counters<Outcome>,
 }
 
 impl Default for Metrics {
@@ -143,6 +144,7 @@ impl Default for Metrics {
             files_uploaded: Counter::default(),
             file_upload_bytes: Counter::default(),
             files_collected: Counter::default(),
+            files_scanned: Family::default(),
         };
         // The known label values show from the start (at zero), so that rates and alerts exist before the first use.
         for kind in KINDS {
@@ -226,6 +228,11 @@ impl Metrics {
     /// Unreferenced uploads removed by a collection pass.
     pub(crate) fn files_collected(&self, n: usize) {
         self.files_collected.inc_by(n as u64);
+    }
+
+    /// One file-security task done: `clean`, `blocked`, `review`, or `failed` (retries exhausted, left pending).
+    pub(crate) fn file_scanned(&self, outcome: &'static str) {
+        self.files_scanned.get_or_create(&Outcome { outcome }).inc();
     }
 
     pub(crate) fn message_stored(&self) {

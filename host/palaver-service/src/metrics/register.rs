@@ -35,6 +35,11 @@ impl MetricsSource for Metrics {
             self.files_collected.clone(),
         );
         r.register(
+            "palaver_files_scanned",
+            "File-security tasks done, by outcome (clean, blocked, review, failed)",
+            self.files_scanned.clone(),
+        );
+        r.register(
             "palaver_message_retries",
             "Publishes answered from an earlier attempt (same client_mid)",
             self.message_retries.clone(),

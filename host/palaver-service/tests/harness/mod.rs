@@ -5,7 +5,7 @@
 
 use base64::Engine;
 use palaver_core::TenantId;
-use palaver_core::ports::{BusinessPorts, NoHooks, Ports, PublishHook, PushHook};
+use palaver_core::ports::{BusinessPorts, FileScanner, NoHooks, Ports, PublishHook, PushHook, ScanHook};
 use palaver_service::auth::{HashCost, TokenSigner};
 use palaver_service::{Outbound, Service, ServiceConfig, Session, SessionRx, Transport};
 use palaver_store_memory::{
@@ -34,9 +34,30 @@ pub fn service_on(cfg: ServiceConfig, hooks: Arc<dyn PublishHook>, outbox: Memor
 
 /// [`service_on`] with a push hook for the push worker.
 pub fn service_with_push_hook(
+    cfg: ServiceConfig,
+    hooks: Arc<dyn PublishHook>,
+    push_hook: Arc<dyn PushHook>,
+    outbox: MemoryOutbox,
+) -> Service {
+    build(cfg, hooks, push_hook, (Arc::new(NoHooks), None), outbox)
+}
+
+/// A service whose uploads are scanned by `scan_hook` (plugins' `scan-file`) and `scanner` (a whole-file
+/// scanner), writing its outbox records (the scan tasks among them) to `outbox`.
+pub fn service_with_scanners(
+    cfg: ServiceConfig,
+    scan_hook: Arc<dyn ScanHook>,
+    scanner: Option<Arc<dyn FileScanner>>,
+    outbox: MemoryOutbox,
+) -> Service {
+    build(cfg, Arc::new(NoHooks), Arc::new(NoHooks), (scan_hook, scanner), outbox)
+}
+
+fn build(
     mut cfg: ServiceConfig,
     hooks: Arc<dyn PublishHook>,
     push_hook: Arc<dyn PushHook>,
+    (scan_hook, scanner): (Arc<dyn ScanHook>, Option<Arc<dyn FileScanner>>),
     outbox: MemoryOutbox,
 ) -> Service {
     cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
@@ -54,6 +75,8 @@ pub fn service_with_push_hook(
         control: Arc::new(MemoryControl::default()),
         hooks,
         push_hook,
+        scan_hook,
+        scanner,
         business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
         outbox: Arc::new(outbox),
         devices: Arc::new(palaver_store_memory::MemoryDevices::new()),
@@ -138,6 +161,8 @@ fn cluster_on(
                 control: control.clone(),
                 hooks: Arc::new(NoHooks),
                 push_hook: Arc::new(NoHooks),
+                scan_hook: Arc::new(NoHooks),
+                scanner: None,
                 business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
                 outbox: outbox.clone(),
                 devices: devices.clone(),

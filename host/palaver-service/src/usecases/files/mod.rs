@@ -3,14 +3,16 @@
 //! nothing references.
 //!
 //! Who may read a file: its uploader; anyone signed in to the tenant if it is an avatar (profiles are visible to
-//! every user); otherwise a user with R in a topic one of whose messages references it. A `pending` file is
-//! served to its uploader only, a `blocked` one to nobody. Bytes never pass through memory whole: the upload is
-//! hashed and counted as it streams to the blob store, and a download streams from it.
+//! every user); otherwise a user with R in a topic one of whose messages references it. A `pending` file (being
+//! scanned, see `scan`) is served to its uploader only unless the tenant lets its readers have it too, a
+//! `blocked` one to nobody. Bytes never pass through memory whole: the upload is hashed and counted as it
+//! streams to the blob store, and a download streams from it.
 
 use crate::Inner;
 use crate::error::{ServiceError, ServiceResult};
 use base64::Engine;
 use futures_util::StreamExt;
+use palaver_api::bodies::admin::PendingReaders;
 use palaver_core::ports::{BlobError, BlobRead, ByteStream, FileRecord, FileStatus, blob_key};
 use palaver_core::{AccessMode, Seq, TenantId, UserId, now_millis};
 use settings::Limits;
@@ -18,7 +20,10 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod scan;
 mod settings;
+
+pub use scan::{FileScanTask, scan_record};
 
 /// The file settings (`[files]`).
 #[derive(Debug, Clone)]
@@ -37,6 +42,10 @@ pub struct FilesConfig {
     pub gc_grace: Duration,
     /// Attachments of one message that are recorded; more are ignored.
     pub max_attachments: usize,
+    /// Who may download a file still being scanned, for tenants that do not say.
+    pub pending_readers: PendingReaders,
+    /// The first bytes of a file given to the tenant's `scan-file` plugins.
+    pub scan_head_bytes: usize,
 }
 
 impl Default for FilesConfig {
@@ -49,6 +58,8 @@ impl Default for FilesConfig {
             max_concurrent_uploads: 64,
             gc_grace: Duration::from_secs(24 * 3600),
             max_attachments: 32,
+            pending_readers: PendingReaders::Uploader,
+            scan_head_bytes: 64 * 1024,
         }
     }
 }
@@ -218,6 +229,8 @@ impl Files<'_> {
             Err(BlobError::Aborted(why)) => return Err(ServiceError::Malformed(format!("upload interrupted: {why}"))),
             Err(e) => return Err(ServiceError::Unavailable { reason: e.to_string(), retry_after_ms: 1000 }),
         }
+        // A file some scanner will look at waits for it: nobody but its uploader reads it until it is settled.
+        let scanned = self.scanned();
         let file = FileRecord {
             id,
             uploader: user,
@@ -225,7 +238,7 @@ impl Files<'_> {
             mime,
             name: clean_name(&meta.name),
             sha256: hasher.finalize().iter().map(|b| format!("{b:02x}")).collect(),
-            status: FileStatus::Clean,
+            status: if scanned { FileStatus::Pending } else { FileStatus::Clean },
             public: false,
             created: now,
         };
@@ -234,20 +247,43 @@ impl Files<'_> {
             let _ = self.svc.ports.blobs.delete_blob(&key).await;
             return Err(e.into());
         }
+        if scanned && let Err(e) = self.svc.put_outbox(self.tenant, &[scan_record(self.tenant, &file)]).await {
+            // A pending file no task will settle would stay unreadable for good: refuse the upload instead.
+            let _ = self.svc.ports.files.delete_unreferenced_file(self.tenant, &file.id).await;
+            let _ = self.svc.ports.blobs.delete_blob(&key).await;
+            return Err(ServiceError::Unavailable {
+                reason: format!("the scan could not be queued: {e}"),
+                retry_after_ms: 5000,
+            });
+        }
         self.svc.metrics.file_uploaded(size);
         Ok(file)
     }
 
+    /// True if this tenant's uploads are scanned: a whole-file scanner is configured, or a `scan-file` plugin is
+    /// enabled for the tenant.
+    pub(crate) fn scanned(&self) -> bool {
+        self.svc.ports.scanner.is_some() || self.svc.ports.scan_hook.scans(self.tenant)
+    }
+
     /// Opens a file `user` may read, whole or the part `range` asks for. A file that does not exist and one the
     /// user may not read are both 404 (an id says nothing to whoever cannot read it); a blocked file is 451; a
-    /// range past the end is 416.
+    /// pending one, to anyone but its uploader, 503 unless the tenant's `pending_readers` is `readers`; a range
+    /// past the end is 416.
     pub(crate) async fn open(&self, user: UserId, id: &str, range: Option<ByteRange>) -> ServiceResult<Download> {
         let file = self.svc.ports.files.get_file(self.tenant, id).await?.ok_or(ServiceError::NotFound)?;
         if !self.may_read(user, &file).await? {
             return Err(ServiceError::NotFound);
         }
-        if file.status == FileStatus::Blocked {
-            return Err(ServiceError::FileBlocked);
+        match file.status {
+            FileStatus::Blocked => return Err(ServiceError::FileBlocked),
+            FileStatus::Pending if file.uploader != user => {
+                let own = self.own_settings().await?;
+                if Limits::of(&self.svc.cfg.files, &own).pending_readers == PendingReaders::Uploader {
+                    return Err(ServiceError::FilePending);
+                }
+            }
+            _ => {}
         }
         let span = match range {
             None => None,
@@ -265,13 +301,10 @@ impl Files<'_> {
         Ok(Download { file, read })
     }
 
-    /// Whether `user` may read `file` (its status aside for everyone but the uploader).
+    /// Whether `user` may read `file`, its status aside: what [`Files::open`] then checks.
     async fn may_read(&self, user: UserId, file: &FileRecord) -> ServiceResult<bool> {
         if file.uploader == user {
             return Ok(true);
-        }
-        if file.status == FileStatus::Pending {
-            return Ok(false);
         }
         if file.public {
             return Ok(true);
@@ -286,8 +319,17 @@ impl Files<'_> {
     }
 
     /// Records that message `seq` of `topic`, from `sender`, references the files its attachment URLs name:
-    /// only files the sender may read, so a reference never grants what its author did not have.
-    pub(crate) async fn link(&self, topic: &str, seq: Seq, sender: UserId, urls: &[String]) -> ServiceResult<u64> {
+    /// only files the sender may read, so a reference never grants what its author did not have. With
+    /// `announce` (the message is delivered, not held), the topic hears `file.unavailable` for each of them that
+    /// is blocked once the reference is recorded: a scan that blocked it just before saw no reference to tell.
+    pub(crate) async fn link(
+        &self,
+        topic: &str,
+        seq: Seq,
+        sender: UserId,
+        urls: &[String],
+        announce: bool,
+    ) -> ServiceResult<u64> {
         let mut ids: Vec<String> = Vec::new();
         for id in urls.iter().filter_map(|u| file_id_of(u)).take(self.svc.cfg.files.max_attachments) {
             if ids.iter().any(|known| known == id) {
@@ -301,7 +343,17 @@ impl Files<'_> {
         if ids.is_empty() {
             return Ok(0);
         }
-        Ok(self.svc.ports.files.link_files(self.tenant, topic, seq, &ids, now_millis()).await?)
+        let linked = self.svc.ports.files.link_files(self.tenant, topic, seq, &ids, now_millis()).await?;
+        // Read after the reference is written: a block settled before this read is seen here, one settled after
+        // it lists this topic among the references (`announce_blocked`); either way the topic is told.
+        for id in ids.iter().filter(|_| announce) {
+            if let Some(file) = self.svc.ports.files.get_file(self.tenant, id).await?
+                && file.status == FileStatus::Blocked
+            {
+                self.announce_to(&file, topic, "blocked before it was sent");
+            }
+        }
+        Ok(linked)
     }
 
     /// Forgets the file references of deleted messages (`ranges` of `topic`, or all of a deleted topic): their

@@ -4,7 +4,7 @@
 
 use super::{Files, FilesConfig, mime_pattern_ok};
 use crate::error::{ServiceError, ServiceResult};
-use palaver_api::bodies::admin::{FileSettings, TenantFiles};
+use palaver_api::bodies::admin::{FileSettings, PendingReaders, TenantFiles};
 
 /// The settings document of a tenant's own file limits (`PUT /v1/admin/tenants/{t}/files`).
 const FILES_SETTING: &str = "files";
@@ -14,6 +14,7 @@ pub(super) struct Limits {
     pub(super) max_upload_size: u64,
     pub(super) max_uploads_per_hour: u64,
     pub(super) allowed_mime: Vec<String>,
+    pub(super) pending_readers: PendingReaders,
 }
 
 impl Limits {
@@ -23,6 +24,7 @@ impl Limits {
             max_upload_size: own.max_upload_size.map_or(cfg.max_upload_size, |n| n.min(cfg.max_upload_size)),
             max_uploads_per_hour: own.max_uploads_per_hour.unwrap_or(cfg.max_uploads_per_hour),
             allowed_mime: own.allowed_mime.clone().unwrap_or_else(|| cfg.allowed_mime.clone()),
+            pending_readers: own.pending_readers.unwrap_or(cfg.pending_readers),
         }
     }
 }
@@ -57,6 +59,8 @@ impl Files<'_> {
             max_upload_size: limits.max_upload_size,
             max_uploads_per_hour: limits.max_uploads_per_hour,
             allowed_mime: limits.allowed_mime,
+            pending_readers: limits.pending_readers,
+            scanned: self.scanned(),
             settings: own,
         })
     }
