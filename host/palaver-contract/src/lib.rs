@@ -90,6 +90,7 @@ macro_rules! storage_contract_tests {
             user_create_get_update,
             user_duplicate_id_conflicts,
             login_taken_conflicts,
+            external_identity_names_one_account,
             find_auth_ignores_case,
             find_auth_folds_look_alikes,
             set_secret_bumps_auth_version,

@@ -29,6 +29,26 @@ pub struct User {
     pub user_agent: Option<String>,
 }
 
+impl User {
+    /// A new active account made at `now` with default access `defacs` and nothing else set; its id is chosen
+    /// when it is stored.
+    pub fn new_active(now: UnixMillis, defacs: DefaultAccess) -> Self {
+        User {
+            id: UserId(0),
+            created: now,
+            updated: now,
+            state: RecordState::Active,
+            auth_version: 1,
+            defacs,
+            public: None,
+            trusted: None,
+            tags: Vec::new(),
+            last_seen: None,
+            user_agent: None,
+        }
+    }
+}
+
 /// The basic-scheme credential of a user. The secret is an argon2 (or imported bcrypt) PHC hash, never a password.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthRecord {

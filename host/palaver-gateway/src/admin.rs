@@ -8,6 +8,7 @@ pub(crate) mod routes;
 
 use crate::Shared;
 use crate::http::{Body, error, json, service_error};
+use crate::identity::{self, Ask};
 use crate::users;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -60,6 +61,9 @@ pub(crate) fn route_path(path: &str) -> &'static str {
         ["plugins", _, "rollback"] => "/v1/admin/plugins/{name}/rollback",
         ["tenants", _, "plugins", _] => "/v1/admin/tenants/{tenant}/plugins/{name}",
         ["tenants", _, "push"] => "/v1/admin/tenants/{tenant}/push",
+        ["tenants", _, "users"] => "/v1/admin/tenants/{tenant}/users",
+        ["tenants", _, "users", _] => "/v1/admin/tenants/{tenant}/users/{user}",
+        ["tenants", _, "users", _, "tokens"] => "/v1/admin/tenants/{tenant}/users/{user}/tokens",
         ["tenants", _, "users", _, _] => "/v1/admin/tenants/{tenant}/users/{user}/{action}",
         ["tenants", _, "commands"] => "/v1/admin/tenants/{tenant}/commands",
         ["tenants", _, "commands", _] => "/v1/admin/tenants/{tenant}/commands/{id}",
@@ -145,6 +149,11 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
             Some(t) => push_settings(shared, TenantId(t), route.op == Op::SetPushSettings, &body).await,
             None => bad_tenant(),
         },
+        Op::CreateUser => identity::handle(&shared.service, &tenant, Ask::Create(&body)).await,
+        Op::FindUser => identity::handle(&shared.service, &tenant, Ask::Find(query.as_deref())).await,
+        Op::GetUser => identity::handle(&shared.service, &tenant, Ask::Get(&param("user"))).await,
+        Op::MintToken => identity::handle(&shared.service, &tenant, Ask::Mint(&param("user"), &body)).await,
+        Op::RevokeTokens => identity::handle(&shared.service, &tenant, Ask::Revoke(&param("user"))).await,
         Op::Disable | Op::Enable | Op::Evict => {
             let action = route.path.rsplit('/').next().unwrap_or_default();
             users::handle(&shared.service, &tenant, &param("user"), action, &headers, &body).await

@@ -185,8 +185,12 @@ pub(crate) fn ctrl_text(code: palaver_proto::Code, text: &str) -> Bytes {
 
 /// A query parameter, percent-decoded.
 pub(crate) fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
-    let q = req.uri().query()?;
-    q.split('&').find_map(|pair| {
+    query_value(req.uri().query(), name)
+}
+
+/// A parameter of a query string, percent-decoded.
+pub(crate) fn query_value(query: Option<&str>, name: &str) -> Option<String> {
+    query?.split('&').find_map(|pair| {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         (k == name).then(|| percent_decode(v))
     })

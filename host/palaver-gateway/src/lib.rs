@@ -12,6 +12,7 @@ pub mod apikey;
 mod audit;
 mod files;
 mod http;
+mod identity;
 mod im;
 mod limits;
 mod listener;

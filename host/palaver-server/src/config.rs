@@ -256,6 +256,8 @@ pub struct AuthConfig {
     /// `tmpscheme:"basic"`, `tmpsecret: base64("login:current")`; without it `{ctrl 403}`, with a wrong one 401.
     /// Keeps a stolen session from locking the owner out. Tinode itself does not ask.
     pub password_change_requires_current: bool,
+    /// Login tokens app backends sign themselves (`{login scheme:"jwt"}`), per tenant.
+    pub jwt: crate::jwt_keys::JwtConfig,
 }
 
 impl Default for AuthConfig {
@@ -271,6 +273,7 @@ impl Default for AuthConfig {
             login_ip_fail_limit: 50,
             login_backoff_max_ms: 300_000,
             password_change_requires_current: true,
+            jwt: crate::jwt_keys::JwtConfig::default(),
         }
     }
 }
@@ -754,6 +757,9 @@ impl Config {
         if self.auth.token_ttl_seconds < 60 {
             return bad("auth.token_ttl_seconds must be at least 60".into());
         }
+        if let Err(e) = self.auth.jwt.load() {
+            return bad(format!("{e:#}"));
+        }
         if self.auth.argon2_memory_kib < 8 || self.auth.argon2_iterations < 1 {
             return bad("auth.argon2_memory_kib must be ≥ 8 and auth.argon2_iterations ≥ 1".into());
         }
@@ -851,6 +857,7 @@ impl Config {
         if !shown.auth.token_key.is_empty() {
             shown.auth.token_key = "<redacted>".into();
         }
+        shown.auth.jwt = shown.auth.jwt.redacted();
         shown.store.url = redact_url(&shown.store.url);
         if !shown.admin.token.is_empty() {
             shown.admin.token = "<redacted>".into();

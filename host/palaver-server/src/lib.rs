@@ -9,6 +9,7 @@ mod cluster;
 pub mod config;
 mod every;
 pub mod files;
+pub mod jwt_keys;
 pub mod otlp;
 mod plugins;
 mod plugins_admin;

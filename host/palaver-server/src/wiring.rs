@@ -179,6 +179,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let providers = cfg.push.providers().context("configuring the push providers")?;
     let mut service_cfg = service_config(&cfg);
     service_cfg.push = cfg.push.service();
+    service_cfg.jwt = Arc::new(cfg.auth.jwt.load().context("loading the [auth.jwt] keys")?);
     let service = Service::new(ports, service_cfg, signer);
     if cfg.push.enabled && providers.is_empty() {
         tracing::info!("push is on with no node-wide provider: only tenants with their own providers push");

@@ -78,8 +78,9 @@ async fn the_openapi_document_and_the_admin_router_agree_and_every_route_takes_t
         }
     }
     assert_eq!(
-        operations, 17,
-        "plugins, tenant plugins, push settings, file settings, user actions, commands, reports, held messages"
+        operations, 22,
+        "plugins, tenant plugins, push settings, file settings, accounts and tokens, user actions, commands, \
+         reports, held messages"
     );
 
     // A body the endpoint's type does not know is refused before anything runs.

@@ -11,6 +11,7 @@ mod business;
 mod delivery;
 mod error;
 mod handlers;
+pub mod jwt;
 mod metrics;
 mod names;
 mod render;
@@ -30,6 +31,7 @@ pub use usecases::edits::EditConfig;
 pub use usecases::files::{
     ByteRange, Download, FileScanTask, FilesConfig, UploadMeta, file_url, mime_pattern_ok, scan_record,
 };
+pub use usecases::identity::{MIN_TOKEN_TTL_SECS, UserKey};
 
 /// The content type of [`Service::render_metrics`]: the OpenMetrics text format, which Prometheus reads.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -110,6 +112,8 @@ pub struct ServiceConfig {
     pub files: usecases::files::FilesConfig,
     /// How long a sender may edit or recall a message (`[messages]`).
     pub edits: usecases::edits::EditConfig,
+    /// The keys app backends sign `jwt`-scheme login tokens with (`[auth.jwt]`); none: the scheme is off.
+    pub jwt: Arc<jwt::JwtKeys>,
 }
 
 impl Default for ServiceConfig {
@@ -148,6 +152,7 @@ impl Default for ServiceConfig {
             calls: usecases::calls::CallConfig::default(),
             files: usecases::files::FilesConfig::default(),
             edits: usecases::edits::EditConfig::default(),
+            jwt: Arc::default(),
         }
     }
 }

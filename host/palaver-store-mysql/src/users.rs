@@ -3,7 +3,7 @@
 use crate::MysqlStore;
 use crate::codec::{limit_col, state_col, tags_col, user_col, user_of};
 use crate::error::db_error;
-use palaver_core::ports::{QueueRecord, UserStore};
+use palaver_core::ports::{Identity, QueueRecord, UserStore};
 use palaver_core::{
     AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate, now_millis,
 };
@@ -44,31 +44,44 @@ async fn write_tags(conn: &mut MySqlConnection, user: i64, tags: &[String]) -> S
 impl UserStore for MysqlStore {
     #[tracing::instrument(name = "palaver.store.create_user", skip_all, fields(tenant = %tenant))]
     async fn create_user(&self, tenant: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()> {
+        self.insert_user(tenant, user, auth, None).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.create_external_user", skip_all, fields(tenant = %tenant))]
+    async fn create_external_user(
+        &self,
+        tenant: TenantId,
+        user: &User,
+        auth: Option<&AuthRecord>,
+        external_id: &str,
+    ) -> StoreResult<()> {
+        self.insert_user(tenant, user, auth, Some(external_id)).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.find_external", skip_all, fields(tenant = %tenant))]
+    async fn find_external(&self, tenant: TenantId, external_id: &str) -> StoreResult<Option<UserId>> {
         let db = self.db(tenant).await?;
-        let id = user_col(user.id);
-        let mut tx = db.pool.begin().await.map_err(db_error)?;
-        palaver_store_sql::bind_user!(
-            sqlx::query(
-                "INSERT INTO users (id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, \
-                 trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            ),
-            user
+        let row: Option<i64> = sqlx::query_scalar("SELECT user_id FROM user_external_ids WHERE external_id = ?")
+            .bind(external_id)
+            .fetch_optional(&db.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(row.map(user_of))
+    }
+
+    #[tracing::instrument(name = "palaver.store.identity_of", skip_all, fields(tenant = %tenant))]
+    async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity> {
+        let db = self.db(tenant).await?;
+        let uid = user_col(id);
+        let (login, external_id): (Option<String>, Option<String>) = sqlx::query_as(
+            "SELECT (SELECT login FROM auth WHERE user_id = ?), (SELECT external_id FROM user_external_ids WHERE user_id = ?)",
         )
-        .execute(&mut *tx)
+        .bind(uid)
+        .bind(uid)
+        .fetch_one(&db.pool)
         .await
         .map_err(db_error)?;
-        if let Some(auth) = auth {
-            // The credential is always stored under the new user's id, so it cannot attach to another account.
-            sqlx::query("INSERT INTO auth (login, user_id, secret_hash) VALUES (?, ?, ?)")
-                .bind(palaver_core::normalize_login(&auth.login))
-                .bind(id)
-                .bind(&auth.secret_hash)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
-        }
-        write_tags(&mut tx, id, &user.tags).await?;
-        tx.commit().await.map_err(db_error)
+        Ok(Identity { login, external_id })
     }
 
     #[tracing::instrument(name = "palaver.store.get_user", skip_all, fields(tenant = %tenant))]
@@ -219,5 +232,51 @@ impl UserStore for MysqlStore {
             .await
             .map_err(db_error)?;
         Ok(rows.into_iter().map(User::try_from).collect::<Result<_, _>>()?)
+    }
+}
+
+impl MysqlStore {
+    /// Stores a user, its credential and its external id in one transaction: a conflict on any leaves nothing.
+    async fn insert_user(
+        &self,
+        tenant: TenantId,
+        user: &User,
+        auth: Option<&AuthRecord>,
+        external: Option<&str>,
+    ) -> StoreResult<()> {
+        let db = self.db(tenant).await?;
+        let id = user_col(user.id);
+        let mut tx = db.pool.begin().await.map_err(db_error)?;
+        palaver_store_sql::bind_user!(
+            sqlx::query(
+                "INSERT INTO users (id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, \
+                 trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ),
+            user
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if let Some(auth) = auth {
+            // The credential is always stored under the new user's id, so it cannot attach to another account.
+            sqlx::query("INSERT INTO auth (login, user_id, secret_hash) VALUES (?, ?, ?)")
+                .bind(palaver_core::normalize_login(&auth.login))
+                .bind(id)
+                .bind(&auth.secret_hash)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+        if let Some(external) = external {
+            sqlx::query("INSERT INTO user_external_ids (external_id, user_id, created_at) VALUES (?, ?, ?)")
+                .bind(external)
+                .bind(id)
+                .bind(user.created)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+        write_tags(&mut tx, id, &user.tags).await?;
+        tx.commit().await.map_err(db_error)
     }
 }

@@ -9,7 +9,7 @@
 use crate::client::RedisClient;
 use crate::coherence::Coherence;
 use async_trait::async_trait;
-use palaver_core::ports::{QueueRecord, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{Identity, QueueRecord, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{
     AccessMode, AuthRecord, RecordState, Seq, StoreError, StoreResult, Subscription, TenantId, Topic, TopicUpdate,
     UnixMillis, User, UserId, UserUpdate,
@@ -82,6 +82,26 @@ impl UserStore for CachedUsers {
         self.inner.create_user(tenant, user, auth).await?;
         invalidated(&self.redis, "user", self.redis.invalidate_user(tenant, user.id).await);
         Ok(())
+    }
+
+    async fn create_external_user(
+        &self,
+        tenant: TenantId,
+        user: &User,
+        auth: Option<&AuthRecord>,
+        external_id: &str,
+    ) -> StoreResult<()> {
+        self.inner.create_external_user(tenant, user, auth, external_id).await?;
+        invalidated(&self.redis, "user", self.redis.invalidate_user(tenant, user.id).await);
+        Ok(())
+    }
+
+    async fn find_external(&self, tenant: TenantId, external_id: &str) -> StoreResult<Option<UserId>> {
+        self.inner.find_external(tenant, external_id).await
+    }
+
+    async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity> {
+        self.inner.identity_of(tenant, id).await
     }
 
     async fn get_user(&self, tenant: TenantId, id: UserId) -> StoreResult<Option<User>> {

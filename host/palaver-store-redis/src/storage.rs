@@ -8,7 +8,7 @@ use crate::coherence::Coherence;
 use crate::hot::HotMessages;
 use crate::policy::HotPolicy;
 use async_trait::async_trait;
-use palaver_core::ports::{MessageStore, OwedFor, QueueRecord, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{Identity, MessageStore, OwedFor, QueueRecord, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{
     AccessMode, AppendOutcome, AuditStatus, AuthRecord, DeleteMessages, Deletions, Message, MessageQuery, RecordState,
     Seq, StoreResult, Subscription, TenantId, Topic, TopicUpdate, UnixMillis, User, UserId, UserUpdate,
@@ -62,6 +62,21 @@ impl CachedStorage {
 impl UserStore for CachedStorage {
     async fn create_user(&self, tenant: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()> {
         self.users.create_user(tenant, user, auth).await
+    }
+    async fn create_external_user(
+        &self,
+        tenant: TenantId,
+        user: &User,
+        auth: Option<&AuthRecord>,
+        external_id: &str,
+    ) -> StoreResult<()> {
+        self.users.create_external_user(tenant, user, auth, external_id).await
+    }
+    async fn find_external(&self, tenant: TenantId, external_id: &str) -> StoreResult<Option<UserId>> {
+        self.users.find_external(tenant, external_id).await
+    }
+    async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity> {
+        self.users.identity_of(tenant, id).await
     }
     async fn get_user(&self, tenant: TenantId, id: UserId) -> StoreResult<Option<User>> {
         self.users.get_user(tenant, id).await

@@ -3,7 +3,7 @@
 use crate::SqliteStore;
 use crate::codec::{limit_col, state_col, tags_col, tenant, user_col, user_of};
 use crate::error::db_error;
-use palaver_core::ports::{QueueRecord, UserStore};
+use palaver_core::ports::{Identity, QueueRecord, UserStore};
 use palaver_core::{
     AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate, now_millis,
 };
@@ -40,33 +40,44 @@ async fn write_tags(tx: &mut Transaction<'static, Sqlite>, t: i64, user: i64, ta
 impl UserStore for SqliteStore {
     #[tracing::instrument(name = "palaver.store.create_user", skip_all, fields(tenant = %tenant_id))]
     async fn create_user(&self, tenant_id: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()> {
-        let t = tenant(tenant_id);
-        let id = user_col(user.id);
-        let mut tx = self.begin_write().await?;
-        palaver_store_sql::bind_user!(
-    sqlx::query(
-                "INSERT INTO users (tenant_id, id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, \
-                 public, trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(t),
-            user
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if let Some(auth) = auth {
-            // The credential is always stored under the new user's id, so it cannot attach to another account.
-            sqlx::query("INSERT INTO auth (tenant_id, login, user_id, secret_hash) VALUES (?, ?, ?, ?)")
-                .bind(t)
-                .bind(palaver_core::normalize_login(&auth.login))
-                .bind(id)
-                .bind(&auth.secret_hash)
-                .execute(&mut *tx)
+        self.insert_user(tenant_id, user, auth, None).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.create_external_user", skip_all, fields(tenant = %tenant_id))]
+    async fn create_external_user(
+        &self,
+        tenant_id: TenantId,
+        user: &User,
+        auth: Option<&AuthRecord>,
+        external_id: &str,
+    ) -> StoreResult<()> {
+        self.insert_user(tenant_id, user, auth, Some(external_id)).await
+    }
+
+    #[tracing::instrument(name = "palaver.store.find_external", skip_all, fields(tenant = %tenant_id))]
+    async fn find_external(&self, tenant_id: TenantId, external_id: &str) -> StoreResult<Option<UserId>> {
+        let row: Option<i64> =
+            sqlx::query_scalar("SELECT user_id FROM user_external_ids WHERE tenant_id = ? AND external_id = ?")
+                .bind(tenant(tenant_id))
+                .bind(external_id)
+                .fetch_optional(&self.pool)
                 .await
                 .map_err(db_error)?;
-        }
-        write_tags(&mut tx, t, id, &user.tags).await?;
-        tx.commit().await.map_err(db_error)
+        Ok(row.map(user_of))
+    }
+
+    #[tracing::instrument(name = "palaver.store.identity_of", skip_all, fields(tenant = %tenant_id))]
+    async fn identity_of(&self, tenant_id: TenantId, id: UserId) -> StoreResult<Identity> {
+        let (login, external_id): (Option<String>, Option<String>) = sqlx::query_as(
+            "SELECT (SELECT login FROM auth WHERE tenant_id = ?1 AND user_id = ?2), \
+             (SELECT external_id FROM user_external_ids WHERE tenant_id = ?1 AND user_id = ?2)",
+        )
+        .bind(tenant(tenant_id))
+        .bind(user_col(id))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(Identity { login, external_id })
     }
 
     #[tracing::instrument(name = "palaver.store.get_user", skip_all, fields(tenant = %tenant_id))]
@@ -216,5 +227,56 @@ impl UserStore for SqliteStore {
             .await
             .map_err(db_error)?;
         Ok(rows.into_iter().map(User::try_from).collect::<Result<_, _>>()?)
+    }
+}
+
+impl SqliteStore {
+    /// Stores a user, its credential and its external id in one transaction: a conflict on any leaves nothing.
+    async fn insert_user(
+        &self,
+        tenant_id: TenantId,
+        user: &User,
+        auth: Option<&AuthRecord>,
+        external: Option<&str>,
+    ) -> StoreResult<()> {
+        let t = tenant(tenant_id);
+        let id = user_col(user.id);
+        let mut tx = self.begin_write().await?;
+        palaver_store_sql::bind_user!(
+            sqlx::query(
+                "INSERT INTO users (tenant_id, id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, \
+                 public, trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(t),
+            user
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if let Some(auth) = auth {
+            // The credential is always stored under the new user's id, so it cannot attach to another account.
+            sqlx::query("INSERT INTO auth (tenant_id, login, user_id, secret_hash) VALUES (?, ?, ?, ?)")
+                .bind(t)
+                .bind(palaver_core::normalize_login(&auth.login))
+                .bind(id)
+                .bind(&auth.secret_hash)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+        if let Some(external) = external {
+            sqlx::query(
+                "INSERT INTO user_external_ids (tenant_id, external_id, user_id, created_at) VALUES (?, ?, ?, ?)",
+            )
+            .bind(t)
+            .bind(external)
+            .bind(id)
+            .bind(user.created)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        }
+        write_tags(&mut tx, t, id, &user.tags).await?;
+        tx.commit().await.map_err(db_error)
     }
 }

@@ -313,3 +313,57 @@ TenantFiles {
     /// The tenant's own settings.
     settings: FileSettings,
 });
+
+body!(request
+/// `POST /v1/admin/tenants/{tenant}/users`: an account an app backend creates. It needs a login with a password
+/// (the basic scheme), an external id (the backend's own id for the user, for its tokens and look-ups), or both.
+NewUser {
+    /// The basic-scheme login (stored lower case); needs `password`.
+    login: Option<String>,
+    password: Option<String>,
+    /// The backend's own id for the user: unique in the tenant, at most 255 bytes; the `sub` of its JWTs.
+    external_id: Option<String>,
+    /// Tinode's `public` (`{"fn": "Alice"}`).
+    public: Option<Value>,
+    /// Discovery tags, checked like a client's.
+    tags: Option<Vec<String>>,
+});
+body!(response
+/// An account as an app backend sees it.
+UserInfo {
+    /// `usr…`.
+    user: String,
+    /// `active` or `suspended`.
+    state: String,
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    created: super::Time,
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    updated: super::Time,
+    login: Option<String>,
+    external_id: Option<String>,
+    public: Option<Value>,
+    tags: Vec<String>,
+});
+body!(request
+/// `POST /v1/admin/tenants/{tenant}/users/{user}/tokens`: a login token for the user.
+TokenRequest {
+    /// How long it stays valid, in seconds: 60 up to the node's `auth.token_ttl_seconds` (the default).
+    ttl_seconds: Option<u64>,
+});
+body!(response
+/// A login token minted for a user: the SDK logs in with `{login scheme:"token" secret:token}`.
+MintedToken {
+    user: String,
+    token: String,
+    /// When it expires.
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    expires: super::Time,
+});
+body!(response
+/// `DELETE /v1/admin/tenants/{tenant}/users/{user}/tokens`: every token of the user is void and its sessions are
+/// closed on every node.
+TokensRevoked {
+    user: String,
+    /// The account's new token generation; tokens of an older one are refused.
+    auth_version: i64,
+});

@@ -3,6 +3,7 @@
 use super::{assert_conflict, assert_not_found};
 use crate::data::{T0, auth, tagged_user, tags, user};
 use crate::{Fixture, Storage};
+use palaver_core::ports::Identity;
 use palaver_core::{AccessMode, DefaultAccess, RecordState, User, UserId, UserUpdate};
 use serde_json::{Value, json};
 
@@ -40,6 +41,34 @@ pub async fn user_create_get_update<S: Storage>(fx: Fixture<S>) {
     assert_eq!((got.last_seen, got.user_agent.as_deref()), (Some(T0 + 100), Some("tinode-js/1.0")));
 
     assert_not_found(s.update_user(t, UserId(11), &update).await, "update of a missing user");
+}
+
+/// An external id names one account: found again, shown with the login, never reused, and a refused creation
+/// leaves neither the user nor its credential behind.
+pub async fn external_identity_names_one_account<S: Storage>(fx: Fixture<S>) {
+    let (s, t) = (&fx.store, fx.tenant);
+    s.create_external_user(t, &user(10), Some(&auth(10, "Alice", "h1")), "crm-7").await.unwrap();
+    s.create_external_user(t, &user(11), None, "crm-8").await.unwrap();
+    assert_eq!(s.find_external(t, "crm-7").await.unwrap(), Some(UserId(10)));
+    assert_eq!(s.find_external(t, "crm-8").await.unwrap(), Some(UserId(11)));
+    assert_eq!(s.find_external(t, "CRM-7").await.unwrap(), None, "external ids compare exactly");
+    assert_eq!(s.get_user(t, UserId(11)).await.unwrap(), Some(user(11)));
+    let alice = s.identity_of(t, UserId(10)).await.unwrap();
+    assert_eq!((alice.login.as_deref(), alice.external_id.as_deref()), (Some("alice"), Some("crm-7")));
+    let bare = s.identity_of(t, UserId(11)).await.unwrap();
+    assert_eq!((bare.login, bare.external_id.as_deref()), (None, Some("crm-8")));
+    assert_eq!(s.identity_of(t, UserId(12)).await.unwrap(), Identity::default(), "no such user: nothing");
+
+    assert_conflict(s.create_external_user(t, &user(12), Some(&auth(12, "carol", "h")), "crm-7").await, "taken id");
+    assert_eq!(s.get_user(t, UserId(12)).await.unwrap(), None, "the refused user is not created");
+    assert_eq!(s.find_auth(t, "carol").await.unwrap(), None, "nor its credential");
+    assert_conflict(s.create_external_user(t, &user(12), Some(&auth(12, "alice", "h")), "crm-9").await, "login");
+    assert_eq!(s.find_external(t, "crm-9").await.unwrap(), None, "the external id of a refused user is free");
+    s.create_user(t, &user(13), None).await.unwrap();
+    assert_eq!(s.identity_of(t, UserId(13)).await.unwrap(), Identity::default());
+    assert_eq!(s.find_external(fx.other_tenant, "crm-7").await.unwrap(), None, "external ids are per tenant");
+    s.create_external_user(fx.other_tenant, &user(20), None, "crm-7").await.unwrap();
+    assert_eq!(s.find_external(t, "crm-7").await.unwrap(), Some(UserId(10)), "and another tenant's is its own");
 }
 
 /// Creating a user whose id exists is a conflict.

@@ -65,7 +65,7 @@ pub use settings::{MAX_SETTING_BYTES, SettingsStore};
 pub use subscriptions::SubscriptionStore;
 pub use tenants::TenantStore;
 pub use topics::TopicStore;
-pub use users::UserStore;
+pub use users::{Identity, UserStore};
 
 use std::sync::Arc;
 

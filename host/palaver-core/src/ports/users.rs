@@ -1,7 +1,15 @@
-//! The user/auth aggregate: accounts, their basic-scheme credential, and tag search.
+//! The user/auth aggregate: accounts, their basic-scheme credential, their external identity (an app backend's
+//! own id for the account), and tag search.
 
 use crate::ports::QueueRecord;
 use crate::{AuthRecord, RecordState, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
+
+/// How an account is known besides its id: its basic-scheme login and its external id, each if it has one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    pub login: Option<String>,
+    pub external_id: Option<String>,
+}
 
 /// Users and their credentials.
 #[async_trait::async_trait]
@@ -9,6 +17,23 @@ pub trait UserStore: Send + Sync {
     /// Creates a user and, if given, its basic credential, atomically.
     /// `Conflict` if the id exists or the login is taken.
     async fn create_user(&self, tenant: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()>;
+
+    /// Creates a user bound to `external_id`, an app backend's own id for the account (unique per tenant), and
+    /// if given its basic credential, atomically. `Conflict` if the id exists, the login is taken or the
+    /// external id names another account; nothing is created then.
+    async fn create_external_user(
+        &self,
+        tenant: TenantId,
+        user: &User,
+        auth: Option<&AuthRecord>,
+        external_id: &str,
+    ) -> StoreResult<()>;
+
+    /// The account an external id names, or `None`.
+    async fn find_external(&self, tenant: TenantId, external_id: &str) -> StoreResult<Option<UserId>>;
+
+    /// The external id and the login of an account, each if it has one.
+    async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity>;
 
     /// The user, or `None`.
     async fn get_user(&self, tenant: TenantId, id: UserId) -> StoreResult<Option<User>>;

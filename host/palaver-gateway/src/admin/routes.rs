@@ -21,6 +21,11 @@ pub(crate) enum Op {
     SetPushSettings,
     FileSettings,
     SetFileSettings,
+    CreateUser,
+    FindUser,
+    GetUser,
+    MintToken,
+    RevokeTokens,
     Disable,
     Enable,
     Evict,
@@ -146,6 +151,47 @@ pub(crate) const ROUTES: &[Route] = &[
     ),
     r(
         "POST",
+        "/tenants/{tenant}/users",
+        Op::CreateUser,
+        USER,
+        "Create an account for an app backend: a login with a password, an external id, or both.",
+        Some(body::<a::NewUser>()),
+        schema::<a::UserInfo>,
+        &[],
+    ),
+    r(
+        "GET",
+        "/tenants/{tenant}/users",
+        Op::FindUser,
+        USER,
+        "Find an account by its login or by the external id its backend gave it (one of the two).",
+        None,
+        schema::<a::UserInfo>,
+        &["login", "external_id"],
+    ),
+    r("GET", "/tenants/{tenant}/users/{user}", Op::GetUser, USER, "One account.", None, schema::<a::UserInfo>, &[]),
+    r(
+        "POST",
+        "/tenants/{tenant}/users/{user}/tokens",
+        Op::MintToken,
+        USER,
+        "Mint a login token for an active account (`{login scheme:\"token\"}`).",
+        Some(body::<a::TokenRequest>()),
+        schema::<a::MintedToken>,
+        &[],
+    ),
+    r(
+        "DELETE",
+        "/tenants/{tenant}/users/{user}/tokens",
+        Op::RevokeTokens,
+        USER,
+        "Void every token of an account and close its sessions on every node.",
+        None,
+        schema::<a::TokensRevoked>,
+        &[],
+    ),
+    r(
+        "POST",
         "/tenants/{tenant}/users/{user}/disable",
         Op::Disable,
         USER,
@@ -234,6 +280,11 @@ impl Operation for Op {
             Op::SetPushSettings => "admin.tenant.push.set",
             Op::FileSettings => "admin.tenant.files.get",
             Op::SetFileSettings => "admin.tenant.files.set",
+            Op::CreateUser => "admin.user.create",
+            Op::FindUser => "admin.user.find",
+            Op::GetUser => "admin.user.get",
+            Op::MintToken => "admin.user.token.mint",
+            Op::RevokeTokens => "admin.user.tokens.revoke",
             Op::Disable => "admin.user.disable",
             Op::Enable => "admin.user.enable",
             Op::Evict => "admin.user.evict",
@@ -269,5 +320,8 @@ mod tests {
         assert_eq!(r.op, Op::ReviewMessage);
         assert_eq!(p, [("tenant", "7".to_owned()), ("topic", "grpX".to_owned()), ("seq", "3".to_owned())]);
         assert!(find_in(ROUTES, "POST", "/tenants/1/users/usrX/explode").is_none());
+        let (r, p) = find_in(ROUTES, "DELETE", "/tenants/1/users/usrX/tokens").unwrap();
+        assert_eq!((r.op, p[1].1.as_str()), (Op::RevokeTokens, "usrX"));
+        assert_eq!(find_in(ROUTES, "GET", "/tenants/1/users").unwrap().0.op, Op::FindUser);
     }
 }

@@ -122,8 +122,8 @@ async fn active_user(svc: &Service, tenant: TenantId, user: UserId) -> BizResult
 /// (`security.password_reset`), then every session closed on every node.
 async fn password_reset(svc: &Service, tenant: TenantId, user: UserId, password: &str) -> BizResult<Value> {
     let chars = password.chars().count();
-    if chars < crate::handlers::account::MIN_PASSWORD || password.len() > 1024 {
-        let message = format!("a password is {}–1024 characters", crate::handlers::account::MIN_PASSWORD);
+    if chars < crate::usecases::accounts::MIN_PASSWORD || password.len() > 1024 {
+        let message = format!("a password is {}–1024 characters", crate::usecases::accounts::MIN_PASSWORD);
         return Err(BizError::new(Reason::BadPassword, message));
     }
     active_user(svc, tenant, user).await?;

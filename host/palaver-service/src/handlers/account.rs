@@ -1,6 +1,6 @@
 //! `{hi}`, `{acc}` and `{login}`: the handshake, sign-up, password changes and both login schemes.
 
-use crate::auth::{self, TokenClaims};
+use crate::auth;
 use crate::error::{ServiceError, ServiceResult};
 use crate::session::{Hello, Session, Transport};
 use crate::throttle::LoginKey;
@@ -12,9 +12,6 @@ use serde_json::{Value, json};
 
 /// Tinode's "clear this field" value: `{hi dev:"␡"}` deletes the device.
 const DELETE_MARK: &str = "\u{2421}";
-const MIN_LOGIN: usize = 2;
-const MAX_LOGIN: usize = 32;
-pub(crate) const MIN_PASSWORD: usize = 3;
 
 /// Parses `major.minor[.patch]` into a comparable pair.
 fn version_pair(v: &str) -> Option<(u32, u32)> {
@@ -84,26 +81,18 @@ impl Session {
         let secret = m.secret.as_deref().ok_or_else(|| ServiceError::Malformed("acc.secret is required".into()))?;
         let (login, password) = auth::parse_basic_secret(secret)
             .ok_or_else(|| ServiceError::Malformed("acc.secret must be base64 of login:password".into()))?;
-        validate_login(&login, &password)?;
+        crate::usecases::accounts::validate_login(&login, &password)?;
         let tags = self.validate_tags(m.tags.as_deref().unwrap_or_default())?;
         let desc = m.desc.unwrap_or_default();
         let defacs = self.parse_defacs(desc.defacs.as_ref(), DefaultAccess::USER)?;
         let accounts = self.svc.accounts(self.tenant());
         accounts.ensure_login_free(&login, None).await?;
         self.check_desc_size(&desc)?;
-        let now = now_millis();
         let user = User {
-            id: UserId(0),
-            created: now,
-            updated: now,
-            state: RecordState::Active,
-            auth_version: 1,
-            defacs,
             public: desc.public.filter(|v| !v.is_null()),
-            trusted: None,
             tags,
-            last_seen: None,
             user_agent: self.hello.as_ref().and_then(|h| h.ua.clone()),
+            ..User::new_active(now_millis(), defacs)
         };
         let user = accounts.create(user, &login, password).await?;
         let desc = json!({
@@ -140,7 +129,7 @@ impl Session {
             let (login, password) = auth::parse_basic_secret(secret)
                 .ok_or_else(|| ServiceError::Malformed("acc.secret must be base64 of login:password".into()))?;
             accounts.ensure_login_free(&login, Some(me)).await?;
-            validate_login(&login, &password)?;
+            crate::usecases::accounts::validate_login(&login, &password)?;
             if self.svc.cfg.password_change_requires_current {
                 self.check_current_password(me, &m).await?;
             }
@@ -232,6 +221,7 @@ impl Session {
                 accounts.user(user).await?.ok_or(ServiceError::AuthFailed)?
             }
             "token" => accounts.user_of_token(secret).await?,
+            "jwt" => accounts.user_of_jwt(secret, self.hello.as_ref().and_then(|h| h.ua.clone())).await?,
             _ => return Err(ServiceError::UnknownScheme),
         };
         if user.state != RecordState::Active {
@@ -289,9 +279,8 @@ impl Session {
     }
 
     fn mint_token(&self, user: UserId, auth_version: i64) -> (String, i64) {
-        let expires = now_millis() + self.svc.cfg.token_ttl.as_millis() as i64;
-        let claims = TokenClaims { tenant: self.tenant(), user, expires, auth_version };
-        (self.svc.signer.mint(&claims), expires)
+        let ttl = self.svc.cfg.token_ttl.as_secs();
+        self.svc.accounts(self.tenant()).mint_token(user, auth_version, ttl)
     }
 
     /// Binds the session to the user and returns the login ctrl params. Refused beyond
@@ -384,17 +373,6 @@ impl Session {
             }
         }
     }
-}
-
-fn validate_login(login: &str, password: &str) -> ServiceResult<()> {
-    let ok_chars = login.chars().all(|c| c.is_alphanumeric() || "_.@-+".contains(c));
-    if login.chars().count() < MIN_LOGIN || login.chars().count() > MAX_LOGIN || !ok_chars {
-        return Err(ServiceError::Policy(format!("login must be {MIN_LOGIN}–{MAX_LOGIN} letters, digits or _.@-+")));
-    }
-    if password.chars().count() < MIN_PASSWORD {
-        return Err(ServiceError::Policy(format!("password must be at least {MIN_PASSWORD} characters")));
-    }
-    Ok(())
 }
 
 /// Maps Tinode's clear marker to JSON null, which the ports read as "clear this field".

@@ -18,25 +18,7 @@ use serde_json::json;
 impl Session {
     /// Validates and normalises tags against the configured limits.
     pub(crate) fn validate_tags(&self, tags: &[String]) -> ServiceResult<Vec<String>> {
-        let cfg = &self.svc.cfg;
-        if tags.len() > cfg.max_tag_count {
-            return Err(ServiceError::Malformed(format!("at most {} tags", cfg.max_tag_count)));
-        }
-        let mut out: Vec<String> = Vec::with_capacity(tags.len());
-        for t in tags {
-            let t = t.trim().to_lowercase();
-            let n = t.chars().count();
-            if n < cfg.min_tag_length || n > cfg.max_tag_length {
-                return Err(ServiceError::Malformed(format!(
-                    "tags must be {}–{} characters",
-                    cfg.min_tag_length, cfg.max_tag_length
-                )));
-            }
-            out.push(t);
-        }
-        out.sort();
-        out.dedup();
-        Ok(out)
+        crate::usecases::accounts::check_tags(&self.svc.cfg, tags)
     }
 
     /// Parses `defacs`, keeping `base` for a missing part.

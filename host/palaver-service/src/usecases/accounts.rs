@@ -1,12 +1,13 @@
-//! Accounts: sign-up under a login that names one account, password changes that revoke every older token,
-//! both login schemes behind the failed-login throttle, and profile changes.
+//! Accounts: sign-up under a login that names one account (or an app backend's external id), password changes
+//! that revoke every older token, the basic and token schemes behind the failed-login throttle, the account a
+//! backend's JWT names, and profile changes.
 
-use crate::auth::HashError;
+use crate::auth::{HashError, TokenClaims};
 use crate::error::{ServiceError, ServiceResult};
 use crate::throttle::LoginKey;
 use crate::{Inner, now_millis};
 use palaver_core::ports::{AuditEvent, Backoff, ControlScope};
-use palaver_core::{AuthRecord, SessionId, StoreError, TenantId, User, UserId, UserUpdate};
+use palaver_core::{AuthRecord, DefaultAccess, SessionId, StoreError, TenantId, User, UserId, UserUpdate};
 use std::time::Instant;
 
 /// The account use cases of one tenant.
@@ -26,31 +27,56 @@ impl Accounts<'_> {
     }
 
     /// Stores a new account for `user` (its id is chosen here) with the basic credential `login:password`.
-    pub(crate) async fn create(&self, mut user: User, login: &str, password: String) -> ServiceResult<User> {
+    pub(crate) async fn create(&self, user: User, login: &str, password: String) -> ServiceResult<User> {
+        self.create_with(user, Some((login, password)), None).await
+    }
+
+    /// Stores a new account for `user` (its id is chosen here) with, as given, the basic credential
+    /// `login:password` and the external id an app backend knows it by. `DuplicateCredential` when the login or
+    /// the external id names another account.
+    pub(crate) async fn create_with(
+        &self,
+        mut user: User,
+        basic: Option<(&str, String)>,
+        external: Option<&str>,
+    ) -> ServiceResult<User> {
         let tenant = self.tenant;
-        let hash = self.svc.hasher.hash(password).await.map_err(internal)?;
+        let users = &self.svc.ports.users;
+        let record = match basic {
+            Some((login, password)) => Some((login, self.svc.hasher.hash(password).await.map_err(internal)?)),
+            None => None,
+        };
         // Random ids avoid a central counter; a collision is astronomically rare but still handled.
-        let mut stored = false;
         for _ in 0..4 {
             user.id = UserId(rand::random::<u64>().max(1));
-            let record = AuthRecord { user: user.id, login: login.to_owned(), secret_hash: hash.clone() };
-            match self.svc.ports.users.create_user(tenant, &user, Some(&record)).await {
-                Ok(()) => {
-                    stored = true;
-                    break;
-                }
+            let auth = record.as_ref().map(|(login, hash)| AuthRecord {
+                user: user.id,
+                login: (*login).to_owned(),
+                secret_hash: hash.clone(),
+            });
+            let created = match external {
+                Some(external) => users.create_external_user(tenant, &user, auth.as_ref(), external).await,
+                None => users.create_user(tenant, &user, auth.as_ref()).await,
+            };
+            match created {
+                Ok(()) => return Ok(user),
                 Err(StoreError::Conflict(_)) => {
-                    if self.svc.ports.users.find_auth(tenant, login).await?.is_some() {
+                    let login_taken = match &record {
+                        Some((login, _)) => users.find_auth(tenant, login).await?.is_some(),
+                        None => false,
+                    };
+                    let external_taken = match external {
+                        Some(external) => users.find_external(tenant, external).await?.is_some(),
+                        None => false,
+                    };
+                    if login_taken || external_taken {
                         return Err(ServiceError::DuplicateCredential);
                     }
                 }
                 Err(e) => return Err(e.into()),
             }
         }
-        if !stored {
-            return Err(ServiceError::Internal("could not allocate a user id".into()));
-        }
-        Ok(user)
+        Err(ServiceError::Internal("could not allocate a user id".into()))
     }
 
     /// Sets `user`'s password. The new password revokes every older token and closes the user's other sessions
@@ -73,6 +99,14 @@ impl Accounts<'_> {
             tracing::warn!(error = %e, "could not close the user's other sessions");
         }
         Ok(version)
+    }
+
+    /// A login token for `user`, valid `ttl_secs` from now and void once the account's `auth_version` moves past
+    /// `auth_version`. Returns the token and when it expires.
+    pub(crate) fn mint_token(&self, user: UserId, auth_version: i64, ttl_secs: u64) -> (String, i64) {
+        let expires = now_millis() + i64::try_from(ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2);
+        let claims = TokenClaims { tenant: self.tenant, user, expires, auth_version };
+        (self.svc.signer.mint(&claims), expires)
     }
 
     /// Changes the user's own profile, tags or default access.
@@ -99,6 +133,41 @@ impl Accounts<'_> {
             return Err(ServiceError::AuthFailed);
         }
         Ok(user)
+    }
+
+    /// The account a backend token names (`{login scheme:"jwt"}`, see [`crate::jwt`]): the one whose external id
+    /// is the token's `sub`, or, when the key allows provisioning, a new one (public `fn` from the token's
+    /// `name`, default access as a sign-up's). `UnknownScheme` when the tenant takes no backend tokens,
+    /// `AuthFailed` for any refused token or an unknown `sub` without provisioning. The state is the caller's.
+    pub(crate) async fn user_of_jwt(&self, token: &str, user_agent: Option<String>) -> ServiceResult<User> {
+        let keys = &self.svc.cfg.jwt;
+        if !keys.accepts(self.tenant) {
+            return Err(ServiceError::UnknownScheme);
+        }
+        let now = u64::try_from(now_millis() / 1000).unwrap_or(0);
+        let identity = keys.verify(self.tenant, token, now).map_err(|e| {
+            tracing::info!(tenant = %self.tenant, reason = %e, "backend token refused");
+            ServiceError::AuthFailed
+        })?;
+        let users = &self.svc.ports.users;
+        if let Some(id) = users.find_external(self.tenant, &identity.subject).await? {
+            return users.get_user(self.tenant, id).await?.ok_or(ServiceError::AuthFailed);
+        }
+        if !identity.auto_provision {
+            tracing::info!(tenant = %self.tenant, "backend token names no account and the key does not provision");
+            return Err(ServiceError::AuthFailed);
+        }
+        let public = identity.name.map(|name| serde_json::json!({ "fn": name }));
+        let user = User { public, user_agent, ..User::new_active(now_millis(), DefaultAccess::USER) };
+        match self.create_with(user, None, Some(&identity.subject)).await {
+            Ok(user) => Ok(user),
+            // Two first logins of one subject at once: the other created it.
+            Err(ServiceError::DuplicateCredential) => {
+                let id = users.find_external(self.tenant, &identity.subject).await?.ok_or(ServiceError::AuthFailed)?;
+                users.get_user(self.tenant, id).await?.ok_or(ServiceError::AuthFailed)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Checks a basic credential under the failed-login throttle (`keys`: the login first, then the client's
@@ -182,4 +251,44 @@ impl Accounts<'_> {
 
 fn internal(e: HashError) -> ServiceError {
     ServiceError::Internal(e.to_string())
+}
+
+/// Tags as stored: trimmed, lower case, sorted, without repeats; refused beyond the configured count or length.
+pub(crate) fn check_tags(cfg: &crate::ServiceConfig, tags: &[String]) -> ServiceResult<Vec<String>> {
+    if tags.len() > cfg.max_tag_count {
+        return Err(ServiceError::Malformed(format!("at most {} tags", cfg.max_tag_count)));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(tags.len());
+    for t in tags {
+        let t = t.trim().to_lowercase();
+        let n = t.chars().count();
+        if n < cfg.min_tag_length || n > cfg.max_tag_length {
+            return Err(ServiceError::Malformed(format!(
+                "tags must be {}–{} characters",
+                cfg.min_tag_length, cfg.max_tag_length
+            )));
+        }
+        out.push(t);
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+const MIN_LOGIN: usize = 2;
+const MAX_LOGIN: usize = 32;
+pub(crate) const MIN_PASSWORD: usize = 3;
+/// The longest password taken, in bytes (hashing cost is per byte).
+pub(crate) const MAX_PASSWORD: usize = 1024;
+
+/// A login Tinode clients can type (2–32 letters, digits or `_.@-+`) and a password of at least 3 characters.
+pub(crate) fn validate_login(login: &str, password: &str) -> ServiceResult<()> {
+    let ok_chars = login.chars().all(|c| c.is_alphanumeric() || "_.@-+".contains(c));
+    if login.chars().count() < MIN_LOGIN || login.chars().count() > MAX_LOGIN || !ok_chars {
+        return Err(ServiceError::Policy(format!("login must be {MIN_LOGIN}–{MAX_LOGIN} letters, digits or _.@-+")));
+    }
+    if password.chars().count() < MIN_PASSWORD || password.len() > MAX_PASSWORD {
+        return Err(ServiceError::Policy(format!("password must be {MIN_PASSWORD}–{MAX_PASSWORD} characters")));
+    }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 //!
 //! The owners are views over the node's shared state, made per call and holding nothing of their own:
 //! - [`accounts::Accounts`]: sign-up, credentials, logins and their throttle, profiles;
+//! - [`identity`]: what an app backend asks of accounts (create, find, mint and revoke tokens);
 //! - [`presence::Presence`]: a session's online record, last seen, and the `{pres}` it causes;
 //! - [`topics::Topics`]: creating groups and P2P conversations, what a reader may see, changes, deletion;
 //! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
@@ -28,6 +29,7 @@ pub(crate) mod devices;
 pub(crate) mod edits;
 pub(crate) mod files;
 pub(crate) mod governance;
+pub(crate) mod identity;
 pub(crate) mod messages;
 pub(crate) mod notices;
 pub(crate) mod presence;

@@ -79,6 +79,9 @@ struct TenantData {
     auth: HashMap<String, AuthRecord>,
     /// The login of each user that has a basic credential, to find it from the user id.
     login_of: HashMap<UserId, String>,
+    /// External id → account, and back.
+    external: HashMap<String, UserId>,
+    external_of: HashMap<UserId, String>,
     topics: BTreeMap<String, Topic>,
     /// Subscriptions keyed by (topic, user), so a topic's members are one contiguous range.
     subs: BTreeMap<(String, UserId), Subscription>,

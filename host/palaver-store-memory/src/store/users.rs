@@ -1,30 +1,35 @@
 //! The user port of the in-memory store: accounts, basic credentials and tag search.
 
 use super::MemoryStore;
-use palaver_core::ports::{QueueRecord, UserStore};
+use super::TenantData;
+use palaver_core::ports::{Identity, QueueRecord, UserStore};
 use palaver_core::{AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate};
 
 #[async_trait::async_trait]
 impl UserStore for MemoryStore {
     async fn create_user(&self, tenant: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()> {
-        self.with_tenant(tenant, |t| {
-            if t.users.contains_key(&user.id) {
-                return Err(StoreError::Conflict(format!("user {} exists", user.id)));
-            }
-            let auth = auth.map(|a| AuthRecord { login: palaver_core::normalize_login(&a.login), ..a.clone() });
-            if let Some(a) = &auth {
-                if t.auth.contains_key(&a.login) {
-                    return Err(StoreError::Conflict(format!("login {:?} is taken", a.login)));
-                }
-                // The record is stored under the new user's id whatever it says, so a credential can never be
-                // attached to someone else's account.
-                let record = AuthRecord { user: user.id, ..a.clone() };
-                t.login_of.insert(user.id, record.login.clone());
-                t.auth.insert(record.login.clone(), record);
-            }
-            t.users.insert(user.id, user.clone());
-            Ok(())
-        })
+        self.with_tenant(tenant, |t| insert_user(t, user, auth, None))
+    }
+
+    async fn create_external_user(
+        &self,
+        tenant: TenantId,
+        user: &User,
+        auth: Option<&AuthRecord>,
+        external_id: &str,
+    ) -> StoreResult<()> {
+        self.with_tenant(tenant, |t| insert_user(t, user, auth, Some(external_id)))
+    }
+
+    async fn find_external(&self, tenant: TenantId, external_id: &str) -> StoreResult<Option<UserId>> {
+        Ok(self.with_tenant(tenant, |t| t.external.get(external_id).copied()))
+    }
+
+    async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity> {
+        Ok(self.with_tenant(tenant, |t| Identity {
+            login: t.login_of.get(&id).cloned(),
+            external_id: t.external_of.get(&id).cloned(),
+        }))
     }
 
     async fn get_user(&self, tenant: TenantId, id: UserId) -> StoreResult<Option<User>> {
@@ -115,4 +120,31 @@ impl UserStore for MemoryStore {
                 .collect()
         }))
     }
+}
+
+/// Stores a user, its credential and its external id, all or nothing: every check runs before the first write.
+fn insert_user(t: &mut TenantData, user: &User, auth: Option<&AuthRecord>, external: Option<&str>) -> StoreResult<()> {
+    if t.users.contains_key(&user.id) {
+        return Err(StoreError::Conflict(format!("user {} exists", user.id)));
+    }
+    let login = auth.map(|a| palaver_core::normalize_login(&a.login));
+    if let Some(login) = login.as_ref().filter(|l| t.auth.contains_key(*l)) {
+        return Err(StoreError::Conflict(format!("login {login:?} is taken")));
+    }
+    if let Some(external) = external.filter(|e| t.external.contains_key(*e)) {
+        return Err(StoreError::Conflict(format!("external id {external:?} is taken")));
+    }
+    if let (Some(a), Some(login)) = (auth, login) {
+        // The record is stored under the new user's id whatever it says, so a credential can never be attached
+        // to someone else's account.
+        let record = AuthRecord { user: user.id, login, secret_hash: a.secret_hash.clone() };
+        t.login_of.insert(user.id, record.login.clone());
+        t.auth.insert(record.login.clone(), record);
+    }
+    if let Some(external) = external {
+        t.external.insert(external.to_owned(), user.id);
+        t.external_of.insert(user.id, external.to_owned());
+    }
+    t.users.insert(user.id, user.clone());
+    Ok(())
 }
