@@ -10,6 +10,20 @@ pub enum RecordState {
     #[default]
     Active,
     Suspended,
+    /// An account its owner (or an admin) deleted: it never logs in or comes back; the row stays so that the
+    /// messages it sent still name a sender. Topics are never in this state.
+    Deleted,
+}
+
+impl RecordState {
+    /// The word stores and APIs use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordState::Active => "active",
+            RecordState::Suspended => "suspended",
+            RecordState::Deleted => "deleted",
+        }
+    }
 }
 
 /// A user account.

@@ -260,6 +260,8 @@ pub struct SeqRange {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct MsgDel {
     pub id: Option<String>,
+    /// Empty for `what:"user"` and `what:"cred"`, which tinode-sdk sends without a topic.
+    #[serde(default)]
     pub topic: String,
     pub what: Option<String>,
     #[serde(default)]

@@ -125,6 +125,8 @@ mod tests {
             (r#"{"get":{"id":"1","topic":"grpX","what":"data","data":{"limit":5}}}"#, "get"),
             (r#"{"set":{"id":"1","topic":"grpX","tags":["a"]}}"#, "set"),
             (r#"{"del":{"id":"1","topic":"grpX","delseq":[{"low":1,"hi":3}]}}"#, "del"),
+            // tinode-sdk's delCurrentUser names no topic.
+            (r#"{"del":{"id":"1","what":"user","hard":true}}"#, "del"),
             (r#"{"note":{"topic":"grpX","what":"read","seq":3}}"#, "note"),
         ];
         for (json, kind) in cases {

@@ -37,6 +37,38 @@ pub struct Config {
     pub files: crate::files::FilesSection,
     /// Editing and recalling sent messages (`[messages]`).
     pub messages: MessagesConfig,
+    /// The account lifecycle (`[accounts]`).
+    pub accounts: AccountsConfig,
+}
+
+/// `[accounts]`: what deleting an account keeps.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct AccountsConfig {
+    /// What a deleted account's profile (public, trusted, tags) becomes: `client` (the request's `hard`
+    /// erases it, a soft deletion keeps it), `retain` (always kept for audit) or `erase` (always cleared).
+    pub delete_mode: DeleteModeConfig,
+}
+
+/// The words of `accounts.delete_mode`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DeleteModeConfig {
+    #[default]
+    Client,
+    Retain,
+    Erase,
+}
+
+impl DeleteModeConfig {
+    /// The service's setting.
+    pub fn service(self) -> palaver_service::DeleteMode {
+        match self {
+            DeleteModeConfig::Client => palaver_service::DeleteMode::Client,
+            DeleteModeConfig::Retain => palaver_service::DeleteMode::Retain,
+            DeleteModeConfig::Erase => palaver_service::DeleteMode::Erase,
+        }
+    }
 }
 
 /// `[messages]`: how long a sender may change their mind.
@@ -548,6 +580,7 @@ const SECTIONS: &[&str] = &[
     "calls",
     "files",
     "messages",
+    "accounts",
 ];
 
 /// A configuration that cannot be used.

@@ -547,6 +547,7 @@ fn service_config(cfg: &Config) -> ServiceConfig {
             edit_window: Duration::from_millis(cfg.messages.edit_window_ms),
             recall_window: Duration::from_millis(cfg.messages.recall_window_ms),
         },
+        delete_mode: cfg.accounts.delete_mode.service(),
         ..ServiceConfig::default()
     }
 }

@@ -27,6 +27,7 @@ pub use delivery::hub::{Attached, Frame, Hub, Outbound, SessionHandle, SessionRx
 pub use error::{ServiceError, ServiceResult};
 pub use metrics::{LiveGauge, Metrics};
 pub use usecases::calls::{CallConfig, IceServer, turn_credentials};
+pub use usecases::deletion::{AccountDeleted, DeleteMode};
 pub use usecases::edits::EditConfig;
 pub use usecases::files::{
     ByteRange, Download, FileScanTask, FilesConfig, UploadMeta, file_url, mime_pattern_ok, scan_record,
@@ -114,6 +115,8 @@ pub struct ServiceConfig {
     pub edits: usecases::edits::EditConfig,
     /// The keys app backends sign `jwt`-scheme login tokens with (`[auth.jwt]`); none: the scheme is off.
     pub jwt: Arc<jwt::JwtKeys>,
+    /// What a deleted account's profile becomes (`accounts.delete_mode`).
+    pub delete_mode: DeleteMode,
 }
 
 impl Default for ServiceConfig {
@@ -153,6 +156,7 @@ impl Default for ServiceConfig {
             files: usecases::files::FilesConfig::default(),
             edits: usecases::edits::EditConfig::default(),
             jwt: Arc::default(),
+            delete_mode: DeleteMode::default(),
         }
     }
 }

@@ -197,6 +197,25 @@ async fn user_commands_take_effect_on_the_other_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_delete_deletes_once_and_a_deleted_account_stays_deleted() {
+    let rig = Rig::new(Arc::new(OneTenant));
+    let eve = user(&rig.nodes[0], "eve").await;
+    let (mut phone, _) = login(&rig.nodes[1], "eve", "secret123", "phone").await;
+    let r = rig.result("user.delete", "x1", json!({ "user": eve.user })).await;
+    assert_eq!(r["status"], "succeeded", "{r}");
+    assert_eq!((r["detail"]["state"].clone(), r["detail"]["erased"].clone()), (json!("deleted"), json!(false)));
+    evicted(&mut phone).await;
+    assert_eq!(login(&rig.nodes[1], "eve", "secret123", "x").await.1["code"], 401, "the login is gone");
+    let id = palaver_core::UserId::parse(&eve.user).unwrap();
+    let kept = palaver_core::ports::UserStore::get_user(&*rig.store, TenantId::DEFAULT, id).await.unwrap().unwrap();
+    assert_eq!(kept.public, Some(json!({ "fn": "eve" })), "a soft deletion keeps the profile for audit");
+    for (kind, id) in [("user.enable", "x2"), ("user.disable", "x3"), ("user.device.revoke", "x4")] {
+        let r = rig.result(kind, id, json!({ "user": eve.user, "device": "phone" })).await;
+        assert_eq!((r["status"].clone(), r["reason"].clone()), (json!("rejected"), json!("USER_NOT_FOUND")), "{kind}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_commands_take_effect_on_the_other_node() {
     let rig = Rig::new(Arc::new(OneTenant));
     let mut owner = user(&rig.nodes[0], "owner").await;

@@ -69,6 +69,16 @@ impl UserStore for MysqlStore {
         Ok(row.map(user_of))
     }
 
+    #[tracing::instrument(name = "palaver.store.forget_identities", skip_all, fields(tenant = %tenant))]
+    async fn forget_identities(&self, tenant: TenantId, id: UserId) -> StoreResult<()> {
+        let db = self.db(tenant).await?;
+        let mut tx = db.pool.begin().await.map_err(db_error)?;
+        for sql in ["DELETE FROM auth WHERE user_id = ?", "DELETE FROM user_external_ids WHERE user_id = ?"] {
+            sqlx::query(sql).bind(user_col(id)).execute(&mut *tx).await.map_err(db_error)?;
+        }
+        tx.commit().await.map_err(db_error)
+    }
+
     #[tracing::instrument(name = "palaver.store.identity_of", skip_all, fields(tenant = %tenant))]
     async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity> {
         let db = self.db(tenant).await?;

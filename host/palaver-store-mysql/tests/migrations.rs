@@ -24,6 +24,8 @@ const TENANT_SQL: &[&str] = &[
     include_str!("../../../migrations/mysql/tenant/0011_push_delayed.sql"),
     include_str!("../../../migrations/mysql/tenant/0012_settings.sql"),
     include_str!("../../../migrations/mysql/tenant/0013_files.sql"),
+    include_str!("../../../migrations/mysql/tenant/0014_external_ids.sql"),
+    include_str!("../../../migrations/mysql/tenant/0015_deleted_accounts.sql"),
 ];
 
 #[test]

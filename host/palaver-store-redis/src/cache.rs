@@ -104,6 +104,10 @@ impl UserStore for CachedUsers {
         self.inner.identity_of(tenant, id).await
     }
 
+    async fn forget_identities(&self, tenant: TenantId, id: UserId) -> StoreResult<()> {
+        self.inner.forget_identities(tenant, id).await
+    }
+
     async fn get_user(&self, tenant: TenantId, id: UserId) -> StoreResult<Option<User>> {
         let span = tracing::debug_span!("cache.get_user", tenant = tenant.0, user = id.0);
         async {

@@ -21,14 +21,17 @@ pub(crate) fn to_json(value: &impl Serialize) -> String {
 }
 
 fn state_str(s: RecordState) -> &'static str {
-    match s {
-        RecordState::Active => "active",
-        RecordState::Suspended => "suspended",
-    }
+    s.as_str()
 }
 
+/// A cached state; a word this build does not know reads as suspended, so a cache never lets in what the store
+/// would refuse.
 fn parse_state(s: &str) -> RecordState {
-    if s == "suspended" { RecordState::Suspended } else { RecordState::Active }
+    match s {
+        "active" => RecordState::Active,
+        "deleted" => RecordState::Deleted,
+        _ => RecordState::Suspended,
+    }
 }
 
 fn kind_str(k: TopicKind) -> &'static str {

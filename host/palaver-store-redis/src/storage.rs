@@ -78,6 +78,9 @@ impl UserStore for CachedStorage {
     async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity> {
         self.users.identity_of(tenant, id).await
     }
+    async fn forget_identities(&self, tenant: TenantId, id: UserId) -> StoreResult<()> {
+        self.users.forget_identities(tenant, id).await
+    }
     async fn get_user(&self, tenant: TenantId, id: UserId) -> StoreResult<Option<User>> {
         self.users.get_user(tenant, id).await
     }

@@ -45,10 +45,7 @@ pub fn mode_of(column: &'static str, v: impl Into<i64>) -> Result<AccessMode, Co
 
 /// A record state as stored.
 pub fn state_col(s: RecordState) -> &'static str {
-    match s {
-        RecordState::Active => "active",
-        RecordState::Suspended => "suspended",
-    }
+    s.as_str()
 }
 
 /// The record state a column holds.
@@ -56,6 +53,7 @@ pub fn state_of(v: &str) -> Result<RecordState, CorruptRow> {
     match v {
         "active" => Ok(RecordState::Active),
         "suspended" => Ok(RecordState::Suspended),
+        "deleted" => Ok(RecordState::Deleted),
         other => Err(CorruptRow::Value { column: "state", value: other.to_owned() }),
     }
 }

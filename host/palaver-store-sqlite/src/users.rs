@@ -66,6 +66,19 @@ impl UserStore for SqliteStore {
         Ok(row.map(user_of))
     }
 
+    #[tracing::instrument(name = "palaver.store.forget_identities", skip_all, fields(tenant = %tenant_id))]
+    async fn forget_identities(&self, tenant_id: TenantId, id: UserId) -> StoreResult<()> {
+        let (t, uid) = (tenant(tenant_id), user_col(id));
+        let mut tx = self.begin_write().await?;
+        for sql in [
+            "DELETE FROM auth WHERE tenant_id = ? AND user_id = ?",
+            "DELETE FROM user_external_ids WHERE tenant_id = ? AND user_id = ?",
+        ] {
+            sqlx::query(sql).bind(t).bind(uid).execute(&mut *tx).await.map_err(db_error)?;
+        }
+        tx.commit().await.map_err(db_error)
+    }
+
     #[tracing::instrument(name = "palaver.store.identity_of", skip_all, fields(tenant = %tenant_id))]
     async fn identity_of(&self, tenant_id: TenantId, id: UserId) -> StoreResult<Identity> {
         let (login, external_id): (Option<String>, Option<String>) = sqlx::query_as(

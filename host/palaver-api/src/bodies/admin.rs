@@ -333,7 +333,7 @@ body!(response
 UserInfo {
     /// `usr…`.
     user: String,
-    /// `active` or `suspended`.
+    /// `active`, `suspended` or `deleted`.
     state: String,
     #[cfg_attr(feature = "schema", schemars(with = "String"))]
     created: super::Time,

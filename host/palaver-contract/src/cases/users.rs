@@ -67,8 +67,19 @@ pub async fn external_identity_names_one_account<S: Storage>(fx: Fixture<S>) {
     s.create_user(t, &user(13), None).await.unwrap();
     assert_eq!(s.identity_of(t, UserId(13)).await.unwrap(), Identity::default());
     assert_eq!(s.find_external(fx.other_tenant, "crm-7").await.unwrap(), None, "external ids are per tenant");
+
     s.create_external_user(fx.other_tenant, &user(20), None, "crm-7").await.unwrap();
     assert_eq!(s.find_external(t, "crm-7").await.unwrap(), Some(UserId(10)), "and another tenant's is its own");
+    // A deleted account's login and external id are forgotten and free again; its row stays.
+    s.forget_identities(t, UserId(10)).await.unwrap();
+    assert_eq!(s.identity_of(t, UserId(10)).await.unwrap(), Identity::default());
+    assert_eq!((s.find_external(t, "crm-7").await.unwrap(), s.find_auth(t, "alice").await.unwrap()), (None, None));
+    assert!(s.get_user(t, UserId(10)).await.unwrap().is_some(), "the account itself stays");
+    s.forget_identities(t, UserId(10)).await.unwrap();
+    s.create_external_user(t, &user(14), Some(&auth(14, "alice", "h")), "crm-7").await.unwrap();
+    let deleted = User { state: RecordState::Deleted, ..user(15) };
+    s.create_user(t, &deleted, None).await.unwrap();
+    assert_eq!(s.get_user(t, UserId(15)).await.unwrap().unwrap().state, RecordState::Deleted);
 }
 
 /// Creating a user whose id exists is a conflict.

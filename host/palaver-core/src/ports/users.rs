@@ -35,6 +35,10 @@ pub trait UserStore: Send + Sync {
     /// The external id and the login of an account, each if it has one.
     async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity>;
 
+    /// Removes the account's basic credential and external id, so that neither names it any more (a deleted
+    /// account's login and external id may be taken again). No error when it has neither.
+    async fn forget_identities(&self, tenant: TenantId, id: UserId) -> StoreResult<()>;
+
     /// The user, or `None`.
     async fn get_user(&self, tenant: TenantId, id: UserId) -> StoreResult<Option<User>>;
 

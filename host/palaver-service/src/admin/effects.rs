@@ -45,6 +45,12 @@ pub(super) async fn run(svc: &Service, tenant: TenantId, cmd: &AdminCommand) -> 
             let closed = svc.evict(tenant, user, ev).await.map_err(user_error)?;
             Ok(json!({ "user": user.to_string(), "device": device, "closed_here": closed }))
         }
+        "user.delete" => {
+            let user = p.user("user")?;
+            let hard = cmd.payload.get("hard").and_then(Value::as_bool).unwrap_or(false);
+            let done = svc.delete_account(tenant, user, hard).await.map_err(user_error)?;
+            Ok(done.detail(user))
+        }
         "group.delete" => group_delete(svc, tenant, p.need("topic")?).await,
         "group.member.remove" => {
             svc.run_as_admin(tenant, CommandName::GroupMemberRemove, p.args(&["topic", "user"])).await
@@ -113,8 +119,8 @@ fn user_error(e: ServiceError) -> BizError {
 
 async fn active_user(svc: &Service, tenant: TenantId, user: UserId) -> BizResult<()> {
     match svc.inner.ports.users.get_user(tenant, user).await? {
-        Some(_) => Ok(()),
-        None => Err(BizError::new(Reason::UserNotFound, format!("no user {user}"))),
+        Some(u) if u.state != palaver_core::RecordState::Deleted => Ok(()),
+        _ => Err(BizError::new(Reason::UserNotFound, format!("no user {user}"))),
     }
 }
 

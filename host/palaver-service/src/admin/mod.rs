@@ -25,6 +25,7 @@ pub const COMMAND_TYPES: &[&str] = &[
     "user.enable",
     "user.password.reset",
     "user.device.revoke",
+    "user.delete",
     "group.delete",
     "group.member.remove",
     "group.admin.set",

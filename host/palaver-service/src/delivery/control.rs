@@ -143,6 +143,11 @@ impl Service {
         let inner = &self.inner;
         let state = if active { RecordState::Active } else { RecordState::Suspended };
         let (action, word) = if active { ("user.enable", "active") } else { ("user.disable", "suspended") };
+        // A deleted account stays deleted: neither enabled nor disabled, it is simply not there.
+        match inner.ports.users.get_user(tenant, user).await? {
+            Some(u) if u.state != RecordState::Deleted => {}
+            _ => return Err(crate::ServiceError::UserNotFound),
+        }
         // The audit event and the Admin side's summary commit with the state change, in its transaction.
         let audit = audit_event(tenant, action, ("admin", None), ("user", user.to_string()))
             .with_detail(serde_json::json!({ "state": word }));

@@ -224,8 +224,11 @@ impl Session {
             "jwt" => accounts.user_of_jwt(secret, self.hello.as_ref().and_then(|h| h.ua.clone())).await?,
             _ => return Err(ServiceError::UnknownScheme),
         };
-        if user.state != RecordState::Active {
-            return Err(ServiceError::PermissionDenied);
+        match user.state {
+            RecordState::Active => {}
+            // A deleted account is no account at all.
+            RecordState::Deleted => return Err(ServiceError::AuthFailed),
+            RecordState::Suspended => return Err(ServiceError::PermissionDenied),
         }
         let params = self.complete_login(&user).await?;
         self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;

@@ -1,9 +1,11 @@
-//! `{del}`: message ranges (soft for oneself, hard for everyone), a member's subscription, or a whole topic.
+//! `{del}`: message ranges (soft for oneself, hard for everyone), a member's subscription, a whole topic, or the
+//! user's own account.
 
 use crate::error::{ServiceError, ServiceResult};
 
 use crate::names::{Resolved, resolve};
 use crate::session::Session;
+use palaver_core::ports::ControlScope;
 use palaver_core::{SeqRange as DomainRange, TopicKind, UserId};
 use palaver_proto::{Code, MsgDel, MsgPres};
 use serde_json::json;
@@ -15,6 +17,12 @@ impl Session {
     pub(crate) async fn on_del(&mut self, m: MsgDel) -> ServiceResult<()> {
         let me = self.me()?;
         let id = m.id.as_deref();
+        match m.what.as_deref() {
+            // Neither names a topic (tinode-sdk sends none).
+            Some("user") => return self.del_user(id, &m).await,
+            Some("cred") => return Err(ServiceError::NotImplemented),
+            _ => {}
+        }
         let (stored, kind) = match resolve(&m.topic, me).ok_or(ServiceError::TopicNotFound)? {
             Resolved::Group(n) => (n, TopicKind::Group),
             Resolved::P2p { stored, .. } => (stored, TopicKind::P2p),
@@ -25,9 +33,28 @@ impl Session {
             "msg" => self.del_messages(id, &stored, &m).await,
             "sub" => self.del_sub(id, &stored, kind, &m).await,
             "topic" => self.del_topic(id, &stored, kind, &m.topic).await,
-            "user" | "cred" => Err(ServiceError::NotImplemented),
             other => Err(ServiceError::Malformed(format!("del.what {other:?} is not known"))),
         }
+    }
+
+    /// `{del what:"user"}`: the user deletes their own account (`user` absent or their own id; nobody deletes
+    /// another's over the socket, an admin uses `user.delete`). The reply goes out, then this session closes
+    /// like the user's others.
+    async fn del_user(&mut self, id: Option<&str>, m: &MsgDel) -> ServiceResult<()> {
+        let me = self.me()?;
+        let tenant = self.tenant();
+        if let Some(target) = m.user.as_deref().filter(|u| !u.is_empty())
+            && UserId::parse(target).ok() != Some(me)
+        {
+            return Err(ServiceError::PermissionDenied);
+        }
+        let actor = ("user", Some(me.0 as i64));
+        self.svc.delete_account(tenant, me, m.hard, actor, Some(self.handle.sid)).await?;
+        self.reply(id, None, Code::Ok, None).await;
+        if let Err(e) = self.svc.control(tenant, me, ControlScope::User, "account deleted", None).await {
+            tracing::debug!(error = %e, "the deleting session closes at its next check");
+        }
+        Ok(())
     }
 
     async fn del_messages(&self, id: Option<&str>, stored: &str, m: &MsgDel) -> ServiceResult<()> {

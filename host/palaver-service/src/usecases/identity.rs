@@ -93,8 +93,10 @@ impl Service {
             return Err(ServiceError::Malformed(format!("ttl_seconds is {MIN_TOKEN_TTL_SECS}–{max}")));
         }
         let account = inner.ports.users.get_user(tenant, user).await?.ok_or(ServiceError::UserNotFound)?;
-        if account.state != RecordState::Active {
-            return Err(ServiceError::PermissionDenied);
+        match account.state {
+            RecordState::Active => {}
+            RecordState::Suspended => return Err(ServiceError::PermissionDenied),
+            RecordState::Deleted => return Err(ServiceError::UserNotFound),
         }
         let (token, expires) = inner.accounts(tenant).mint_token(user, account.auth_version, ttl);
         let detail = json!({ "ttl_seconds": ttl, "auth_version": account.auth_version });
@@ -116,10 +118,7 @@ impl Service {
 
     async fn user_info(&self, tenant: TenantId, user: User) -> ServiceResult<UserInfo> {
         let identity = self.inner.ports.users.identity_of(tenant, user.id).await?;
-        let state = match user.state {
-            RecordState::Active => "active",
-            RecordState::Suspended => "suspended",
-        };
+        let state = user.state.as_str();
         Ok(UserInfo {
             user: user.id.to_string(),
             state: state.to_owned(),

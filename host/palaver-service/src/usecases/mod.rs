@@ -4,6 +4,7 @@
 //! The owners are views over the node's shared state, made per call and holding nothing of their own:
 //! - [`accounts::Accounts`]: sign-up, credentials, logins and their throttle, profiles;
 //! - [`identity`]: what an app backend asks of accounts (create, find, mint and revoke tokens);
+//! - [`deletion`]: deleting an account (its sessions, names, devices and topics);
 //! - [`presence::Presence`]: a session's online record, last seen, and the `{pres}` it causes;
 //! - [`topics::Topics`]: creating groups and P2P conversations, what a reader may see, changes, deletion;
 //! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
@@ -25,6 +26,7 @@
 
 pub(crate) mod accounts;
 pub(crate) mod calls;
+pub(crate) mod deletion;
 pub(crate) mod devices;
 pub(crate) mod edits;
 pub(crate) mod files;

@@ -25,6 +25,18 @@ impl UserStore for MemoryStore {
         Ok(self.with_tenant(tenant, |t| t.external.get(external_id).copied()))
     }
 
+    async fn forget_identities(&self, tenant: TenantId, id: UserId) -> StoreResult<()> {
+        self.with_tenant(tenant, |t| {
+            if let Some(login) = t.login_of.remove(&id) {
+                t.auth.remove(&login);
+            }
+            if let Some(external) = t.external_of.remove(&id) {
+                t.external.remove(&external);
+            }
+        });
+        Ok(())
+    }
+
     async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity> {
         Ok(self.with_tenant(tenant, |t| Identity {
             login: t.login_of.get(&id).cloned(),
