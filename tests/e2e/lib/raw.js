@@ -201,4 +201,18 @@ function httpRequest(host, { method = 'GET', path = '/', body, headers = {}, tim
   });
 }
 
-module.exports = { RawWs, openRaw, httpRequest, j };
+/** An admin API call with the bearer `token`; resolves {status, body} with the body parsed when it is JSON. */
+async function adminRequest(host, token, method, urlPath, body) {
+  const headers = { Authorization: `Bearer ${token}` };
+  let payload;
+  if (body !== undefined) {
+    payload = JSON.stringify(body);
+    headers['Content-Type'] = 'application/json';
+  }
+  const res = await httpRequest(host, { method, path: urlPath, headers, body: payload });
+  let parsed = res.body;
+  try { parsed = res.body ? JSON.parse(res.body) : null; } catch (e) { /* keep the text */ }
+  return { status: res.status, body: parsed };
+}
+
+module.exports = { RawWs, openRaw, httpRequest, adminRequest, j };

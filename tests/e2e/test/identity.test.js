@@ -14,7 +14,7 @@ const path = require('node:path');
 const { startServer, isExternal } = require('../lib/server');
 const { connectClient } = require('../lib/client');
 const { USER_RE } = require('../lib/fixtures');
-const { httpRequest } = require('../lib/raw');
+const { adminRequest } = require('../lib/raw');
 const { TEST_TIMEOUT_MS, TRANSPORTS, WAIT_MS, rand, sleep, uniquePassword, j } = require('../lib/common');
 
 const skip = isExternal() ? 'PALAVER_URL is set: the server under test is not ours to configure' : false;
@@ -88,18 +88,7 @@ describe('identity for app backends', { skip }, () => {
   });
 
   /** An admin API call under /v1/admin/tenants/1; resolves {status, body}. */
-  async function admin(method, p, body) {
-    const headers = { Authorization: `Bearer ${ADMIN_TOKEN}` };
-    let payload;
-    if (body !== undefined) {
-      payload = JSON.stringify(body);
-      headers['Content-Type'] = 'application/json';
-    }
-    const res = await httpRequest(srv.host, { method, path: `/v1/admin/tenants/1${p}`, headers, body: payload });
-    let parsed = res.body;
-    try { parsed = res.body ? JSON.parse(res.body) : null; } catch (e) { /* keep the text */ }
-    return { status: res.status, body: parsed };
-  }
+  const admin = (method, p, body) => adminRequest(srv.host, ADMIN_TOKEN, method, `/v1/admin/tenants/1${p}`, body);
 
   async function createUser(fields) {
     const r = await admin('POST', '/users', fields);

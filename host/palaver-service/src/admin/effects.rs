@@ -47,7 +47,11 @@ pub(super) async fn run(svc: &Service, tenant: TenantId, cmd: &AdminCommand) -> 
         }
         "user.delete" => {
             let user = p.user("user")?;
-            let hard = cmd.payload.get("hard").and_then(Value::as_bool).unwrap_or(false);
+            let hard = match cmd.payload.get("hard") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(hard)) => *hard,
+                Some(_) => return Err(BizError::new(Reason::BadArgument, "`hard` is true or false")),
+            };
             let done = svc.delete_account(tenant, user, hard).await.map_err(user_error)?;
             Ok(done.detail(user))
         }

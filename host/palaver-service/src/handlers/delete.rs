@@ -6,7 +6,7 @@ use crate::error::{ServiceError, ServiceResult};
 use crate::names::{Resolved, resolve};
 use crate::session::Session;
 use palaver_core::ports::ControlScope;
-use palaver_core::{SeqRange as DomainRange, TopicKind, UserId};
+use palaver_core::{RecordState, SeqRange as DomainRange, TopicKind, UserId};
 use palaver_proto::{Code, MsgDel, MsgPres};
 use serde_json::json;
 
@@ -49,8 +49,19 @@ impl Session {
             return Err(ServiceError::PermissionDenied);
         }
         let actor = ("user", Some(me.0 as i64));
-        self.svc.delete_account(tenant, me, m.hard, actor, Some(self.handle.sid)).await?;
-        self.reply(id, None, Code::Ok, None).await;
+        let result = self.svc.delete_account(tenant, me, m.hard, actor, Some(self.handle.sid)).await;
+        match result {
+            Ok(_) => self.reply(id, None, Code::Ok, None).await,
+            Err(e) => {
+                // Failed after the account was marked deleted (leaving its topics, say): this session goes like
+                // its others, and the error says the rest is not done. Failed before: nothing changed.
+                let account = self.svc.accounts(tenant).user(me).await;
+                if !matches!(account, Ok(Some(ref u)) if u.state == RecordState::Deleted) {
+                    return Err(e);
+                }
+                self.reply_error(id, None, &e).await;
+            }
+        }
         if let Err(e) = self.svc.control(tenant, me, ControlScope::User, "account deleted", None).await {
             tracing::debug!(error = %e, "the deleting session closes at its next check");
         }
