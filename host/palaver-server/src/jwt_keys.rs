@@ -57,6 +57,21 @@ impl JwtConfig {
         if self.leeway_seconds > 300 {
             bail!("auth.jwt.leeway_seconds must be at most 300");
         }
+        // One shared secret for two tenants would log a user into both.
+        for (i, a) in self.keys.iter().enumerate() {
+            if let Some(b) = self.keys[i + 1..].iter().find(|b| {
+                a.algorithm == "HS256"
+                    && b.algorithm == "HS256"
+                    && a.tenant != b.tenant
+                    && a.secret.trim() == b.secret.trim()
+            }) {
+                bail!(
+                    "auth.jwt.keys: tenants {} and {} share an HS256 secret; give each tenant its own",
+                    a.tenant,
+                    b.tenant
+                );
+            }
+        }
         let mut keys = Vec::with_capacity(self.keys.len());
         for (i, k) in self.keys.iter().enumerate() {
             let key = k.load().with_context(|| format!("auth.jwt.keys[{i}] (tenant {})", k.tenant))?;
@@ -143,6 +158,9 @@ mod tests {
             let err = JwtConfig { keys: vec![key], ..JwtConfig::default() }.load().unwrap_err();
             assert!(format!("{err:#}").contains(why), "{err:#} should say {why}");
         }
+        let shared =
+            JwtConfig { keys: vec![hs(&long), JwtKeyConfig { tenant: 2, ..hs(&long) }], ..JwtConfig::default() };
+        assert!(format!("{:#}", shared.load().unwrap_err()).contains("share an HS256 secret"));
         let shown = ok.redacted();
         assert_eq!(shown.keys[0].secret, "<redacted>");
     }

@@ -129,14 +129,12 @@ impl JwtKeys {
         let mut rules = Validation::new(key.algorithm);
         rules.leeway = self.leeway_secs;
         rules.validate_nbf = true;
-        // The library checks `iss` and `aud` only when the token has them, so a configured one is also required.
+        // The library checks `iss` and `aud` only when the token has them, so a configured one is also required;
+        // and a token naming an audience is refused by a key that names none (it was meant for someone else).
         let mut required = vec!["exp", "sub"];
-        match &key.audience {
-            Some(aud) => {
-                rules.set_audience(&[aud]);
-                required.push("aud");
-            }
-            None => rules.validate_aud = false,
+        if let Some(aud) = &key.audience {
+            rules.set_audience(&[aud]);
+            required.push("aud");
         }
         if let Some(iss) = &key.issuer {
             rules.set_issuer(&[iss]);
@@ -247,5 +245,8 @@ mod tests {
             let missing = sign(b"s", missing);
             assert!(matches!(k.verify(TenantId(1), &missing, now()), Err(JwtError::BadClaims(_))), "required when set");
         }
+        let plain = JwtKeys::new(vec![(TenantId(1), hs_key(b"s", false))], 3600, 0);
+        let elsewhere = sign(b"s", json!({ "sub": "u", "exp": now() + 60, "aud": "another-service" }));
+        assert!(matches!(plain.verify(TenantId(1), &elsewhere, now()), Err(JwtError::BadClaims(_))), "not for us");
     }
 }

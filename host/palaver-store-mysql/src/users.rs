@@ -204,13 +204,17 @@ impl UserStore for MysqlStore {
         let db = self.db(tenant).await?;
         let uid = user_col(id);
         let mut tx = db.pool.begin().await.map_err(db_error)?;
-        let done =
-            sqlx::query("UPDATE users SET auth_version = auth_version + 1, state = COALESCE(?, state) WHERE id = ?")
-                .bind(state.map(state_col))
-                .bind(uid)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
+        // The condition reads the row before the change: a deleted account takes no other state.
+        let done = sqlx::query(
+            "UPDATE users SET auth_version = auth_version + 1, state = COALESCE(?, state) \
+             WHERE id = ? AND (state <> 'deleted' OR COALESCE(?, 'deleted') = 'deleted')",
+        )
+        .bind(state.map(state_col))
+        .bind(uid)
+        .bind(state.map(state_col))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }

@@ -207,8 +207,9 @@ impl UserStore for SqliteStore {
         let t = tenant(tenant_id);
         let mut tx = self.begin_write().await?;
         let version: Option<i64> = sqlx::query_scalar(
-            "UPDATE users SET auth_version = auth_version + 1, state = COALESCE(?, state) \
-             WHERE tenant_id = ? AND id = ? RETURNING auth_version",
+            "UPDATE users SET auth_version = auth_version + 1, state = COALESCE(?1, state) \
+             WHERE tenant_id = ?2 AND id = ?3 AND (state <> 'deleted' OR COALESCE(?1, 'deleted') = 'deleted') \
+             RETURNING auth_version",
         )
         .bind(state.map(state_col))
         .bind(t)

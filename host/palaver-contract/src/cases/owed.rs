@@ -39,6 +39,17 @@ pub async fn revoke_tokens_commits_owed_records<S: UserStore + OutboxStore>(fx: 
     assert_eq!(s.revoke_tokens(t, UserId(10), None, &[]).await.unwrap(), 2, "nothing owed is fine");
     assert_not_found(s.revoke_tokens(t, UserId(99), None, &[record("u99", "never")]).await, "missing user");
     assert_eq!(s.depth(t).await.unwrap(), 2, "a refused change owes nothing");
+
+    // A deleted account stays deleted: another state is refused in the same write, a repeat or a plain
+    // revocation goes through.
+    assert_eq!(s.revoke_tokens(t, UserId(10), Some(RecordState::Deleted), &[]).await.unwrap(), 3);
+    for state in [RecordState::Active, RecordState::Suspended] {
+        assert_not_found(s.revoke_tokens(t, UserId(10), Some(state), &[record("u10", "never")]).await, "undelete");
+    }
+    assert_eq!(s.revoke_tokens(t, UserId(10), Some(RecordState::Deleted), &[]).await.unwrap(), 4);
+    assert_eq!(s.revoke_tokens(t, UserId(10), None, &[]).await.unwrap(), 5);
+    assert_eq!(s.get_user(t, UserId(10)).await.unwrap().unwrap().state, RecordState::Deleted);
+    assert_eq!(s.depth(t).await.unwrap(), 2, "the refused ones owe nothing");
 }
 
 /// A moderation decision lands with the records built from the message it changed (author and new state); a

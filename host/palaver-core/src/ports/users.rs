@@ -64,7 +64,9 @@ pub trait UserStore: Send + Sync {
 
     /// Revokes every token of the user by bumping `auth_version`, optionally setting the account's state in the
     /// same write (disabling an account revokes its tokens), and appends `owed` to the tenant's outbox in that
-    /// transaction. Returns the new version; `NotFound` (nothing owed written) for no user.
+    /// transaction. Returns the new version; `NotFound` (nothing owed written) for no user. A deleted account
+    /// stays deleted: asked for another state it is `NotFound` too, decided in the same write, so an enable
+    /// racing a deletion cannot bring the account back.
     async fn revoke_tokens(
         &self,
         tenant: TenantId,

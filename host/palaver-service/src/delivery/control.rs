@@ -143,16 +143,12 @@ impl Service {
         let inner = &self.inner;
         let state = if active { RecordState::Active } else { RecordState::Suspended };
         let (action, word) = if active { ("user.enable", "active") } else { ("user.disable", "suspended") };
-        // A deleted account stays deleted: neither enabled nor disabled, it is simply not there.
-        match inner.ports.users.get_user(tenant, user).await? {
-            Some(u) if u.state != RecordState::Deleted => {}
-            _ => return Err(crate::ServiceError::UserNotFound),
-        }
         // The audit event and the Admin side's summary commit with the state change, in its transaction.
         let audit = audit_event(tenant, action, ("admin", None), ("user", user.to_string()))
             .with_detail(serde_json::json!({ "state": word }));
         let summary = crate::Summary::new("user.state", "user", user.to_string(), serde_json::json!({ "state": word }));
         let owed = [audit_record(&audit), summary.record(tenant)];
+        // A deleted account stays deleted: the store refuses the state as `NotFound`, in the same write.
         inner.ports.users.revoke_tokens(tenant, user, Some(state), inner.owed(tenant, &owed)).await?;
         inner.owed_written();
         let closed =

@@ -63,7 +63,9 @@ impl Session {
             }
         }
         if let Err(e) = self.svc.control(tenant, me, ControlScope::User, "account deleted", None).await {
-            tracing::debug!(error = %e, "the deleting session closes at its next check");
+            // The others could not be told; this one at least goes now.
+            tracing::warn!(error = %e, user = %me, "a deleted account's sessions could not all be closed");
+            self.svc.close_controlled(&self.handle, "account deleted", "local");
         }
         Ok(())
     }

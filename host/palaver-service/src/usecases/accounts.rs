@@ -160,7 +160,14 @@ impl Accounts<'_> {
         let public = identity.name.map(|name| serde_json::json!({ "fn": name }));
         let user = User { public, user_agent, ..User::new_active(now_millis(), DefaultAccess::USER) };
         match self.create_with(user, None, Some(&identity.subject)).await {
-            Ok(user) => Ok(user),
+            Ok(user) => {
+                let detail = serde_json::json!({ "external_id": identity.subject, "via": "jwt" });
+                let target = ("user", user.id.to_string());
+                self.svc
+                    .audit_action(self.tenant, "user.create", ("system", None), target, |e| e.with_detail(detail))
+                    .await;
+                Ok(user)
+            }
             // Two first logins of one subject at once: the other created it.
             Err(ServiceError::DuplicateCredential) => {
                 let id = users.find_external(self.tenant, &identity.subject).await?.ok_or(ServiceError::AuthFailed)?;

@@ -165,6 +165,10 @@ impl Subscriptions<'_> {
             return Err(ServiceError::PermissionDenied);
         }
         let user = self.svc.ports.users.get_user(tenant, target).await?.ok_or(ServiceError::UserNotFound)?;
+        if user.state != RecordState::Active {
+            // A suspended or deleted account is not there to be invited (a deleted one left every topic).
+            return Err(ServiceError::UserNotFound);
+        }
         let given = AccessMode::parse_with_base(mode, topic.defacs.auth)
             .map_err(|e| ServiceError::Malformed(e.to_string()))?
             .unwrap_or(topic.defacs.auth);

@@ -112,6 +112,9 @@ impl UserStore for MemoryStore {
     ) -> StoreResult<i64> {
         let version = self.with_tenant(tenant, |t| {
             let user = t.users.get_mut(&id).ok_or(StoreError::NotFound)?;
+            if user.state == RecordState::Deleted && state.is_some_and(|s| s != RecordState::Deleted) {
+                return Err(StoreError::NotFound);
+            }
             if let Some(state) = state {
                 user.state = state;
             }
