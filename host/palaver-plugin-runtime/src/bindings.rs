@@ -18,45 +18,41 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-/// World `push-filter` (0.1.1): its imports are the ones above, so only the `before-push` export is generated.
-pub(crate) mod push {
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "push-filter",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        with: {
-            "palaver:plugin/types": super::palaver::plugin::types,
-            "palaver:plugin/kv": super::palaver::plugin::kv,
-            "palaver:plugin/directory": super::palaver::plugin::directory,
-            "palaver:plugin/events": super::palaver::plugin::events,
-            "palaver:plugin/notifications": super::palaver::plugin::notifications,
-            "palaver:plugin/log": super::palaver::plugin::log,
-            "palaver:plugin/clock": super::palaver::plugin::clock,
-            "palaver:plugin/settings": super::palaver::plugin::settings,
-        },
-    });
+/// A single-hook world on top of the imports of `full`: only its export is generated, its imports are `full`'s.
+macro_rules! hook_world {
+    ($(#[$doc:meta])* $module:ident, $world:literal) => {
+        $(#[$doc])*
+        pub(crate) mod $module {
+            wasmtime::component::bindgen!({
+                path: "../../wit",
+                world: $world,
+                imports: { default: async | trappable },
+                exports: { default: async },
+                with: {
+                    "palaver:plugin/types": super::palaver::plugin::types,
+                    "palaver:plugin/kv": super::palaver::plugin::kv,
+                    "palaver:plugin/directory": super::palaver::plugin::directory,
+                    "palaver:plugin/events": super::palaver::plugin::events,
+                    "palaver:plugin/notifications": super::palaver::plugin::notifications,
+                    "palaver:plugin/log": super::palaver::plugin::log,
+                    "palaver:plugin/clock": super::palaver::plugin::clock,
+                    "palaver:plugin/settings": super::palaver::plugin::settings,
+                },
+            });
+        }
+    };
 }
 
-/// World `file-scanner` (0.1.2): as `push-filter`, only the `scan-file` export is generated.
-pub(crate) mod scan {
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "file-scanner",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        with: {
-            "palaver:plugin/types": super::palaver::plugin::types,
-            "palaver:plugin/kv": super::palaver::plugin::kv,
-            "palaver:plugin/directory": super::palaver::plugin::directory,
-            "palaver:plugin/events": super::palaver::plugin::events,
-            "palaver:plugin/notifications": super::palaver::plugin::notifications,
-            "palaver:plugin/log": super::palaver::plugin::log,
-            "palaver:plugin/clock": super::palaver::plugin::clock,
-            "palaver:plugin/settings": super::palaver::plugin::settings,
-        },
-    });
-}
+hook_world!(
+    /// World `push-filter` (0.1.1): the `before-push` export.
+    push,
+    "push-filter"
+);
+hook_world!(
+    /// World `file-scanner` (0.1.2): the `scan-file` export.
+    scan,
+    "file-scanner"
+);
 
 pub(crate) use exports::palaver::plugin::{before_publish, on_command};
 use palaver::plugin::types;

@@ -317,93 +317,61 @@ pub mod bindings {
         });
     }
 
-    /// A plugin that judges messages.
-    pub mod publish_filter {
-        wit_bindgen::generate!({
-            path: "../../wit",
-            world: "palaver:plugin/publish-filter",
-            with: {
-                "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
-                "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
-                "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
-                "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
-                "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
-                "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
-                "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
-                "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
-            },
-            pub_export_macro: true,
-            export_macro_name: "__export_publish_filter",
-            default_bindings_module: "::palaver_plugin_sdk::bindings::publish_filter",
-            runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
-        });
+    /// A single-hook world on top of `platform`'s imports, with its own export macro.
+    macro_rules! hook_world {
+        ($(#[$doc:meta])* $module:ident, $world:literal, $export:literal, $path:literal) => {
+            $(#[$doc])*
+            pub mod $module {
+                wit_bindgen::generate!({
+                    path: "../../wit",
+                    world: $world,
+                    with: {
+                        "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
+                        "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
+                        "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
+                        "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
+                        "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
+                        "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
+                        "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
+                        "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
+                    },
+                    pub_export_macro: true,
+                    export_macro_name: $export,
+                    default_bindings_module: $path,
+                    runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
+                });
+            }
+        };
     }
 
-    /// A plugin that runs business commands.
-    pub mod command_handler {
-        wit_bindgen::generate!({
-            path: "../../wit",
-            world: "palaver:plugin/command-handler",
-            with: {
-                "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
-                "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
-                "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
-                "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
-                "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
-                "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
-                "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
-                "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
-            },
-            pub_export_macro: true,
-            export_macro_name: "__export_command_handler",
-            default_bindings_module: "::palaver_plugin_sdk::bindings::command_handler",
-            runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
-        });
-    }
-
-    /// A plugin that filters offline pushes (since 0.1.1).
-    pub mod push_filter {
-        wit_bindgen::generate!({
-            path: "../../wit",
-            world: "palaver:plugin/push-filter",
-            with: {
-                "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
-                "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
-                "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
-                "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
-                "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
-                "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
-                "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
-                "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
-            },
-            pub_export_macro: true,
-            export_macro_name: "__export_push_filter",
-            default_bindings_module: "::palaver_plugin_sdk::bindings::push_filter",
-            runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
-        });
-    }
-
-    /// A plugin that judges uploaded files (since 0.1.2).
-    pub mod file_scanner {
-        wit_bindgen::generate!({
-            path: "../../wit",
-            world: "palaver:plugin/file-scanner",
-            with: {
-                "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
-                "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
-                "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
-                "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
-                "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
-                "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
-                "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
-                "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
-            },
-            pub_export_macro: true,
-            export_macro_name: "__export_file_scanner",
-            default_bindings_module: "::palaver_plugin_sdk::bindings::file_scanner",
-            runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
-        });
-    }
+    hook_world!(
+        /// A plugin that judges messages.
+        publish_filter,
+        "palaver:plugin/publish-filter",
+        "__export_publish_filter",
+        "::palaver_plugin_sdk::bindings::publish_filter"
+    );
+    hook_world!(
+        /// A plugin that runs business commands.
+        command_handler,
+        "palaver:plugin/command-handler",
+        "__export_command_handler",
+        "::palaver_plugin_sdk::bindings::command_handler"
+    );
+    hook_world!(
+        /// A plugin that filters offline pushes (since 0.1.1).
+        push_filter,
+        "palaver:plugin/push-filter",
+        "__export_push_filter",
+        "::palaver_plugin_sdk::bindings::push_filter"
+    );
+    hook_world!(
+        /// A plugin that judges uploaded files (since 0.1.2).
+        file_scanner,
+        "palaver:plugin/file-scanner",
+        "__export_file_scanner",
+        "::palaver_plugin_sdk::bindings::file_scanner"
+    );
 
     /// The shared WIT types, under a short name.
     pub use platform::palaver::plugin::types as wit;
