@@ -32,7 +32,7 @@ pub use usecases::edits::EditConfig;
 pub use usecases::files::{
     ByteRange, Download, FileScanTask, FilesConfig, UploadMeta, file_url, mime_pattern_ok, scan_record,
 };
-pub use usecases::identity::{MIN_TOKEN_TTL_SECS, UserKey};
+pub use usecases::identity::UserKey;
 
 /// The content type of [`Service::render_metrics`]: the OpenMetrics text format, which Prometheus reads.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

@@ -12,7 +12,7 @@ use palaver_proto::Timestamp;
 use serde_json::json;
 
 /// The shortest token a backend may mint, in seconds.
-pub const MIN_TOKEN_TTL_SECS: u64 = 60;
+const MIN_TOKEN_TTL_SECS: u64 = 60;
 
 /// How an account is looked up.
 #[derive(Debug, Clone, Copy)]
