@@ -118,6 +118,7 @@ macro_rules! storage_contract_tests {
             tenants_are_isolated,
             tenant_histories_are_isolated,
             concurrent_appends_all_stored,
+            queued_appends_answer_once_awaited,
         );
     };
 }

@@ -344,6 +344,9 @@ pub struct LimitsConfig {
     pub max_loaded_topics: usize,
     /// A loaded topic unused for this long is unloaded, in seconds.
     pub topic_idle_seconds: u64,
+    /// Publishes one session may have waiting for their commit at once: a session reads its next frame while
+    /// earlier messages commit, and beyond this many it stops reading until one settles. At least 1.
+    pub max_publishes_in_flight: usize,
     /// Longest `{hi ua}` (user agent) in bytes; longer ones get ctrl 413.
     pub max_user_agent_bytes: usize,
     /// Largest `public`, `private` or `trusted` JSON value of a user, topic or subscription, in bytes as
@@ -374,6 +377,7 @@ impl Default for LimitsConfig {
             max_sessions_per_user: 64,
             max_loaded_topics: 100_000,
             topic_idle_seconds: 600,
+            max_publishes_in_flight: 32,
             max_user_agent_bytes: 256,
             max_desc_bytes: 16 * 1024,
             api_rate_per_second: 20,
@@ -861,6 +865,9 @@ impl Config {
         }
         if l.max_loaded_topics < 16 || l.topic_idle_seconds == 0 {
             return bad("limits.max_loaded_topics must be ≥ 16 and limits.topic_idle_seconds ≥ 1".into());
+        }
+        if l.max_publishes_in_flight == 0 || l.max_publishes_in_flight > 4096 {
+            return bad("limits.max_publishes_in_flight must be 1–4096".into());
         }
         if l.max_lp_sessions == 0 || l.max_lp_sessions_per_ip == 0 {
             return bad("limits.max_lp_sessions and limits.max_lp_sessions_per_ip must be ≥ 1".into());

@@ -536,6 +536,7 @@ fn service_config(cfg: &Config) -> ServiceConfig {
         max_sessions_per_user: cfg.limits.max_sessions_per_user,
         max_loaded_topics: cfg.limits.max_loaded_topics,
         topic_idle: Duration::from_secs(cfg.limits.topic_idle_seconds),
+        max_publishes_in_flight: cfg.limits.max_publishes_in_flight,
         max_user_agent: cfg.limits.max_user_agent_bytes,
         max_desc_bytes: cfg.limits.max_desc_bytes,
         api_rate_per_second: cfg.limits.api_rate_per_second,

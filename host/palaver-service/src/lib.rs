@@ -101,6 +101,8 @@ pub struct ServiceConfig {
     pub max_loaded_topics: usize,
     /// A loaded topic unused for this long is unloaded.
     pub topic_idle: Duration,
+    /// Publishes one session may have waiting for their commit at once (at least 1).
+    pub max_publishes_in_flight: usize,
     /// Abuse reports one user may file in an hour; 0 means no limit.
     pub max_reports_per_hour: usize,
     /// Entries one tenant's outbox may hold before new audit and summary records are refused (0: unbounded).
@@ -148,6 +150,7 @@ impl Default for ServiceConfig {
             evict_same_platform: false,
             bus_queue: 65_536,
             max_loaded_topics: 100_000,
+            max_publishes_in_flight: 32,
             topic_idle: Duration::from_secs(600),
             max_reports_per_hour: 20,
             outbox_max_depth: 100_000,

@@ -10,6 +10,9 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+/// How long closing a session waits for its publishes to settle.
+const SETTLE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How the client is connected; it changes the `{hi}` reply code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
@@ -39,6 +42,8 @@ pub struct Session {
     pub(crate) attached: HashSet<String>,
     /// The current `fnd` query, as tags.
     pub(crate) fnd_query: Vec<String>,
+    /// One permit per publish until it settles (`max_publishes_in_flight`).
+    pub(crate) publishes: Arc<tokio::sync::Semaphore>,
     /// When presence was last refreshed, so that a busy session refreshes at most every few seconds.
     last_touch: i64,
     /// Counts the session in `palaver_sessions_by_transport` until it is dropped.
@@ -53,6 +58,7 @@ impl Session {
         remote: Option<String>,
         live: crate::LiveGauge,
     ) -> Self {
+        let publishes = Arc::new(tokio::sync::Semaphore::new(svc.cfg.max_publishes_in_flight.max(1)));
         Session {
             svc,
             handle,
@@ -62,6 +68,7 @@ impl Session {
             user: None,
             attached: HashSet::new(),
             fnd_query: Vec::new(),
+            publishes,
             last_touch: 0,
             _live: live,
         }
@@ -149,13 +156,7 @@ impl Session {
         let outcome = tracing::Instrument::instrument(self.dispatch(msg), span).await;
         self.svc.metrics.request_done(kind, started.elapsed());
         if let Err(e) = outcome {
-            self.svc.metrics.error(e.code().code());
-            match e.code() {
-                Code::InternalError => tracing::error!(error = %e, sid = %self.handle.sid, "request failed"),
-                Code::ServiceUnavailable => tracing::warn!(error = %e, sid = %self.handle.sid, "request refused"),
-                _ => {}
-            }
-            self.reply_error(id.as_deref(), topic.as_deref(), &e).await;
+            report_error(&self.svc, &self.handle, id.as_deref(), topic.as_deref(), &e).await;
         }
     }
 
@@ -217,8 +218,7 @@ impl Session {
 
     /// Replies with the ctrl for an error.
     pub(crate) async fn reply_error(&self, id: Option<&str>, topic: Option<&str>, err: &ServiceError) {
-        let text = err.text();
-        self.send(render::ctrl_frame(id, topic, err.code(), Some(&text), now_millis(), err.params())).await;
+        self.send(error_frame(id, topic, err)).await;
     }
 
     async fn touch_presence(&mut self) {
@@ -232,6 +232,9 @@ impl Session {
 
     /// Ends the session: detaches from every topic, marks presence offline, tells contacts if the user is gone.
     pub async fn close(mut self) {
+        // Publishes still settling finish first (their acks and fanout are queued), within a bound.
+        let all = self.svc.cfg.max_publishes_in_flight.max(1) as u32;
+        let _ = tokio::time::timeout(SETTLE_GRACE, self.publishes.acquire_many(all)).await;
         let stored: Vec<String> = self.attached.iter().cloned().collect();
         // Counted before leaving the hub, so that a shutdown waiting for sessions also waits for this clean-up.
         self.svc.closing.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -250,6 +253,29 @@ impl Session {
             }
         }
     }
+}
+
+/// The ctrl for an error.
+fn error_frame(id: Option<&str>, topic: Option<&str>, err: &ServiceError) -> Frame {
+    render::ctrl_frame(id, topic, err.code(), Some(&err.text()), now_millis(), err.params())
+}
+
+/// Counts and logs a request's failure as `handle_frame` does, and replies with its ctrl: for the part of a
+/// request that finishes after `handle_frame` returned (a publish settling).
+pub(crate) async fn report_error(
+    svc: &Inner,
+    handle: &SessionHandle,
+    id: Option<&str>,
+    topic: Option<&str>,
+    err: &ServiceError,
+) {
+    svc.metrics.error(err.code().code());
+    match err.code() {
+        Code::InternalError => tracing::error!(error = %err, sid = %handle.sid, "request failed"),
+        Code::ServiceUnavailable => tracing::warn!(error = %err, sid = %handle.sid, "request refused"),
+        _ => {}
+    }
+    handle.send(error_frame(id, topic, err)).await;
 }
 
 /// Counts a session's clean-up as finished when dropped, however `close` returns.

@@ -7,6 +7,7 @@
 //! when the pool's registry entry is dropped, and closes the pool on its way out.
 
 use crate::append;
+use palaver_core::ports::PendingAppend;
 use palaver_core::{AppendOutcome, Message, StoreError, StoreResult};
 use prometheus_client::metrics::histogram::Histogram;
 use sqlx::MySqlPool;
@@ -75,13 +76,24 @@ impl Writer {
 
     /// Queues `msg` and waits for the outcome of the transaction it was written in.
     pub(crate) async fn append(&self, msg: Message) -> StoreResult<AppendOutcome> {
+        self.queue(msg).await?.await
+    }
+
+    /// Queues `msg` (waiting only for room in the queue) and returns the outcome still to come. Requests leave
+    /// the queue in the order they entered it and one batch commits before the next is written, so appends
+    /// queued one after another are written in that order.
+    pub(crate) async fn queue(&self, msg: Message) -> StoreResult<PendingAppend> {
         let (reply, outcome) = oneshot::channel();
         self.queue
             .send(AppendRequest { msg, reply })
             .await
             .map_err(|_| StoreError::Unavailable("the tenant's batch writer has stopped".to_owned()))?;
-        // A writer that drops the reply without answering has not committed the message either.
-        outcome.await.map_err(|_| StoreError::Unavailable("the tenant's batch writer stopped mid-batch".to_owned()))?
+        Ok(PendingAppend::new(async move {
+            // A writer that drops the reply without answering has not committed the message either.
+            outcome
+                .await
+                .map_err(|_| StoreError::Unavailable("the tenant's batch writer stopped mid-batch".to_owned()))?
+        }))
     }
 }
 

@@ -5,7 +5,7 @@ use crate::MysqlStore;
 use crate::codec::{limit_col, now_millis, user_col};
 use crate::error::db_error;
 use crate::table::Table;
-use palaver_core::ports::{MessageStore, OwedFor};
+use palaver_core::ports::{MessageStore, OwedFor, PendingAppend};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
     TenantId, UserId,
@@ -19,6 +19,13 @@ impl MessageStore for MysqlStore {
     async fn append(&self, tenant: TenantId, msg: &Message) -> StoreResult<AppendOutcome> {
         let db = self.db(tenant).await?;
         db.writer.append(msg.clone()).await
+    }
+
+    /// Queues the message on the tenant's batch writer; the outcome arrives once its transaction committed.
+    #[tracing::instrument(name = "palaver.store.queue_append", skip_all, fields(tenant = %tenant, seq = msg.seq))]
+    async fn queue_append(&self, tenant: TenantId, msg: &Message) -> StoreResult<PendingAppend> {
+        let db = self.db(tenant).await?;
+        db.writer.queue(msg.clone()).await
     }
 
     #[tracing::instrument(name = "palaver.store.find_by_client_mid", skip_all, fields(tenant = %tenant))]

@@ -2,8 +2,8 @@
 //! (`topic:{topic}:hot_msg_seqs`, `topic:{topic}:hot_msg:{seq}`) and answers history windows from them when it
 //! can prove the answer is the inner store's, and only for the topics and message sizes that are kept hot.
 //!
-//! The proof: the allocator's `last_seq` bounds every stored seq (the write lock spans allocation and append,
-//! and `RedisSeq` raises the counter before the append), so a window read walks down from
+//! The proof: the allocator's `last_seq` bounds every stored seq (a seq is allocated, and `RedisSeq` raises
+//! the counter, before the message is handed to the store), so a window read walks down from
 //! `min(before - 1, last_seq)` and must find a copy or a tombstone at every seq it passes. A gap (a failed
 //! append, a failed copy, an eviction, an expiry) sends the read to the inner store, as does a soft deletion
 //! of the reader's that may reach into the window or a held message the reader did not send.
@@ -15,7 +15,7 @@ use crate::client::RedisClient;
 use crate::coherence::Coherence;
 use crate::policy::HotPolicy;
 use async_trait::async_trait;
-use palaver_core::ports::{MessageStore, OwedFor};
+use palaver_core::ports::{MessageStore, OwedFor, PendingAppend};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreResult, TenantId, UserId,
 };
@@ -75,6 +75,23 @@ impl MessageStore for HotMessages {
         }
         .instrument(span)
         .await
+    }
+
+    async fn queue_append(&self, tenant: TenantId, msg: &Message) -> StoreResult<PendingAppend> {
+        let pending = self.inner.queue_append(tenant, msg).await?;
+        let (this, msg) = (self.clone(), msg.clone());
+        Ok(PendingAppend::new(async move {
+            let outcome = pending.await?;
+            if outcome == AppendOutcome::Stored {
+                // As in `append`. Copies of one topic may land out of seq order: the copy script only ever
+                // raises `last_seq`, and a read that meets a copy not there yet falls back to the inner store.
+                let hot = this.policy.is_hot(tenant, &msg.topic).await;
+                if let Err(e) = this.redis.on_append(tenant, &msg, hot).await {
+                    this.write_failed("append", &msg.topic, &e, hot);
+                }
+            }
+            Ok(outcome)
+        }))
     }
 
     async fn find_by_client_mid(

@@ -8,7 +8,9 @@ use crate::coherence::Coherence;
 use crate::hot::HotMessages;
 use crate::policy::HotPolicy;
 use async_trait::async_trait;
-use palaver_core::ports::{Identity, MessageStore, OwedFor, QueueRecord, SubscriptionStore, TopicStore, UserStore};
+use palaver_core::ports::{
+    Identity, MessageStore, OwedFor, PendingAppend, QueueRecord, SubscriptionStore, TopicStore, UserStore,
+};
 use palaver_core::{
     AccessMode, AppendOutcome, AuditStatus, AuthRecord, DeleteMessages, Deletions, Message, MessageQuery, RecordState,
     Seq, StoreResult, Subscription, TenantId, Topic, TopicUpdate, UnixMillis, User, UserId, UserUpdate,
@@ -195,6 +197,9 @@ impl SubscriptionStore for CachedStorage {
 impl MessageStore for CachedStorage {
     async fn append(&self, tenant: TenantId, msg: &Message) -> StoreResult<AppendOutcome> {
         self.messages.append(tenant, msg).await
+    }
+    async fn queue_append(&self, tenant: TenantId, msg: &Message) -> StoreResult<PendingAppend> {
+        self.messages.queue_append(tenant, msg).await
     }
     async fn find_by_client_mid(
         &self,

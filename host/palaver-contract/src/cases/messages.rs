@@ -189,3 +189,30 @@ pub async fn concurrent_appends_all_stored<S: Storage>(fx: Fixture<S>) {
     assert_eq!(s.max_seq(t, TOPIC).await.unwrap(), 80);
     assert_eq!(s.get_topic(t, TOPIC).await.unwrap().unwrap().seq, 80);
 }
+
+/// Queued appends answer like appends once awaited, whenever that is: several queued before any is awaited are
+/// all stored in order, a queued repeat of an idempotency key names the first copy, and a queued seq already
+/// stored is a conflict.
+pub async fn queued_appends_answer_once_awaited<S: Storage>(fx: Fixture<S>) {
+    let (s, t) = (&fx.store, fx.tenant);
+    s.create_topic(t, &group(TOPIC)).await.unwrap();
+    let mut pending = Vec::new();
+    for seq in 1..=20 {
+        pending.push(s.queue_append(t, &msg_mid(TOPIC, seq, 1, &format!("q{seq}"))).await.unwrap());
+    }
+    let repeat = s.queue_append(t, &msg_mid(TOPIC, 21, 1, "q3")).await.unwrap();
+    let taken = s.queue_append(t, &msg(TOPIC, 5, 2)).await.unwrap();
+    for (i, p) in pending.into_iter().enumerate() {
+        assert_eq!(p.await.unwrap(), AppendOutcome::Stored, "seq {}", i + 1);
+    }
+    assert_eq!(repeat.await.unwrap(), AppendOutcome::Duplicate { seq: 3 });
+    assert_conflict(taken.await, "a queued seq already stored");
+    assert_eq!(seqs(s, t, TOPIC, 1, query(None, None, 100)).await, (1..=20).rev().collect::<Vec<_>>());
+    assert_eq!(s.get_topic(t, TOPIC).await.unwrap().unwrap().seq, 20);
+    // A store may refuse it when queued or when it commits.
+    let missing = match s.queue_append(t, &msg("grpMissing", 1, 1)).await {
+        Ok(pending) => pending.await,
+        Err(e) => Err(e),
+    };
+    assert_not_found(missing, "queued to a missing topic");
+}

@@ -14,6 +14,37 @@ pub fn nothing_owed(_: &Message) -> Vec<QueueRecord> {
     Vec::new()
 }
 
+/// An append the store has taken in and will answer later: what [`MessageStore::queue_append`] hands back.
+/// Awaiting it gives the outcome [`MessageStore::append`] would have given; dropping it does not withdraw the
+/// message.
+pub struct PendingAppend(std::pin::Pin<Box<dyn std::future::Future<Output = StoreResult<AppendOutcome>> + Send>>);
+
+impl PendingAppend {
+    /// An outcome still to come.
+    pub fn new(outcome: impl std::future::Future<Output = StoreResult<AppendOutcome>> + Send + 'static) -> Self {
+        PendingAppend(Box::pin(outcome))
+    }
+
+    /// An outcome already known (a store that appends in place).
+    pub fn ready(outcome: StoreResult<AppendOutcome>) -> Self {
+        PendingAppend(Box::pin(std::future::ready(outcome)))
+    }
+}
+
+impl std::future::Future for PendingAppend {
+    type Output = StoreResult<AppendOutcome>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for PendingAppend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PendingAppend")
+    }
+}
+
 /// Message history per topic.
 #[async_trait::async_trait]
 pub trait MessageStore: Send + Sync {
@@ -23,6 +54,14 @@ pub trait MessageStore: Send + Sync {
     /// and `Duplicate` names its seq. `Conflict` if a message with the same (topic, seq) exists: the caller's seq
     /// source has fallen behind and must be re-baselined.
     async fn append(&self, tenant: TenantId, msg: &Message) -> StoreResult<AppendOutcome>;
+
+    /// Takes an append in and returns before it is durable, so that a caller holding an ordering lock can
+    /// release it while the write commits (and shares a commit with the appends queued after it). Returns once
+    /// the message is queued: appends queued one after another by one caller are written in that order. The
+    /// outcome, awaited later, is [`MessageStore::append`]'s. A store without a write queue appends in place.
+    async fn queue_append(&self, tenant: TenantId, msg: &Message) -> StoreResult<PendingAppend> {
+        Ok(PendingAppend::ready(self.append(tenant, msg).await))
+    }
 
     /// The seq of the message stored with this idempotency key, if any.
     async fn find_by_client_mid(

@@ -47,7 +47,7 @@ pub use health::HealthCheck;
 pub use hooks::{NoHooks, PublishContext, PublishHook, PublishVerdict, PushContext, PushDecision, PushHook};
 pub use idempotency::IdempotencyStore;
 pub use login_failures::{Backoff, LoginFailureStore};
-pub use messages::{MessageStore, OwedFor, nothing_owed};
+pub use messages::{MessageStore, OwedFor, PendingAppend, nothing_owed};
 pub use nodes::{NodeError, NodeInfo, NodeRegistry};
 pub use notifications::{NewNotification, Notification, NotificationStore};
 pub use presence::{PresenceStore, SessionBeat};

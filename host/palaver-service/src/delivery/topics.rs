@@ -1,8 +1,9 @@
 //! Loaded topics: each topic's ordering lock and caches, with one owner.
 //!
 //! Each topic this node is using has one [`LoadedTopic`], the single owner of its node-local state: the ordering
-//! lock that publishing takes once, around "allocate seq, append, ack and fan out", so that a topic's seqs are
-//! stored in order with no gaps and every session sees them in that order; and the caches beside it (readers,
+//! lock that publishing takes once, around "allocate seq, queue the row, take a turn", and the chain of turns
+//! in which the queued messages are acknowledged and fanned out, so that every session sees a topic's messages
+//! in seq order (see the publish pipeline); and the caches beside it (readers,
 //! the subscribers, the publish gate, the `/v1/im/` roster). The caches sit behind a short synchronous lock that is never held
 //! across an await, so that loading one (a store read, a plugin call) never happens under the ordering lock and
 //! never holds up a publish. A load that raced an invalidation does not store its stale result: every
@@ -27,6 +28,9 @@ pub(crate) struct WriteState {
     /// The highest seq known stored, once loaded: the floor handed to the seq allocator, so that the store is
     /// not asked for its maximum per message.
     pub(crate) floor: Option<Seq>,
+    /// The turn of the last message queued: it resolves once that message settled, and the next one queued
+    /// waits for it before it is acknowledged or fanned out.
+    pub(crate) tail: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 /// One cached value and when it was loaded (Unix ms).

@@ -1,18 +1,25 @@
 //! `{pub}` and `{note}`: storing a message under the next seq and fanning it out, and relaying typing, read
 //! and receive notes.
 //!
-//! The publish path: check attachment and W; claim the idempotency key if the client sent `client_mid`; under
-//! the topic's write lock allocate the seq and store the message; mark the key done; reply ctrl 202; then fan
-//! out. Nothing reaches another session before the store has acknowledged the message.
+//! The publish path: check attachment and W; the hooks judge the message; claim the idempotency key if the
+//! client sent `client_mid`; under the topic's write lock allocate the seq and queue the row (the first half,
+//! awaited by the session); then, once the row committed and every earlier seq of the topic settled, reply
+//! ctrl 202, fan out and mark the key done (the second half, which runs on while the session reads its next
+//! frame when the store commits in batches). Nothing reaches another session before the store has committed
+//! the message.
 
+use crate::delivery::hub::SessionHandle;
 use crate::error::{ServiceError, ServiceResult};
 use crate::names::{Resolved, resolve};
 use crate::session::Session;
-use crate::{now_millis, render};
+use crate::usecases::pipeline::Admitted;
+use crate::{Inner, now_millis, render};
+use futures_util::FutureExt;
 use palaver_core::ports::PublishContext;
-use palaver_core::{AccessMode, AuditStatus, Message, Seq, TopicKind, UserId};
+use palaver_core::{AccessMode, AuditStatus, Message, Seq, SessionId, TenantId, TopicKind, UserId};
 use palaver_proto::{Code, MsgNote, MsgPub};
 use serde_json::json;
+use std::sync::Arc;
 
 impl Session {
     /// The stored name of an attached topic, with this session's effective mode there.
@@ -81,46 +88,44 @@ impl Session {
             node: self.svc.cfg.node_id.clone(),
         };
         let tenant = self.tenant();
-        let skip = m.noecho.then_some(self.handle.sid);
-        let ack = |seq: Seq, held: bool| {
-            let params = if held { json!({ "seq": seq, "audit": "pending" }) } else { json!({ "seq": seq }) };
-            render::ctrl_frame(m.id.as_deref(), Some(&m.topic), Code::Accepted, None, now_millis(), Some(params))
-        };
+        // Held until the message settles: at most `max_publishes_in_flight` of this session's wait for their
+        // commit, and beyond that the session reads no further frame until one does.
+        let permit =
+            self.publishes.clone().acquire_owned().await.map_err(|_| ServiceError::Unavailable {
+                reason: "the session is closing".into(),
+                retry_after_ms: 0,
+            })?;
         // Revoked while the hooks ran: nothing is stored under credentials that no longer hold.
         let revoked = || self.is_closed();
-        // The ack is queued under the topic's write lock, before the delivery to attached readers.
-        let mut acked = false;
-        let on_stored = |seq: Seq, held: bool| {
-            if m.id.is_some() {
-                acked = self.handle.push(ack(seq, held));
+        let admitted = self.svc.messages(tenant).admit(&ctx, msg, revoked).await?;
+        let (id, topic) = (m.id, m.topic);
+        let settling = Settling {
+            id: id.clone(),
+            topic: topic.clone(),
+            stored,
+            skip: m.noecho.then_some(self.handle.sid),
+            sid: self.handle.sid,
+            attachments,
+            call_peer,
+            audio_only,
+            device: self.device_id(),
+        };
+        let mut settle = Box::pin(settle(self.svc.clone(), self.handle.clone(), tenant, admitted, settling));
+        // A store that appended in place has settled already: the reply is queued before this returns.
+        if let Some(result) = (&mut settle).now_or_never() {
+            return result;
+        }
+        // Otherwise the session goes on reading while the commit completes; the ack, the fanout and any error
+        // reply follow in the topic's seq order.
+        let (svc, handle) = (self.svc.clone(), self.handle.clone());
+        let task = async move {
+            let result = settle.await;
+            drop(permit);
+            if let Err(e) = result {
+                crate::session::report_error(&svc, &handle, id.as_deref(), Some(&topic), &e).await;
             }
         };
-        let published = self.svc.messages(tenant).publish(&ctx, msg, skip, revoked, on_stored).await?;
-        let (seq, fresh, held, msg) = (published.seq, published.fresh, published.held, published.msg);
-        if m.id.is_some() && !acked {
-            // A retry answered from storage, or our own queue was full: reply the waiting way.
-            self.send(ack(seq, held)).await;
-        }
-        // A call that does not ring (a party got busy since the check) pushes nobody about its message.
-        let mut rings = true;
-        if let Some(callee) = call_peer
-            && fresh
-            && !held
-        {
-            rings = self.svc.start_call(tenant, &stored, seq, me, callee, self.handle.sid, audio_only).await;
-        }
-        if fresh && !attachments.is_empty() {
-            // Recorded for a held message too: its files must outlive the review, and nobody learns their
-            // URLs before the message is released.
-            self.svc.files(tenant).link(&stored, seq, me, &attachments, !held).await?;
-        }
-        if fresh && !held {
-            if rings {
-                // The push task is only handed to a buffer: nothing here waits for the queue or a provider.
-                self.svc.enqueue_push(tenant, &msg, self.device_id());
-            }
-            self.svc.notify_unattached(tenant, &msg).await;
-        }
+        tokio::spawn(tracing::Instrument::instrument(task, tracing::Span::current()));
         Ok(())
     }
 
@@ -170,4 +175,67 @@ impl Session {
         self.svc.dispatch(tenant, event, Some(self.handle.sid), Some(me)).await;
         Ok(())
     }
+}
+
+/// What the second half of a `{pub}` needs from its request and session.
+struct Settling {
+    id: Option<String>,
+    /// The topic as the client named it.
+    topic: String,
+    stored: String,
+    skip: Option<SessionId>,
+    sid: SessionId,
+    attachments: Vec<String>,
+    call_peer: Option<UserId>,
+    audio_only: bool,
+    device: Option<String>,
+}
+
+/// The second half of a `{pub}`: waits for the message to settle, acks it (ctrl 202, `audit:"pending"` when
+/// held), then rings a call, records attachments, and hands the push task and the unattached readers'
+/// notices over. The ack is queued in the topic's turn, before the delivery to attached readers.
+async fn settle(
+    svc: Arc<Inner>,
+    handle: Arc<SessionHandle>,
+    tenant: TenantId,
+    admitted: Admitted,
+    s: Settling,
+) -> ServiceResult<()> {
+    let ack = |seq: Seq, held: bool| {
+        let params = if held { json!({ "seq": seq, "audit": "pending" }) } else { json!({ "seq": seq }) };
+        render::ctrl_frame(s.id.as_deref(), Some(&s.topic), Code::Accepted, None, now_millis(), Some(params))
+    };
+    let mut acked = false;
+    let on_stored = |seq: Seq, held: bool| {
+        if s.id.is_some() {
+            acked = handle.push(ack(seq, held));
+        }
+    };
+    let published = svc.messages(tenant).settle(admitted, s.skip, on_stored).await?;
+    let (seq, fresh, held, msg) = (published.seq, published.fresh, published.held, published.msg);
+    if s.id.is_some() && !acked {
+        // A retry answered from storage, or the session's queue was full: reply the waiting way.
+        handle.send(ack(seq, held)).await;
+    }
+    // A call that does not ring (a party got busy since the check) pushes nobody about its message.
+    let mut rings = true;
+    if let Some(callee) = s.call_peer
+        && fresh
+        && !held
+    {
+        rings = svc.start_call(tenant, &s.stored, seq, msg.from, callee, s.sid, s.audio_only).await;
+    }
+    if fresh && !s.attachments.is_empty() {
+        // Recorded for a held message too: its files must outlive the review, and nobody learns their URLs
+        // before the message is released.
+        svc.files(tenant).link(&s.stored, seq, msg.from, &s.attachments, !held).await?;
+    }
+    if fresh && !held {
+        if rings {
+            // The push task is only handed to a buffer: nothing here waits for the queue or a provider.
+            svc.enqueue_push(tenant, &msg, s.device);
+        }
+        svc.notify_unattached(tenant, &msg).await;
+    }
+    Ok(())
 }

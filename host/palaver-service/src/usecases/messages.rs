@@ -1,21 +1,14 @@
 //! Messages: judging a message by the publish hooks, storing it under the next seq of its topic with its
 //! idempotency key, history pages, deletions, and releasing or rejecting a held message.
 //!
-//! **Ordering:** a topic's messages take their seq, reach the store and are queued to every attached reader
-//! under the topic's one ordering lock (in [`Messages::store`]); nothing slow but the seq allocation and the
-//! append runs under it.
+//! **Ordering:** a topic's messages take their seq and are queued on the store under the topic's one ordering
+//! lock, then settle (acknowledged, queued to every attached reader) in seq order; see the pipeline module.
 
 use crate::error::{ServiceError, ServiceResult};
 use crate::{Inner, now_millis};
 use palaver_core::ports::{PublishContext, PublishVerdict};
-use palaver_core::{
-    AccessMode, AppendOutcome, AuditStatus, Claim, DeleteMessages, Message, MessageQuery, Seq, SessionId, StoreError,
-    TenantId, UserId,
-};
+use palaver_core::{AccessMode, AuditStatus, DeleteMessages, Message, MessageQuery, Seq, SessionId, TenantId, UserId};
 use palaver_proto::Code;
-
-/// How many times a publish re-baselines and retries after finding its seq already stored.
-const SEQ_RETRIES: usize = 3;
 
 /// What a publish did: the message's seq, whether it is new (false: a retry answered from storage), and
 /// whether it is held for review.
@@ -33,45 +26,24 @@ pub(crate) struct Messages<'a> {
 }
 
 impl Messages<'_> {
-    /// Publishes `msg` (from a session that may write to its topic): the hooks judge it, then, unless the
-    /// sender was `revoked` meanwhile, it is stored under the next seq. Under the topic's write lock,
-    /// `on_stored(seq, held)` queues the sender's ack, then the message goes to every attached reader (except
-    /// `skip`) and, with other nodes, onto the bus: both only queue, so the lock is held for microseconds, and
-    /// every session here and on other nodes sees the topic's messages in seq order. A held message reaches
-    /// nobody but its sender until released.
+    /// Publishes `msg` (from a session that may write to its topic) and waits until it is settled: the two
+    /// halves of the publish pipeline ([`Messages::admit`], [`Messages::settle`]) back to back.
     pub(crate) async fn publish(
         &self,
         ctx: &PublishContext,
-        mut msg: Message,
+        msg: Message,
         skip: Option<SessionId>,
         revoked: impl FnOnce() -> bool,
         on_stored: impl FnOnce(Seq, bool),
     ) -> ServiceResult<Published> {
-        let tenant = self.tenant;
-        self.judge(ctx, &mut msg).await?;
-        let held = msg.audit != AuditStatus::Pass;
-        if revoked() {
-            return Err(ServiceError::PermissionDenied);
-        }
-        let (seq, fresh) = self
-            .store(msg.clone(), |seq| {
-                on_stored(seq, held);
-                if !held {
-                    // Published under the lock too, so that other nodes see the topic's messages in seq order.
-                    let stored = Message { seq, ..msg.clone() };
-                    self.svc.deliver_attached(tenant, &stored, skip);
-                    let event = crate::delivery::dispatch::Event::Data { msg: (&stored).into() };
-                    self.svc.publish_event(tenant, &event, skip, Some(msg.from));
-                }
-            })
-            .await?;
-        Ok(Published { seq, fresh, held, msg: Message { seq, ..msg } })
+        let admitted = self.admit(ctx, msg, revoked).await?;
+        self.settle(admitted, skip, on_stored).await
     }
 
     /// Hooks judge the message before it takes a seq, so a refused message leaves no gap and no row: they may
     /// let it through, refuse it (the client gets the hook's code and reason), rewrite it, or hold it for
     /// review (stored, shown to its sender only, until released).
-    async fn judge(&self, ctx: &PublishContext, msg: &mut Message) -> ServiceResult<()> {
+    pub(super) async fn judge(&self, ctx: &PublishContext, msg: &mut Message) -> ServiceResult<()> {
         match self.svc.ports.hooks.before_publish(ctx, &msg.content, msg.head.as_ref()).await {
             PublishVerdict::Allow => {}
             PublishVerdict::Reject { code, reason } => {
@@ -87,84 +59,6 @@ impl Messages<'_> {
             }
         }
         Ok(())
-    }
-
-    /// Stores a message under the next seq, honouring its idempotency key. Returns the seq and whether the
-    /// message is new (false: a retry of one already stored).
-    /// `on_stored` runs under the topic's write lock once the message is stored under a new seq.
-    async fn store(&self, mut msg: Message, on_stored: impl FnOnce(Seq)) -> ServiceResult<(Seq, bool)> {
-        let tenant = self.tenant;
-        let ports = &self.svc.ports;
-        let mid = msg.client_mid.clone();
-        if let Some(mid) = mid.as_deref() {
-            match ports.idempotency.claim(tenant, &msg.topic, msg.from, mid).await? {
-                Claim::Acquired => self.svc.metrics.idempotency("acquired"),
-                Claim::Done { seq } => {
-                    self.svc.metrics.idempotency("done");
-                    self.svc.metrics.message_retry();
-                    return Ok((seq, false));
-                }
-                Claim::Pending => {
-                    self.svc.metrics.idempotency("pending");
-                    return Err(ServiceError::Unavailable {
-                        reason: "a message with this client_mid is being stored".into(),
-                        retry_after_ms: 500,
-                    });
-                }
-            }
-        }
-        let topic = self.svc.topics.get(tenant, &msg.topic);
-        // The one acquisition of the topic's ordering lock in a publish; nothing but the seq, the append and the
-        // queueing of the ack and the fanout happens under it.
-        let mut state = topic.write.lock().await;
-        let result = async {
-            let mut floor = match state.floor {
-                Some(f) => f,
-                None => ports.messages.max_seq(tenant, &msg.topic).await?,
-            };
-            for _ in 0..SEQ_RETRIES {
-                msg.seq = ports.seq.next_seq(tenant, &msg.topic, floor).await?;
-                let appending = std::time::Instant::now();
-                let appended = ports.messages.append(tenant, &msg).await;
-                self.svc.metrics.db_append(appending.elapsed());
-                match appended {
-                    Ok(AppendOutcome::Stored) => return Ok((msg.seq, true)),
-                    Ok(AppendOutcome::Duplicate { seq }) => return Ok((seq, false)),
-                    Err(StoreError::Conflict(_)) => {
-                        // The seq source fell behind what is stored (a lost counter): move it above the
-                        // stored maximum and try again. A seq is never reused and no message overwritten.
-                        self.svc.metrics.conditional_failed("message_append");
-                        floor = ports.messages.max_seq(tenant, &msg.topic).await?;
-                        ports.seq.rebaseline(tenant, &msg.topic, floor).await?;
-                        self.svc.metrics.seq_rebaselined();
-                        tracing::warn!(topic = %msg.topic, floor, "seq re-baselined after a conflict");
-                    }
-                    Err(e) => return Err(ServiceError::from(e)),
-                }
-            }
-            Err(ServiceError::Unavailable { reason: "could not allocate a free seq".into(), retry_after_ms: 200 })
-        }
-        .await;
-        match &result {
-            Ok((seq, true)) => {
-                state.floor = Some(*seq);
-                self.svc.metrics.message_stored();
-                on_stored(*seq);
-            }
-            Ok(_) => self.svc.metrics.message_retry(),
-            Err(_) => state.floor = None,
-        }
-        drop(state);
-        if let Some(mid) = mid.as_deref() {
-            let outcome = match &result {
-                Ok((seq, _)) => ports.idempotency.complete(tenant, &msg.topic, msg.from, mid, *seq).await,
-                Err(_) => ports.idempotency.fail(tenant, &msg.topic, msg.from, mid).await,
-            };
-            if let Err(e) = outcome {
-                tracing::warn!(error = %e, "idempotency key update failed");
-            }
-        }
-        result
     }
 
     /// A history page of `stored` as `me` may read it (held messages of others are left out by the store):

@@ -8,7 +8,8 @@
 //! - [`presence::Presence`]: a session's online record, last seen, and the `{pres}` it causes;
 //! - [`topics::Topics`]: creating groups and P2P conversations, what a reader may see, changes, deletion;
 //! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
-//! - [`messages::Messages`]: the publish hooks, storing under the next seq, history, deletion, review;
+//! - [`messages::Messages`]: the publish hooks, storing under the next seq ([`pipeline`]: queued under the
+//!   topic's lock, settled in seq order), history, deletion, review;
 //! - [`devices::Devices`]: push tokens registered by `{hi dev}` and their removal;
 //! - [`edits::Edits`]: who may edit (`head.replace`) or recall (`{del hard}`) a message, and until when;
 //! - [`files::Files`]: uploads, downloads and who may read them, attachments, avatars, collection;
@@ -34,6 +35,7 @@ pub(crate) mod governance;
 pub(crate) mod identity;
 pub(crate) mod messages;
 pub(crate) mod notices;
+pub(crate) mod pipeline;
 pub(crate) mod presence;
 pub(crate) mod relations;
 pub(crate) mod reports;

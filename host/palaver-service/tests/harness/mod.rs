@@ -1,5 +1,7 @@
-//! A test harness that drives sessions in process: frames in, frames out, no network and no sleeps. Every
-//! reply and fanout of a request is queued before `handle_frame` returns, so a test reads them at once.
+//! A test harness that drives sessions in process: frames in, frames out, no network and no sleeps. Over the
+//! in-memory store, which appends in place, a request's reply and fanout are queued before `handle_frame`
+//! returns, so a test reads them at once; a publish that waits for another session's earlier one of its
+//! topic settles a moment later, and [`Client::req`] waits for its answer.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -39,7 +41,15 @@ pub fn service_with_push_hook(
     push_hook: Arc<dyn PushHook>,
     outbox: MemoryOutbox,
 ) -> Service {
-    build(cfg, hooks, push_hook, (Arc::new(NoHooks), None), outbox)
+    build(cfg, hooks, push_hook, (Arc::new(NoHooks), None), outbox, |s| s)
+}
+
+/// A service whose message history is `wrap` over the in-memory store (a store that commits later, or fails).
+pub fn service_over_messages(
+    cfg: ServiceConfig,
+    wrap: impl FnOnce(Arc<MemoryStore>) -> Arc<dyn palaver_core::ports::MessageStore>,
+) -> Service {
+    build(cfg, Arc::new(NoHooks), Arc::new(NoHooks), (Arc::new(NoHooks), None), MemoryOutbox::new(), wrap)
 }
 
 /// A service whose uploads are scanned by `scan_hook` (plugins' `scan-file`) and `scanner` (a whole-file
@@ -50,7 +60,7 @@ pub fn service_with_scanners(
     scanner: Option<Arc<dyn FileScanner>>,
     outbox: MemoryOutbox,
 ) -> Service {
-    build(cfg, Arc::new(NoHooks), Arc::new(NoHooks), (scan_hook, scanner), outbox)
+    build(cfg, Arc::new(NoHooks), Arc::new(NoHooks), (scan_hook, scanner), outbox, |s| s)
 }
 
 fn build(
@@ -59,6 +69,7 @@ fn build(
     push_hook: Arc<dyn PushHook>,
     (scan_hook, scanner): (Arc<dyn ScanHook>, Option<Arc<dyn FileScanner>>),
     outbox: MemoryOutbox,
+    messages: impl FnOnce(Arc<MemoryStore>) -> Arc<dyn palaver_core::ports::MessageStore>,
 ) -> Service {
     cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
     // The store appends what a state change owes to the same outbox the service's own writes go to.
@@ -67,7 +78,7 @@ fn build(
         users: store.clone(),
         topics: store.clone(),
         subs: store.clone(),
-        messages: store.clone(),
+        messages: messages(store.clone()),
         seq: Arc::new(MemorySeq::new()),
         idempotency: Arc::new(MemoryIdempotency::default()),
         presence: Arc::new(MemoryPresence::new()),
@@ -271,14 +282,21 @@ impl Client {
     pub async fn req(&mut self, kind: &str, mut body: Value) -> (Value, Vec<Value>) {
         let id = self.id();
         body["id"] = json!(id);
-        let frames = self.send(json!({ kind: body })).await;
+        let mut frames = self.send(json!({ kind: body })).await;
         // A ctrl answers most requests; a `{get}` of desc or sub is answered by meta alone.
         let answer = frames
             .iter()
             .find_map(|f| (f["ctrl"]["id"] == json!(id)).then(|| f["ctrl"].clone()))
-            .or_else(|| frames.iter().find_map(|f| (f["meta"]["id"] == json!(id)).then(|| f["meta"].clone())))
-            .unwrap_or_else(|| panic!("no answer for {kind} {id}: {frames:?}"));
-        (answer, frames)
+            .or_else(|| frames.iter().find_map(|f| (f["meta"]["id"] == json!(id)).then(|| f["meta"].clone())));
+        if let Some(answer) = answer {
+            return (answer, frames);
+        }
+        // A publish that waits for an earlier one of its topic (another session's) settles after the request
+        // returned, as it does whenever the store commits in batches.
+        let (ctrl, seen) = self.wait_for(&format!("the answer to {kind} {id}"), |f| f["ctrl"]["id"] == json!(id)).await;
+        frames.extend(seen);
+        frames.push(ctrl.clone());
+        (ctrl["ctrl"].clone(), frames)
     }
 
     pub async fn hi(&mut self) -> Value {
