@@ -15,6 +15,7 @@
 //! Every write that touches more than one row runs in one `BEGIN IMMEDIATE` transaction: taking the write lock up
 //! front lets SQLite's busy timeout queue concurrent writers instead of failing one of them mid-transaction.
 
+mod batch;
 mod calls;
 mod codec;
 mod commands;

@@ -1,15 +1,15 @@
-//! The message port over SQLite: appends and reads of `im_group_messages` (groups) and `im_messages` (P2P).
+//! The message port over SQLite: appends (through the batch writer) and reads of `im_group_messages` (groups)
+//! and `im_messages` (P2P).
 
 use crate::SqliteStore;
-use crate::codec::{limit_col, now_millis, risk_flags_col, tenant, user_col};
+use crate::codec::{limit_col, now_millis, tenant, user_col};
 use crate::error::db_error;
-use palaver_core::ports::{MessageStore, OwedFor};
+use palaver_core::ports::{MessageStore, OwedFor, PendingAppend};
 use palaver_core::{
     AppendOutcome, AuditStatus, DeleteMessages, Deletions, Message, MessageQuery, Seq, StoreError, StoreResult,
     TenantId, UserId,
 };
 use palaver_store_sql::rows::MessageRow;
-use serde_json::Value;
 
 /// Which history table a topic's messages live in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +52,7 @@ impl Table {
         )
     }
 
-    fn insert_sql(self) -> &'static str {
+    pub(crate) fn insert_sql(self) -> &'static str {
         per_table!(
             self,
             "INSERT INTO ",
@@ -61,7 +61,7 @@ impl Table {
         )
     }
 
-    fn find_mid_sql(self) -> &'static str {
+    pub(crate) fn find_mid_sql(self) -> &'static str {
         per_table!(
             self,
             "SELECT seqid FROM ",
@@ -100,57 +100,16 @@ impl Table {
 
 #[async_trait::async_trait]
 impl MessageStore for SqliteStore {
+    /// Queues the message on the batch writer and waits for the transaction it lands in to commit.
     #[tracing::instrument(name = "palaver.store.append", skip_all, fields(tenant = %tenant_id, seq = msg.seq))]
     async fn append(&self, tenant_id: TenantId, msg: &Message) -> StoreResult<AppendOutcome> {
-        let t = tenant(tenant_id);
-        let table = Table::of(&msg.topic);
-        // One autocommit INSERT on the writer connection: the schema's triggers refuse a missing topic and raise
-        // the topic's seq and touched time in the same statement, so an append is a single round trip to
-        // SQLite's worker thread. Unique violations are sorted out afterwards, which is the rare path.
-        let inserted = sqlx::query(table.insert_sql())
-            .bind(t)
-            .bind(&msg.topic)
-            .bind(msg.seq)
-            .bind(user_col(msg.from))
-            .bind(msg.client_mid.as_deref())
-            .bind(msg.content.to_string())
-            .bind(msg.head.as_ref().map(|h| Value::Object(h.clone()).to_string()))
-            .bind(msg.audit.as_str())
-            .bind(!msg.risk_flags.is_empty())
-            .bind(risk_flags_col(&msg.risk_flags))
-            .bind(msg.created)
-            .execute(&self.writer)
-            .await;
-        let err = match inserted {
-            Ok(_) => return Ok(AppendOutcome::Stored),
-            Err(err) => err,
-        };
-        if let sqlx::Error::Database(db) = &err
-            && db.message().contains("palaver: topic not found")
-        {
-            return Err(StoreError::NotFound);
-        }
-        match db_error(err) {
-            StoreError::Conflict(detail) => {
-                // The idempotency key wins over the seq: a retry that was handed a fresh seq still resolves to
-                // the copy already stored.
-                if let Some(mid) = &msg.client_mid {
-                    let existing: Option<i64> = sqlx::query_scalar(table.find_mid_sql())
-                        .bind(t)
-                        .bind(&msg.topic)
-                        .bind(user_col(msg.from))
-                        .bind(mid)
-                        .fetch_optional(&self.writer)
-                        .await
-                        .map_err(db_error)?;
-                    if let Some(seq) = existing {
-                        return Ok(AppendOutcome::Duplicate { seq });
-                    }
-                }
-                Err(StoreError::Conflict(format!("seq {} of {} is already stored: {detail}", msg.seq, msg.topic)))
-            }
-            other => Err(other),
-        }
+        self.batch.queue(tenant_id, msg.clone()).await?.await
+    }
+
+    /// Queues the message on the batch writer; the outcome arrives once its transaction committed.
+    #[tracing::instrument(name = "palaver.store.queue_append", skip_all, fields(tenant = %tenant_id, seq = msg.seq))]
+    async fn queue_append(&self, tenant_id: TenantId, msg: &Message) -> StoreResult<PendingAppend> {
+        self.batch.queue(tenant_id, msg.clone()).await
     }
 
     #[tracing::instrument(name = "palaver.store.find_by_client_mid", skip_all, fields(tenant = %tenant_id))]

@@ -25,6 +25,8 @@ pub struct SqliteStore {
     /// The one writer connection. SQLite admits one writer at a time; letting several connections race for the
     /// lock makes the losers sleep in the busy handler (milliseconds each), so writes queue here instead.
     pub(crate) writer: SqlitePool,
+    /// The batch writer that message appends go through, on the writer connection.
+    pub(crate) batch: crate::batch::Writer,
 }
 
 impl SqliteStore {
@@ -50,7 +52,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(db_error)?;
-        Ok(Self { pool, writer: store.writer })
+        Ok(Self { pool, ..store })
     }
 
     /// A private in-memory database, for tests. It lives on exactly one connection that is never closed, because
@@ -72,7 +74,8 @@ impl SqliteStore {
     /// Applies the migrations embedded from `migrations/sqlite` at compile time.
     async fn migrated(pool: SqlitePool, writer: SqlitePool) -> StoreResult<Self> {
         sqlx::migrate!("../../migrations/sqlite").run(&writer).await.map_err(migrate_error)?;
-        Ok(Self { pool, writer })
+        let batch = crate::batch::Writer::spawn(writer.clone());
+        Ok(Self { pool, writer, batch })
     }
 
     /// The underlying pool, for health checks and for callers that need to close it before exit.
