@@ -191,7 +191,7 @@ run_one() {
   echo "== $load on $target → $log"
   started=$(date +%s)
   "$bench" --max-secs "$RUN_MAX_SECS" "${args[@]}" "${extra[@]}" >"$log" 2>&1 || echo "   FAILED (see $log)"
-  echo "   $(($(date +%s) - started)) s: $(grep -c '^PROBLEM' "$log" || true) PROBLEM line(s)"
+  echo "   $(($(date +%s) - started)) s: $(problems "$log") PROBLEM line(s)"
   case "$target" in
     tinode)
       if ! kill -0 "$TINODE_PID" 2>/dev/null; then
@@ -208,13 +208,25 @@ run_one() {
   esac
 }
 
+# PROBLEM lines of a log, less the one a scale-out node always causes: its start-up warning that uploaded files
+# stay in its own directory (no S3 here), which the bench counts as "the server logged 1 WARN/ERROR lines".
+problems() {
+  local n
+  n=$(grep -c '^PROBLEM' "$1" || true)
+  if grep -q "^PROBLEM: the server logged 1 WARN/ERROR lines" "$1" &&
+    grep -q "WARN palaver_server::wiring: files are kept in this node's own directory" "$1"; then
+    n=$((n - 1))
+  fi
+  echo "$n"
+}
+
 # The figure of a log's final {"bench":...} line, `!` appended when the log has PROBLEM lines.
 cell() {
   local log="$LOG_DIR/$1-$2.log" value
   [ -f "$log" ] || { echo "-"; return; }
   value=$(grep '^{"bench":' "$log" | tail -n 1 | jq -r --arg k "$(load_key "$1")" '.[$k] // empty' 2>/dev/null || true)
   [ -n "$value" ] || { echo "FAILED"; return; }
-  grep -q '^PROBLEM' "$log" && value="$value !"
+  [ "$(problems "$log")" -eq 0 ] || value="$value !"
   echo "$value"
 }
 
@@ -237,7 +249,7 @@ for load in $LOADS; do
   for target in $TARGETS; do printf ' %22s' "$(cell "$load" "$target")"; done
   echo
 done
-echo "(! = the run's log has PROBLEM lines: lost deliveries, closed sessions, refused publishes…)"
+echo "(! = the run's log has PROBLEM lines: lost deliveries, closed sessions, refused publishes…; a scale-out node's start-up warning about local files is not counted)"
 echo
 echo "== logs ($LOG_DIR)"
 for load in $LOADS; do

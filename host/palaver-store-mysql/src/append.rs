@@ -116,16 +116,28 @@ fn raises<'a>(rows: impl Iterator<Item = &'a Row<'a>>) -> BTreeMap<&'a str, (i64
 /// The largest number of rows (or topics) one statement carries. Larger batches take several statements.
 const MAX_CHUNK: usize = 256;
 
-/// Splits `n` items into chunks whose sizes are powers of two (largest first, none above [`MAX_CHUNK`]).
+/// Up to this many rows (or topics) go in one statement of exactly their number; a batch of a hot topic is
+/// usually that small, and then its rows take one insert instead of one per set bit of the count.
+const EXACT_CHUNK: usize = 16;
+
+/// Splits `n` items into chunks: `n` itself up to [`EXACT_CHUNK`], otherwise powers of two (largest first, none
+/// above [`MAX_CHUNK`]) down to a remainder of at most [`EXACT_CHUNK`] in one chunk.
 ///
-/// Statements built for a chunk are then one of a handful of texts per table, which the connection's statement
-/// cache keeps prepared. A one-off statement would have to be closed after use, and that close (a packet the
-/// server never answers) leaves the next request waiting on Nagle's algorithm for the delayed ACK: about 40 ms
-/// per transaction on Linux, since sqlx does not set `TCP_NODELAY`.
+/// Statements built for a chunk are then one of a few dozen texts per table (1 to 16 and the powers of two up
+/// to 256), which the connection's statement cache (100 by default) keeps prepared. A one-off statement would
+/// have to be closed after use, and that close (a packet the server never answers) leaves the next request
+/// waiting on Nagle's algorithm for the delayed ACK: about 40 ms per transaction on Linux, since sqlx does not
+/// set `TCP_NODELAY`.
 fn chunks(mut n: usize) -> Vec<usize> {
     let mut sizes = Vec::new();
     while n > 0 {
-        let size = if n >= MAX_CHUNK { MAX_CHUNK } else { 1 << n.ilog2() };
+        let size = if n >= MAX_CHUNK {
+            MAX_CHUNK
+        } else if n <= EXACT_CHUNK {
+            n
+        } else {
+            1 << n.ilog2()
+        };
         sizes.push(size);
         n -= size;
     }
@@ -291,17 +303,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chunks_are_powers_of_two_and_add_up() {
+    fn chunks_are_few_known_sizes_and_add_up() {
         assert_eq!(chunks(0), Vec::<usize>::new());
         assert_eq!(chunks(1), vec![1]);
-        assert_eq!(chunks(37), vec![32, 4, 1]);
+        assert_eq!(chunks(7), vec![7]);
+        assert_eq!(chunks(16), vec![16]);
+        assert_eq!(chunks(37), vec![32, 5]);
         assert_eq!(chunks(200), vec![128, 64, 8]);
         assert_eq!(chunks(600), vec![256, 256, 64, 16, 8]);
+        let mut texts = std::collections::BTreeSet::new();
         for n in 0..1000 {
             let sizes = chunks(n);
             assert_eq!(sizes.iter().sum::<usize>(), n);
-            assert!(sizes.iter().all(|s| s.is_power_of_two() && *s <= MAX_CHUNK));
+            assert!(sizes.iter().all(|s| (*s <= EXACT_CHUNK || s.is_power_of_two()) && *s <= MAX_CHUNK));
+            assert!(sizes.len() <= n / MAX_CHUNK + 5, "{n}: {sizes:?}");
+            texts.extend(sizes);
         }
+        // Per table, well inside sqlx's statement cache of 100.
+        assert_eq!(texts.len(), 20);
     }
 
     #[test]

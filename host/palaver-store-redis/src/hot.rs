@@ -83,12 +83,17 @@ impl MessageStore for HotMessages {
         Ok(PendingAppend::new(async move {
             let outcome = pending.await?;
             if outcome == AppendOutcome::Stored {
-                // As in `append`. Copies of one topic may land out of seq order: the copy script only ever
-                // raises `last_seq`, and a read that meets a copy not there yet falls back to the inner store.
-                let hot = this.policy.is_hot(tenant, &msg.topic).await;
-                if let Err(e) = this.redis.on_append(tenant, &msg, hot).await {
-                    this.write_failed("append", &msg.topic, &e, hot);
-                }
+                // As in `append`, but the outcome does not wait for the copy: a queued append's caller is
+                // acknowledging a message, and the copy is an optimisation. Copies of one topic may land out
+                // of seq order: the copy script only ever raises `last_seq`, a read that meets a copy not there
+                // yet falls back to the inner store, and a copy landing after a deletion of its seq is written
+                // as a tombstone.
+                tokio::spawn(async move {
+                    let hot = this.policy.is_hot(tenant, &msg.topic).await;
+                    if let Err(e) = this.redis.on_append(tenant, &msg, hot).await {
+                        this.write_failed("append", &msg.topic, &e, hot);
+                    }
+                });
             }
             Ok(outcome)
         }))
