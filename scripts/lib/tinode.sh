@@ -5,7 +5,7 @@
 #   ensure_tinode            # builds `tinode` and `tinode-db` (-tags mysql) once into $(tinode_home)
 #   tinode_write_conf CONF DB PORT MEDIA_DIR
 #                            # a tinode.conf from the module's own, on database DB, listening on 127.0.0.1:PORT
-#   tinode_init_db CONF      # tinode-db -init: creates the schema in the (fresh) database
+#   tinode_init_db CONF      # tinode-db -config CONF: creates the (missing) database and its schema
 #   tinode_start CONF LOG    # starts the server in the background; sets TINODE_PID; waits for the port
 #   tinode_stop              # SIGTERM (SIGKILL after 10 s) the server tinode_start started
 #

@@ -21,6 +21,11 @@ pub(crate) const RATE_ENV: &str = "PALAVER_LIMITS__RATE_PER_SECOND";
 const COLOCATED: [&str; 3] = ["mariadbd", "redis-server", "java"];
 /// The relay's counter of outbox entries produced to the task queue.
 const OUTBOX_PRODUCED: &str = "palaver_outbox_produced_total";
+/// The node's Redis round trips (one per command, script call or pipeline).
+const REDIS_ROUND_TRIPS: &str = "palaver_redis_commands_total";
+/// MariaDB append transactions (batches) of the node's batch writers; each is BEGIN, one topic update, one
+/// insert per chunk of rows (one up to 16 rows) and COMMIT.
+const DB_APPEND_BATCHES: &str = "palaver_mysql_append_batch_rows_count";
 
 /// Options of the write-path test.
 #[derive(Args, Debug, Clone)]
@@ -84,6 +89,28 @@ pub(crate) struct Figures {
     pub(crate) seqs: SeqCheck,
     /// Outbox entries the server's relay produced to its task queue during the load (from `/metrics`).
     pub(crate) outbox_produced: Option<f64>,
+    /// Redis round trips and MariaDB append transactions during the load (from `/metrics`; 0 on a node
+    /// without them).
+    pub(crate) round_trips: Option<RoundTrips>,
+}
+
+/// What the load cost in round trips to the shared services.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RoundTrips {
+    pub(crate) redis: f64,
+    pub(crate) db_batches: f64,
+}
+
+impl RoundTrips {
+    async fn read(addr: std::net::SocketAddr) -> Option<RoundTrips> {
+        let redis = crate::scaleout::metric(addr, REDIS_ROUND_TRIPS).await.ok()?;
+        let db_batches = crate::scaleout::metric(addr, DB_APPEND_BATCHES).await.ok()?;
+        Some(RoundTrips { redis, db_batches })
+    }
+
+    fn since(self, before: RoundTrips) -> RoundTrips {
+        RoundTrips { redis: self.redis - before.redis, db_batches: self.db_batches - before.db_batches }
+    }
 }
 
 /// Runs the load once against `--spawn`/`--addr`, or twice with `--compare` or `--compare-kafka`.
@@ -170,6 +197,7 @@ async fn measure_with(
     let colocated: Vec<(&'static str, u32, f64)> =
         COLOCATED.iter().filter_map(|name| pid_of(name).and_then(|pid| Some((*name, pid, cpu_secs(pid)?)))).collect();
     let outbox_before = crate::scaleout::metric(target.addr, OUTBOX_PRODUCED).await.ok();
+    let trips_before = RoundTrips::read(target.addr).await;
     let origin = Instant::now();
     let tag = crate::run_tag();
     let tasks: Vec<_> = ready
@@ -207,6 +235,16 @@ async fn measure_with(
     // Read after the load, before the server goes: what the publish path put through the outbox meanwhile.
     let outbox_after = crate::scaleout::metric(target.addr, OUTBOX_PRODUCED).await.ok();
     figures.outbox_produced = outbox_after.zip(outbox_before).map(|(after, before)| after - before);
+    figures.round_trips = RoundTrips::read(target.addr).await.zip(trips_before).map(|(after, b)| after.since(b));
+    if let Some(t) = figures.round_trips {
+        let n = figures.acked.max(1) as f64;
+        println!(
+            "  per accepted message: {:.2} Redis round trips, {:.3} MariaDB append batches ({:.1} rows each)",
+            t.redis / n,
+            t.db_batches / n,
+            if t.db_batches > 0.0 { n / t.db_batches } else { 0.0 }
+        );
+    }
     let push = match sink {
         Some(sink) => Some(sink.drain(target.addr, figures.acked, Duration::from_secs(args.push_drain_secs)).await),
         None => None,
@@ -361,6 +399,7 @@ fn report(args: &PublishArgs, outcomes: Vec<Outcome>, cpu: Cpu, setup_s: f64) ->
         aborted: aborted.len(),
         seqs: SeqCheck::default(),
         outbox_produced: None,
+        round_trips: None,
     }
 }
 
@@ -394,6 +433,11 @@ pub(crate) fn put_figures(out: &mut JsonLine, prefix: &str, f: &Figures) {
     out.set(format!("{prefix}seq_missing"), f.seqs.missing);
     if let Some(n) = f.outbox_produced {
         out.set(format!("{prefix}outbox_produced"), n);
+    }
+    if let Some(t) = f.round_trips {
+        let per_msg = |n: f64| round3(n / f.acked.max(1) as f64);
+        out.set(format!("{prefix}redis_round_trips_per_msg"), per_msg(t.redis));
+        out.set(format!("{prefix}db_append_batches_per_msg"), per_msg(t.db_batches));
     }
 }
 

@@ -165,7 +165,11 @@ pub(crate) fn side_by_side(
         if args.client_mid { "on" } else { "off" }
     );
     println!("  {:<26} {name_a:>12} {name_b:>12} {head:>12}", "");
-    let rows: [(&str, f64, f64); 8] = [
+    let trips = |f: &Figures, pick: fn(&crate::pubload::RoundTrips) -> f64| {
+        f.round_trips.as_ref().map_or(f64::NAN, |t| pick(t) / f.acked.max(1) as f64)
+    };
+    let (redis, batches) = (|t: &crate::pubload::RoundTrips| t.redis, |t: &crate::pubload::RoundTrips| t.db_batches);
+    let rows: [(&str, f64, f64); 10] = [
         ("accepted msg/s", a.msg_per_s, b.msg_per_s),
         ("ack p50 ms", a.ack.p50_ms, b.ack.p50_ms),
         ("ack p99 ms", a.ack.p99_ms, b.ack.p99_ms),
@@ -174,6 +178,8 @@ pub(crate) fn side_by_side(
         ("server CPU µs per message", cpu_per_msg(a), cpu_per_msg(b)),
         ("box CPU µs per message", box_per_msg(a), box_per_msg(b)),
         ("rejected", a.rejected as f64, b.rejected as f64),
+        ("Redis round trips per msg", trips(a, redis), trips(b, redis)),
+        ("MariaDB batches per msg", trips(a, batches), trips(b, batches)),
     ];
     for (name, x, y) in rows {
         let r = ratio(y, x);
