@@ -77,6 +77,12 @@ made_dbs=()
 made_prefixes=()
 TINODE_PID=""
 
+# Deletes the Redis keys under the prefix $1 (a scale-out run's), in one server-side script.
+delete_redis_prefix() {
+  redis-cli -h 127.0.0.1 -p 6379 EVAL \
+    "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end" 0 "$1*" >/dev/null 2>&1 || true
+}
+
 cleanup() {
   tinode_stop
   local db prefix
@@ -85,8 +91,7 @@ cleanup() {
   done
   for prefix in "${made_prefixes[@]}"; do
     drop_tagged_dbs "$prefix" 2>/dev/null || true
-    redis-cli -h 127.0.0.1 -p 6379 EVAL "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end" \
-      0 "$prefix*" >/dev/null 2>&1 || true
+    delete_redis_prefix "$prefix"
   done
   rm -rf "$work"
 }
@@ -206,8 +211,7 @@ run_one() {
       ;;
     mariadb)
       drop_tagged_dbs "$tag"
-      redis-cli -h 127.0.0.1 -p 6379 EVAL "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end" \
-        0 "$tag*" >/dev/null || true
+      delete_redis_prefix "$tag"
       ;;
   esac
 }
@@ -243,7 +247,8 @@ for load in $LOADS; do
 done
 
 echo
-echo "== palaver-bench: Palaver and Tinode $(tinode_version) side by side ($(($(date +%s) - run_started)) s; same 2 shared cores)"
+elapsed=$(($(date +%s) - run_started))
+echo "== palaver-bench: Palaver and Tinode $(tinode_version) side by side (${elapsed} s; same 2 shared cores)"
 declare -A heading=([embedded]="palaver embedded" [mariadb]="palaver mariadb+redis" [tinode]="tinode mariadb")
 printf '%-52s' "load"
 for target in $TARGETS; do printf ' %22s' "${heading[$target]}"; done
@@ -253,7 +258,8 @@ for load in $LOADS; do
   for target in $TARGETS; do printf ' %22s' "$(cell "$load" "$target")"; done
   echo
 done
-echo "(! = the run's log has PROBLEM lines: lost deliveries, closed sessions, refused publishes…; a scale-out node's start-up warning about local files is not counted)"
+echo "(! = the run's log has PROBLEM lines: lost deliveries, closed sessions, refused publishes…;"
+echo "   a scale-out node's start-up warning about local files is not counted)"
 echo
 echo "== logs ($LOG_DIR)"
 for load in $LOADS; do
