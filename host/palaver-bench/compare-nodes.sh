@@ -29,8 +29,9 @@ rate_per_second = 0
 TOML
 bench="$root/target/release/palaver-bench"
 server="$root/target/release/palaver"
+# --dev: the bench sends the demo API key, a development setting a scale-out node otherwise refuses to start with.
 for nodes in 1 2; do
   echo "=== ${nodes} node(s) ==="
-  "$bench" fanout --spawn "$server" --server-arg=--config --server-arg="$cfg" --nodes "$nodes" \
+  "$bench" fanout --spawn "$server" --server-arg=--dev --server-arg=--config --server-arg="$cfg" --nodes "$nodes" \
     --redis-addr 127.0.0.1:6379 --members "$members" --messages "$messages" --find-max
 done
