@@ -13,15 +13,9 @@ concurrency="${3:-8}"
 tag="pbb$(date +%s)"
 cfg="$(mktemp --suffix=.toml)"
 trap 'rm -f "$cfg"' EXIT
-cat >"$cfg" <<TOML
-[store]
-kind = "mysql"
-url = "mysql://palaver:palaver@127.0.0.1:3306/${tag}_ctl"
-tenant_database_prefix = "${tag}_t_"
-[store_config.redis]
-addr = "127.0.0.1:6379"
-key_prefix = "${tag}"
-TOML
+# shellcheck source=scripts/lib/bench.sh
+. "$root/scripts/lib/bench.sh"
+write_scaleout_config "$tag" "$cfg"
 bench="$root/target/release/palaver-bench"
 server="$root/target/release/palaver"
 common=(--spawn "$server" --server-env "PALAVER_PLUGINS__DIR=$root/target/plugins/deploy"

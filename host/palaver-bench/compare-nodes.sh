@@ -11,17 +11,10 @@ messages="${2:-1000}"
 tag="pbn$(date +%s)"
 cfg="$(mktemp --suffix=.toml)"
 trap 'rm -f "$cfg"' EXIT
-key="$(head -c 32 /dev/urandom | base64)"
-cat >"$cfg" <<TOML
-[store]
-kind = "mysql"
-url = "mysql://palaver:palaver@127.0.0.1:3306/${tag}_ctl"
-tenant_database_prefix = "${tag}_t_"
-[store_config.redis]
-addr = "127.0.0.1:6379"
-key_prefix = "${tag}"
-[auth]
-token_key = "${key}"
+# shellcheck source=scripts/lib/bench.sh
+. "$root/scripts/lib/bench.sh"
+write_scaleout_config "$tag" "$cfg"
+cat >>"$cfg" <<TOML
 argon2_memory_kib = 1024
 argon2_iterations = 1
 [limits]

@@ -50,6 +50,7 @@ root=$(pwd)
 . scripts/lib/setup.sh
 . scripts/lib/services.sh
 . scripts/lib/tinode.sh
+. scripts/lib/bench.sh
 
 IDLE_CONNS=${IDLE_CONNS:-10000}
 FANOUT_MEMBERS=${FANOUT_MEMBERS:-1000}
@@ -149,17 +150,7 @@ load_label() {
 # key prefix. --dev because the loads use Tinode's demo API key, which a scale-out node refuses otherwise.
 palaver_mariadb_args() {
   local tag="$1" cfg="$work/$1.toml"
-  cat >"$cfg" <<TOML
-[store]
-kind = "mysql"
-url = "mysql://palaver:palaver@127.0.0.1:3306/${tag}_ctl"
-tenant_database_prefix = "${tag}_t_"
-[store_config.redis]
-addr = "127.0.0.1:6379"
-key_prefix = "${tag}"
-[auth]
-token_key = "$(head -c 32 /dev/urandom | base64)"
-TOML
+  write_scaleout_config "$tag" "$cfg"
   printf '%s\n' --server-arg=--dev --server-arg=--config "--server-arg=$cfg"
 }
 
