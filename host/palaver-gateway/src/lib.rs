@@ -86,7 +86,7 @@ impl Default for GatewayConfig {
             max_message_size: 256 * 1024,
             rate_per_second: 50.0,
             rate_burst: 200,
-            ws_read_buffer: 4096,
+            ws_read_buffer: 1024,
             ws_write_buffer: 0,
             idle_timeout: Duration::from_secs(55),
             ping_interval: Duration::from_secs(25),

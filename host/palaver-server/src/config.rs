@@ -423,7 +423,7 @@ pub struct TransportConfig {
 impl Default for TransportConfig {
     fn default() -> Self {
         TransportConfig {
-            ws_read_buffer: 4096,
+            ws_read_buffer: 1024,
             ws_write_buffer: 0,
             idle_timeout_seconds: 55,
             ping_interval_seconds: 25,
@@ -976,7 +976,7 @@ mod tests {
         assert_eq!(cfg.server.node_id, "b", "env beats the file");
         assert_eq!(cfg.limits.max_message_size, 4096);
         assert_eq!(cfg.limits.rate_burst, 5, "the file beats defaults");
-        assert_eq!(cfg.transport.ws_read_buffer, 4096, "defaults fill the rest");
+        assert_eq!(cfg.transport.ws_read_buffer, 1024, "defaults fill the rest");
     }
 
     #[test]

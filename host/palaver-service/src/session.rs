@@ -42,8 +42,9 @@ pub struct Session {
     pub(crate) attached: HashSet<String>,
     /// The current `fnd` query, as tags.
     pub(crate) fnd_query: Vec<String>,
-    /// One permit per publish until it settles (`max_publishes_in_flight`).
-    pub(crate) publishes: Arc<tokio::sync::Semaphore>,
+    /// One permit per publish until it settles (`max_publishes_in_flight`); made by the first publish, so that
+    /// an idle connection does not carry it.
+    pub(crate) publishes: Option<Arc<tokio::sync::Semaphore>>,
     /// When presence was last refreshed, so that a busy session refreshes at most every few seconds.
     last_touch: i64,
     /// Counts the session in `palaver_sessions_by_transport` until it is dropped.
@@ -58,7 +59,6 @@ impl Session {
         remote: Option<String>,
         live: crate::LiveGauge,
     ) -> Self {
-        let publishes = Arc::new(tokio::sync::Semaphore::new(svc.cfg.max_publishes_in_flight.max(1)));
         Session {
             svc,
             handle,
@@ -68,7 +68,7 @@ impl Session {
             user: None,
             attached: HashSet::new(),
             fnd_query: Vec::new(),
-            publishes,
+            publishes: None,
             last_touch: 0,
             _live: live,
         }
@@ -233,8 +233,10 @@ impl Session {
     /// Ends the session: detaches from every topic, marks presence offline, tells contacts if the user is gone.
     pub async fn close(mut self) {
         // Publishes still settling finish first (their acks and fanout are queued), within a bound.
-        let all = self.svc.cfg.max_publishes_in_flight.max(1) as u32;
-        let _ = tokio::time::timeout(SETTLE_GRACE, self.publishes.acquire_many(all)).await;
+        if let Some(publishes) = &self.publishes {
+            let all = self.svc.cfg.max_publishes_in_flight.max(1) as u32;
+            let _ = tokio::time::timeout(SETTLE_GRACE, publishes.acquire_many(all)).await;
+        }
         let stored: Vec<String> = self.attached.iter().cloned().collect();
         // Counted before leaving the hub, so that a shutdown waiting for sessions also waits for this clean-up.
         self.svc.closing.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -90,11 +90,13 @@ impl Session {
         let tenant = self.tenant();
         // Held until the message settles: at most `max_publishes_in_flight` of this session's wait for their
         // commit, and beyond that the session reads no further frame until one does.
-        let permit =
-            self.publishes.clone().acquire_owned().await.map_err(|_| ServiceError::Unavailable {
-                reason: "the session is closing".into(),
-                retry_after_ms: 0,
-            })?;
+        let bound = self.svc.cfg.max_publishes_in_flight.max(1);
+        let publishes = self.publishes.get_or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(bound)));
+        let permit = publishes
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ServiceError::Unavailable { reason: "the session is closing".into(), retry_after_ms: 0 })?;
         // Revoked while the hooks ran: nothing is stored under credentials that no longer hold.
         let revoked = || self.is_closed();
         let admitted = self.svc.messages(tenant).admit(&ctx, msg, revoked).await?;
