@@ -136,7 +136,7 @@ impl Messages<'_> {
         let (done, next) = oneshot::channel();
         let before = state.tail.replace(next);
         drop(state);
-        Ok(Queued { msg, pending, turn: Turn { before, _done: done }, topic: topic.clone() })
+        Ok(Queued { msg, pending, turn: Turn { before, _done: done }, topic })
     }
 
     /// The second half: waits for the commit, then for the topic's turn, and then, if the message is stored,
