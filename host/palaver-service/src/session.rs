@@ -154,7 +154,10 @@ impl Session {
             kind,
         );
         let outcome = tracing::Instrument::instrument(self.dispatch(msg), span).await;
-        self.svc.metrics.request_done(kind, started.elapsed());
+        // A publish is timed by its own handler, up to its ack or error, which may come after this returns.
+        if !matches!(kind, "pub") {
+            self.svc.metrics.request_done(kind, started.elapsed());
+        }
         if let Err(e) = outcome {
             report_error(&self.svc, &self.handle, id.as_deref(), topic.as_deref(), &e).await;
         }

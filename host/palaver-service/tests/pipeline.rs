@@ -98,6 +98,12 @@ impl MessageStore for Gated {
 
 /// A group with its owner (who publishes) and one attached reader, over gated history.
 async fn setup(cfg: ServiceConfig) -> (Arc<Gated>, Client, Client, String) {
+    let (gated, owner, reader, grp, _) = setup_service(cfg).await;
+    (gated, owner, reader, grp)
+}
+
+/// [`setup`], with the service.
+async fn setup_service(cfg: ServiceConfig) -> (Arc<Gated>, Client, Client, String, palaver_service::Service) {
     let gated = Arc::new(std::sync::OnceLock::new());
     let slot = gated.clone();
     let svc = service_over_messages(cfg, move |store| {
@@ -114,7 +120,17 @@ async fn setup(cfg: ServiceConfig) -> (Arc<Gated>, Client, Client, String) {
     assert_eq!(reader.sub(&grp).await["code"], 200);
     owner.drain();
     reader.drain();
-    (gated, owner, reader, grp)
+    (gated, owner, reader, grp, svc)
+}
+
+/// The count and sum (seconds) of `palaver_request_duration_seconds{kind="pub"}`.
+fn pub_durations(svc: &palaver_service::Service) -> (u64, f64) {
+    let text = svc.render_metrics();
+    let value = |name: &str| {
+        let prefix = format!("palaver_request_duration_seconds_{name}{{kind=\"pub\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(&prefix)).map_or(0.0, |v| v.trim().parse::<f64>().unwrap())
+    };
+    (value("count") as u64, value("sum"))
 }
 
 fn publish(id: &str, topic: &str, text: &str) -> Value {
@@ -132,7 +148,7 @@ fn ctrls(frames: &[Value]) -> Vec<(String, i64, Option<i64>)> {
 
 #[tokio::test]
 async fn acks_and_fanout_keep_seq_order_whichever_commit_finishes_first() {
-    let (gated, mut owner, mut reader, grp) = setup(ServiceConfig::default()).await;
+    let (gated, mut owner, mut reader, grp, svc) = setup_service(ServiceConfig::default()).await;
     // Both requests return while their rows wait for the commit: the session reads on.
     assert!(ctrls(&owner.send(publish("a", &grp, "first")).await).is_empty());
     assert!(ctrls(&owner.send(publish("b", &grp, "second")).await).is_empty());
@@ -150,6 +166,10 @@ async fn acks_and_fanout_keep_seq_order_whichever_commit_finishes_first() {
     let seqs: Vec<i64> = data(&got).iter().map(|d| d["seq"].as_i64().unwrap()).collect();
     assert_eq!(seqs, vec![1, 2]);
     assert_eq!(ctrls(&frames), vec![("a".to_owned(), 202, Some(1))]);
+    // A publish is timed up to its ack, not to the return of its request: both waited over 100 ms here.
+    let (count, sum) = pub_durations(&svc);
+    assert_eq!(count, 2);
+    assert!(sum >= 0.2, "the publish durations add up to {sum} s");
 }
 
 #[tokio::test]

@@ -36,6 +36,7 @@ impl Session {
     }
 
     pub(crate) async fn on_pub(&mut self, m: MsgPub) -> ServiceResult<()> {
+        let timer = PubTimer { svc: self.svc.clone(), started: std::time::Instant::now() };
         let me = self.me()?;
         let (stored, mode) = self.attached_topic(&m.topic, me)?;
         if !mode.has(AccessMode::WRITE) {
@@ -123,6 +124,7 @@ impl Session {
         let task = async move {
             let result = settle.await;
             drop(permit);
+            let _timer = timer;
             if let Err(e) = result {
                 crate::session::report_error(&svc, &handle, id.as_deref(), Some(&topic), &e).await;
             }
@@ -176,6 +178,19 @@ impl Session {
         };
         self.svc.dispatch(tenant, event, Some(self.handle.sid), Some(me)).await;
         Ok(())
+    }
+}
+
+/// Records a publish's duration in `palaver_request_duration_seconds{kind="pub"}` when dropped: at its ack or
+/// error, whether that comes before the handler returns or from the task that settles it.
+struct PubTimer {
+    svc: Arc<Inner>,
+    started: std::time::Instant,
+}
+
+impl Drop for PubTimer {
+    fn drop(&mut self) {
+        self.svc.metrics.request_done("pub", self.started.elapsed());
     }
 }
 
