@@ -111,7 +111,7 @@ impl Session {
             attachments,
             call_peer,
             audio_only,
-            device: self.device_id(),
+            dev: self.hello.as_ref().and_then(|h| h.dev.clone()),
         };
         let mut settle = Box::pin(settle(self.svc.clone(), self.handle.clone(), tenant, admitted, settling));
         // A store that appended in place has settled already: the reply is queued before this returns.
@@ -205,7 +205,8 @@ struct Settling {
     attachments: Vec<String>,
     call_peer: Option<UserId>,
     audio_only: bool,
-    device: Option<String>,
+    /// The push token the session registered with `{hi dev}`: its device gets no push for its own message.
+    dev: Option<String>,
 }
 
 /// The second half of a `{pub}`: waits for the message to settle, acks it (ctrl 202, `audit:"pending"` when
@@ -250,7 +251,8 @@ async fn settle(
     if fresh && !held {
         if rings {
             // The push task is only handed to a buffer: nothing here waits for the queue or a provider.
-            svc.enqueue_push(tenant, &msg, s.device);
+            let device = s.dev.as_deref().map(crate::usecases::devices::device_id);
+            svc.enqueue_push(tenant, &msg, device);
         }
         svc.notify_unattached(tenant, &msg).await;
     }
