@@ -262,6 +262,14 @@ fn insert(h: &mut HeaderMap, name: header::HeaderName, value: &str) {
 /// A refusal as Tinode answers one on these routes: a `{ctrl}` body with the code as the HTTP status.
 fn reply(id: Option<&str>, e: &ServiceError) -> Response<Body> {
     let code = e.code();
+    // The client sees only the code and a short text: the operator needs the reason behind a 5xx.
+    match code {
+        Code::InternalError => tracing::error!(error = %e, "file request failed"),
+        Code::ServiceUnavailable if !matches!(e, ServiceError::FilePending) => {
+            tracing::warn!(error = %e, "file request refused")
+        }
+        _ => {}
+    }
     let body = palaver_service::ctrl_frame(id, None, code, Some(&e.text()), palaver_core::now_millis(), e.params());
     let status = StatusCode::from_u16(code.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut resp = json(status, body);

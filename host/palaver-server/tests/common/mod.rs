@@ -20,7 +20,19 @@ pub mod webhook;
 
 pub const KEY: &str = "AQEAAAABAAD_rAp4DJh05a1HAwFT3A6K";
 
+/// Warnings and errors of the nodes a test starts go to the test's captured output, which libtest prints when the
+/// test fails: a 503 in an assertion then comes with its reason. `RUST_LOG` widens it.
+pub fn capture_logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+    });
+}
+
 pub fn config(dir: &Path, env: &[(&str, &str)]) -> Config {
+    capture_logs();
     let mut vars: Vec<(String, String)> = vec![
         ("PALAVER_AUTH__ARGON2_MEMORY_KIB".into(), "64".into()),
         ("PALAVER_AUTH__ARGON2_ITERATIONS".into(), "1".into()),
