@@ -25,6 +25,10 @@ start_coturn
 ensure_chromium
 # clamd (one EICAR test signature) for the ClamAV scanner's tests (palaver-clamav; exports PALAVER_TEST_CLAMD).
 start_clamd
+# Mailpit (SMTP, read back over its REST API) for the code senders' tests (palaver-verify; installed with `go install`
+# from the Go module proxy on first use, then kept under /opt; exports PALAVER_TEST_SMTP_ADDR and
+# PALAVER_TEST_MAILPIT_API).
+start_mailpit
 
 start=$(date +%s)
 step() { log "$1 ($(( $(date +%s) - start )) s so far)"; }

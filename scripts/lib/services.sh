@@ -10,6 +10,9 @@
 #   start_seaweedfs          # SeaweedFS (S3, key palaver/palaver-secret, bucket palaver-test) on 127.0.0.1:8333
 #   stop_seaweedfs           # stops the SeaweedFS start_seaweedfs started
 #   ensure_seaweedfs         # builds the pinned SeaweedFS `weed` with Go, once (start_seaweedfs calls it)
+#   start_mailpit            # Mailpit (SMTP, messages read back over its REST API) on 127.0.0.1:1025 and :8025
+#   stop_mailpit             # stops the Mailpit start_mailpit started
+#   ensure_mailpit           # installs the pinned Mailpit with `go install`, once (start_mailpit calls it)
 #   ensure_chromium          # Debian's Chromium, for the web app test in tests/e2e/webapp
 #
 # Settings (environment): PALAVER_MARIADB_DATADIR (default /var/lib/mysql), PALAVER_MARIADB_PORT (3306),
@@ -471,6 +474,18 @@ seaweedfs_create_bucket() {
   [ "$code" = 200 ] || [ "$code" = 409 ]
 }
 
+# Puts the Go toolchain on PATH (from /usr/local/go when it is not there yet); SeaweedFS and Mailpit are built
+# with it. It is not installed here: Debian's is too old for these modules.
+ensure_go() {
+  if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+    export PATH="/usr/local/go/bin:$PATH"
+  fi
+  if ! command -v go >/dev/null 2>&1; then
+    log "go not found: install the Go toolchain (1.26 or later), then rerun"
+    return 1
+  fi
+}
+
 # Builds the pinned `weed` once. `go install …/weed@version` refuses a module whose go.mod has replace directives,
 # so the module source is fetched with `go mod download`, copied to a scratch directory and built there as the
 # main module, where its replace directives apply.
@@ -481,13 +496,7 @@ ensure_seaweedfs() {
   if [ -x "$bin" ]; then
     return 0
   fi
-  if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
-    export PATH="/usr/local/go/bin:$PATH"
-  fi
-  if ! command -v go >/dev/null 2>&1; then
-    log "go not found: install the Go toolchain (1.26 or later), then rerun"
-    return 1
-  fi
+  ensure_go || return 1
   started=$(date +%s)
   log "building SeaweedFS $version into $bin (takes minutes)"
   src=$(go mod download -json "github.com/seaweedfs/seaweedfs@$version" | sed -n 's/^\t"Dir": "\(.*\)",\{0,1\}$/\1/p')
@@ -579,6 +588,96 @@ JSON
 
 stop_seaweedfs() {
   stop_pidfile "$(seaweedfs_data)/weed.pid" 30
+}
+
+# Mailpit, a real SMTP server that keeps what it receives and shows it over a REST API, for the code senders'
+# tests (palaver-verify): SMTP and the API on 127.0.0.1, messages in a temporary database that goes with the
+# process. Debian has no package, so ensure_mailpit installs the pinned version with `go install` from the Go
+# module proxy once (a minute or two; the Go module and build caches keep a rebuild faster).
+#
+#   start_mailpit            # then tests read PALAVER_TEST_SMTP_ADDR (127.0.0.1:1025) and
+#                            # PALAVER_TEST_MAILPIT_API (http://127.0.0.1:8025)
+#   stop_mailpit             # SIGTERM the server this function started (SIGKILL after 10 s)
+#
+# Settings (environment): PALAVER_SMTP_PORT (1025), PALAVER_MAILPIT_PORT (8025: the API and web UI),
+# PALAVER_MAILPIT_HOME (/opt/palaver-mailpit: the binary is <home>/<version>/mailpit), PALAVER_MAILPIT_DIR
+# (/tmp/palaver-mailpit-<SMTP port>: log, pid), PALAVER_MAILPIT_VERSION (the pinned module version). A server
+# already answering the API on the port is taken as it is: its SMTP port must be PALAVER_SMTP_PORT, and it must be
+# started with the options below (any SMTP login accepted, recipients with a `#` refused).
+mailpit_version() {
+  printf '%s' "${PALAVER_MAILPIT_VERSION:-v1.33.1}"
+}
+
+mailpit_bin() {
+  printf '%s/%s/mailpit' "${PALAVER_MAILPIT_HOME:-/opt/palaver-mailpit}" "$(mailpit_version)"
+}
+
+mailpit_dir() {
+  printf '%s' "${PALAVER_MAILPIT_DIR:-/tmp/palaver-mailpit-${PALAVER_SMTP_PORT:-1025}}"
+}
+
+# True if the HTTP server answers its readiness check.
+mailpit_alive() {
+  curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:${PALAVER_MAILPIT_PORT:-8025}/readyz" 2>/dev/null
+}
+
+# Installs the pinned `mailpit` once, into its own GOBIN.
+ensure_mailpit() {
+  local bin version started
+  bin=$(mailpit_bin)
+  version=$(mailpit_version)
+  if [ -x "$bin" ]; then
+    return 0
+  fi
+  ensure_go || return 1
+  started=$(date +%s)
+  log "installing Mailpit $version into $bin (go install)"
+  mkdir -p "$(dirname "$bin")"
+  if ! GOFLAGS=-mod=mod GOBIN="$(dirname "$bin")" go install -trimpath -ldflags "-s -w" \
+    "github.com/axllent/mailpit@$version"; then
+    log "installing github.com/axllent/mailpit@$version failed"
+    return 1
+  fi
+  log "installed $bin in $(($(date +%s) - started)) s"
+}
+
+start_mailpit() {
+  local smtp="${PALAVER_SMTP_PORT:-1025}"
+  local port="${PALAVER_MAILPIT_PORT:-8025}"
+  local dir bin
+  dir=$(mailpit_dir)
+  export PALAVER_TEST_SMTP_ADDR="127.0.0.1:$smtp" PALAVER_TEST_MAILPIT_API="http://127.0.0.1:$port"
+  command -v curl >/dev/null 2>&1 || apt_install curl
+  if mailpit_alive; then
+    log "Mailpit is already answering on 127.0.0.1:$port"
+    return 0
+  fi
+  ensure_mailpit || return 1
+  bin=$(mailpit_bin)
+  mkdir -p "$dir"
+  : >"$dir/mailpit.log"
+  log "starting Mailpit: SMTP on 127.0.0.1:$smtp, API on 127.0.0.1:$port (dir $dir)"
+  # Any user name and password is accepted over plain SMTP, and none is needed; a recipient with a `#` in it is
+  # refused (550), so the senders' tests meet a real recipient refusal.
+  nohup "$bin" --smtp "127.0.0.1:$smtp" --listen "127.0.0.1:$port" --disable-version-check --smtp-disable-rdns \
+    --smtp-auth-accept-any --smtp-auth-allow-insecure --smtp-allowed-recipients '^[^#]*$' \
+    </dev/null >"$dir/mailpit.log" 2>&1 &
+  echo $! >"$dir/mailpit.pid"
+  local waited=0
+  until mailpit_alive; do
+    if [ "$waited" -ge 60 ] || ! kill -0 "$(cat "$dir/mailpit.pid")" 2>/dev/null; then
+      log "Mailpit did not answer within $((waited / 2)) s; see $dir/mailpit.log"
+      tail -n 20 "$dir/mailpit.log" >&2 || true
+      return 1
+    fi
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+  log "Mailpit is up: SMTP at 127.0.0.1:$smtp, API at http://127.0.0.1:$port"
+}
+
+stop_mailpit() {
+  stop_pidfile "$(mailpit_dir)/mailpit.pid" 10
 }
 
 # Debian's Chromium, which tests/e2e/webapp drives headless with puppeteer-core (that package downloads no browser

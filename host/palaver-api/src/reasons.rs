@@ -67,6 +67,11 @@ reasons! {
     Conflict = "CONFLICT", AlreadyExists, "The change conflicts with the stored state.";
     OutOfSequence = "OUT_OF_SEQUENCE", CommandOutOfSequence, "The request came out of order (such as before `{hi}`).";
     DuplicateCredential = "DUPLICATE_CREDENTIAL", DuplicateCredential, "The login or credential is taken.";
+    BadCredential = "BAD_CREDENTIAL", Malformed, "A credential is not a valid address for its method, or the method is not enabled (params `what`).";
+    CredentialsRequired = "CREDENTIALS_REQUIRED", PolicyViolation, "Sign-up must name a credential of each required method (params `creds`).";
+    InvalidResponse = "INVALID_RESPONSE", InvalidResponse, "The confirmation code does not match.";
+    CodeExpired = "CODE_EXPIRED", PolicyViolation, "The code expired or its attempts are used up; a new code was sent.";
+    LastCredential = "LAST_CREDENTIAL", PolicyViolation, "The only confirmed credential of a required method cannot be removed.";
     TooLarge = "TOO_LARGE", TooLarge, "A value is larger than allowed.";
     PolicyViolation = "POLICY_VIOLATION", PolicyViolation, "A tenant policy refuses the request.";
     ContentRejected = "CONTENT_REJECTED", PolicyViolation, "A content filter refused the message (the ctrl text says why).";

@@ -43,8 +43,12 @@
 //!
 //! The device store (push tokens) runs [`device_contract_tests!`] in the same two forms, the call store
 //! [`call_contract_tests!`], the tenant settings store [`settings_contract_tests!`] and the file record store
-//! [`file_contract_tests!`] too. A blob store (file bytes) runs [`blob_contract_tests!`], whose expression
+//! [`file_contract_tests!`] too, and the credential store (the accounts' email addresses and phone numbers)
+//! [`credential_contract_tests!`]. A blob store (file bytes) runs [`blob_contract_tests!`], whose expression
 //! evaluates to the store.
+//!
+//! The one-time code store (confirmation and reset codes) runs [`code_contract_tests!`], whose expression
+//! evaluates to an `Arc<dyn CodeStore>`.
 //!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
@@ -216,6 +220,22 @@ macro_rules! command_contract_tests {
     };
 }
 
+/// Expands to one `#[tokio::test]` per one-time code store case, each on a fresh store (an
+/// `Arc<dyn CodeStore>`) made by the given async expression.
+#[macro_export]
+macro_rules! code_contract_tests {
+    ($make:expr) => {
+        $crate::__contract_suite!(@each codes: _ = $make;
+            codes_are_consumed_once,
+            wrong_tries_wear_a_code_out,
+            a_new_code_replaces_the_old,
+            codes_expire,
+            sends_are_limited_per_hour,
+            one_of_two_concurrent_redeems_wins,
+        );
+    };
+}
+
 /// Expands to one `#[tokio::test]` per tenant registry case, each on a fresh, empty registry made by the given
 /// async expression.
 #[macro_export]
@@ -329,6 +349,26 @@ macro_rules! file_contract_tests {
             file_references_link_and_list,
             file_unreferenced_are_listed_oldest_first,
             file_uploads_counted_and_tenants_isolated,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per credential store case, each on a fresh store made by the given async
+/// expression (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`].
+#[macro_export]
+macro_rules! credential_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            credential_add_known_and_listed,
+            credential_limit_counts_all,
+            credential_confirmed_by_another_conflicts,
+            credential_confirm_not_found_conflict_idempotent,
+            credential_unconfirmed_claims_are_shared_until_confirmed,
+            credential_delete_and_forget,
+            credential_find_ignores_unconfirmed,
+            credential_tenants_are_isolated,
+            credential_concurrent_adds_respect_limit,
+            credential_concurrent_confirms_one_wins,
         );
     };
 }

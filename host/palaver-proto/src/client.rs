@@ -85,7 +85,7 @@ pub struct MsgHi {
     pub bkg: bool,
 }
 
-/// A credential to validate (`email`, `tel`, …). Accepted and ignored: Palaver does not validate credentials yet.
+/// A credential: an address to confirm (`meth`, `val`) or a confirmation code (`meth`, `resp`).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Credential {
     pub meth: Option<String>,

@@ -185,12 +185,33 @@ pub struct MsgMeta {
     pub del: Option<DelValues>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
+    /// The user's credentials (`{get what:"cred"}` on `me`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cred: Option<Vec<CredentialView>>,
+}
+
+/// One credential as `{meta cred}` lists it; `done` is left out while unconfirmed, as Tinode does.
+#[derive(Debug, Clone, Serialize)]
+pub struct CredentialView {
+    pub meth: String,
+    pub val: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub done: bool,
 }
 
 impl MsgMeta {
     /// An empty meta for `topic`, to fill one part of.
     pub fn new(id: Option<&str>, topic: &str, ts: Timestamp) -> Self {
-        MsgMeta { id: id.map(str::to_owned), topic: topic.to_owned(), ts, desc: None, sub: None, del: None, tags: None }
+        MsgMeta {
+            id: id.map(str::to_owned),
+            topic: topic.to_owned(),
+            ts,
+            desc: None,
+            sub: None,
+            del: None,
+            tags: None,
+            cred: None,
+        }
     }
 }
 

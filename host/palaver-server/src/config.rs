@@ -41,13 +41,15 @@ pub struct Config {
     pub accounts: AccountsConfig,
 }
 
-/// `[accounts]`: what deleting an account keeps.
+/// `[accounts]`: what deleting an account keeps, and the credentials accounts confirm.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct AccountsConfig {
     /// What a deleted account's profile (public, trusted, tags) becomes: `client` (the request's `hard`
     /// erases it, a soft deletion keeps it), `retain` (always kept for audit) or `erase` (always cleared).
     pub delete_mode: DeleteModeConfig,
+    /// Email addresses and phone numbers confirmed by code (`[accounts.credentials]`).
+    pub credentials: crate::credentials::CredentialsSection,
 }
 
 /// The words of `accounts.delete_mode`.
@@ -857,6 +859,7 @@ impl Config {
         self.push.validate().map_err(ConfigError::Invalid)?;
         self.calls.validate().map_err(ConfigError::Invalid)?;
         self.files.validate().map_err(ConfigError::Invalid)?;
+        self.accounts.credentials.validate().map_err(ConfigError::Invalid)?;
         let a = &self.admin_commands;
         if a.max_attempts == 0 || a.retry_backoff_ms == 0 || a.retry_backoff_max_ms < a.retry_backoff_ms {
             return bad("admin_commands: max_attempts and retry_backoff_ms must be ≥ 1 and retry_backoff_max_ms ≥ \

@@ -7,6 +7,7 @@ mod business;
 mod call_sweep;
 mod cluster;
 pub mod config;
+pub mod credentials;
 mod every;
 pub mod files;
 pub mod jwt_keys;

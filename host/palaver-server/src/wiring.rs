@@ -11,9 +11,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
 use palaver_core::ports::{
-    AuditStore, BlobStore, BusinessPorts, CallStore, CommandStore, DeviceStore, FileStore, GroupStore, HealthCheck,
-    MessageStore, NoHooks, NoRules, NotificationStore, OutboxStore, Ports, PushDedup, RelationStore, ReportStore,
-    SettingsStore, SubscriptionStore, TaskQueue, TenantStore, TopicStore, UserStore,
+    AuditStore, BlobStore, BusinessPorts, CallStore, CommandStore, CredentialStore, DeviceStore, FileStore, GroupStore,
+    HealthCheck, MessageStore, NoHooks, NoRules, NotificationStore, OutboxStore, Ports, PushDedup, RelationStore,
+    ReportStore, SettingsStore, SubscriptionStore, TaskQueue, TenantStore, TopicStore, UserStore,
 };
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
@@ -322,6 +322,7 @@ struct Storage {
     calls: Arc<dyn CallStore>,
     settings: Arc<dyn SettingsStore>,
     files: Arc<dyn FileStore>,
+    credentials: Arc<dyn CredentialStore>,
 }
 
 impl Storage {
@@ -329,9 +330,10 @@ impl Storage {
     where
         S: UserStore + TopicStore + SubscriptionStore + MessageStore + RelationStore + GroupStore + NotificationStore,
         S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + CallStore + SettingsStore + FileStore,
-        S: 'static,
+        S: CredentialStore + 'static,
     {
         Storage {
+            credentials: store.clone(),
             users: store.clone(),
             topics: store.clone(),
             subs: store.clone(),
@@ -402,6 +404,9 @@ fn with_shared_state(
             files: storage.files,
             blobs,
             login_failures: None,
+            credentials: storage.credentials,
+            codes: cfg.accounts.credentials.memory_codes(),
+            code_senders: cfg.accounts.credentials.senders()?,
         };
         return Ok((ports, None, Arc::new(MemoryPushDedup::new(cfg.push.dedup_capacity))));
     };
@@ -420,6 +425,7 @@ fn with_shared_state(
     let calls = storage.calls;
     let settings = storage.settings;
     let files = storage.files;
+    let credentials = storage.credentials;
     let cached = CachedStorage::new(client, storage.users, storage.topics, storage.subs, storage.messages, policy);
     let cluster = Cluster { nodes: Arc::new(shared.nodes), bus: shared.bus.clone(), metrics, redis: redis_client };
     let ports = Ports {
@@ -445,6 +451,10 @@ fn with_shared_state(
         blobs,
         // Guesses spread over the nodes meet one backoff (`security:login_fail:*`).
         login_failures: Some(Arc::new(shared.login_failures)),
+        // Codes and their send counters are short state every node must see (`verify:*`).
+        credentials,
+        codes: Arc::new(shared.codes),
+        code_senders: cfg.accounts.credentials.senders()?,
     };
     let dedup: Arc<dyn PushDedup> = Arc::new(shared.push_dedup);
     Ok((ports, Some(cluster), dedup))
@@ -549,6 +559,7 @@ fn service_config(cfg: &Config) -> ServiceConfig {
             recall_window: Duration::from_millis(cfg.messages.recall_window_ms),
         },
         delete_mode: cfg.accounts.delete_mode.service(),
+        credentials: cfg.accounts.credentials.service(),
         ..ServiceConfig::default()
     }
 }

@@ -50,6 +50,11 @@ pub fn verify_password(password: &str, phc: &str) -> bool {
 
 /// Splits a basic-scheme secret, standard base64 of `login:password`. The login is normalised as every store
 /// keys it ([`palaver_core::normalize_login`]: NFKC, then lower case), so look-alike spellings meet.
+/// The UTF-8 text of a standard padded base64 secret (`reset` and `code` secrets carry `a:b:c`).
+pub fn decode_secret(secret: &str) -> Option<String> {
+    String::from_utf8(STANDARD.decode(secret.trim()).ok()?).ok()
+}
+
 pub fn parse_basic_secret(secret: &str) -> Option<(String, String)> {
     let raw = STANDARD.decode(secret.trim()).ok()?;
     let text = String::from_utf8(raw).ok()?;

@@ -35,6 +35,21 @@ pub enum ServiceError {
     OutOfSequence,
     #[error("duplicate credential")]
     DuplicateCredential,
+    /// A credential's value is not an address of its method, or the method is not enabled (ctrl params `what`).
+    #[error("malformed credential: {method}")]
+    BadCredential { method: String },
+    /// Sign-up named no credential of these required methods (ctrl params `creds`).
+    #[error("credentials required: {0:?}")]
+    CredentialsRequired(Vec<String>),
+    /// A confirmation code that does not match (406).
+    #[error("invalid response")]
+    InvalidResponse,
+    /// The pending code expired or its attempts are used up; a new one was sent.
+    #[error("the code expired or was used up")]
+    CodeExpired,
+    /// Removing the account's only confirmed credential of a required method.
+    #[error("the last confirmed credential of a required method")]
+    LastCredential,
     #[error("too large: {0}")]
     TooLarge(String),
     #[error("policy violation: {0}")]
@@ -96,6 +111,11 @@ impl ServiceError {
             AlreadyExists => Reason::AlreadyExists,
             OutOfSequence => Reason::OutOfSequence,
             DuplicateCredential => Reason::DuplicateCredential,
+            BadCredential { .. } => Reason::BadCredential,
+            CredentialsRequired(_) => Reason::CredentialsRequired,
+            InvalidResponse => Reason::InvalidResponse,
+            CodeExpired => Reason::CodeExpired,
+            LastCredential => Reason::LastCredential,
             TooLarge(_) => Reason::TooLarge,
             Policy(_) => Reason::PolicyViolation,
             TooManyRequests | RateLimited { .. } => Reason::RateLimited,
@@ -130,6 +150,13 @@ impl ServiceError {
             | ServiceError::Denied(why)
             | ServiceError::RateLimited { why, .. } => format!("{}: {why}", self.code().text()),
             ServiceError::LoginThrottled { .. } => "too many failed logins: retry later".to_owned(),
+            ServiceError::CodeExpired => {
+                "policy violation: the code expired or was used up; a new one was sent".to_owned()
+            }
+            ServiceError::LastCredential => {
+                "policy violation: the only confirmed credential of a required method stays".to_owned()
+            }
+            ServiceError::CredentialsRequired(_) => "policy violation: required credentials missing".to_owned(),
             ServiceError::Rejected { reason, .. } => reason.clone(),
             _ => self.code().text().to_owned(),
         }
@@ -143,6 +170,9 @@ impl ServiceError {
             | ServiceError::RateLimited { retry_after_ms, .. } => {
                 Some(serde_json::json!({ "retry_after_ms": retry_after_ms }))
             }
+            // Tinode's keys: `what` names the offending method, `creds` the missing ones.
+            ServiceError::BadCredential { method } => Some(serde_json::json!({ "what": method })),
+            ServiceError::CredentialsRequired(methods) => Some(serde_json::json!({ "creds": methods })),
             _ => None,
         }
     }
@@ -185,6 +215,11 @@ mod tests {
             (ServiceError::AlreadyExists, Code::AlreadyExists),
             (ServiceError::OutOfSequence, Code::CommandOutOfSequence),
             (ServiceError::DuplicateCredential, Code::DuplicateCredential),
+            (ServiceError::BadCredential { method: s() }, Code::Malformed),
+            (ServiceError::CredentialsRequired(vec![]), Code::PolicyViolation),
+            (ServiceError::InvalidResponse, Code::InvalidResponse),
+            (ServiceError::CodeExpired, Code::PolicyViolation),
+            (ServiceError::LastCredential, Code::PolicyViolation),
             (ServiceError::TooLarge(s()), Code::TooLarge),
             (ServiceError::Policy(s()), Code::PolicyViolation),
             (ServiceError::TooManyRequests, Code::TooManyRequests),

@@ -27,6 +27,7 @@ pub use delivery::hub::{Attached, Frame, Hub, Outbound, SessionHandle, SessionRx
 pub use error::{ServiceError, ServiceResult};
 pub use metrics::{LiveGauge, Metrics};
 pub use usecases::calls::{CallConfig, IceServer, turn_credentials};
+pub use usecases::credentials::{CredentialsConfig, METHODS as CREDENTIAL_METHODS};
 pub use usecases::deletion::{AccountDeleted, DeleteMode};
 pub use usecases::edits::EditConfig;
 pub use usecases::files::{
@@ -119,6 +120,8 @@ pub struct ServiceConfig {
     pub jwt: Arc<jwt::JwtKeys>,
     /// What a deleted account's profile becomes (`accounts.delete_mode`).
     pub delete_mode: DeleteMode,
+    /// Credentials, their codes and the methods required to log in (`[accounts.credentials]`).
+    pub credentials: usecases::credentials::CredentialsConfig,
 }
 
 impl Default for ServiceConfig {
@@ -160,6 +163,7 @@ impl Default for ServiceConfig {
             edits: usecases::edits::EditConfig::default(),
             jwt: Arc::default(),
             delete_mode: DeleteMode::default(),
+            credentials: usecases::credentials::CredentialsConfig::default(),
         }
     }
 }

@@ -33,3 +33,10 @@ mod queue {
     palaver_contract::audit_contract_tests!(async { MemoryAudit::new() });
 }
 palaver_contract::file_contract_tests!(async { palaver_store_memory::MemoryFiles::new() });
+
+palaver_contract::credential_contract_tests!(async { MemoryStore::new() });
+
+palaver_contract::code_contract_tests!(async {
+    std::sync::Arc::new(palaver_store_memory::MemoryCodes::new(10_000))
+        as std::sync::Arc<dyn palaver_core::ports::CodeStore>
+});

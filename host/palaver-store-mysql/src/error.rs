@@ -57,6 +57,16 @@ fn db_error_ref(err: &sqlx::Error) -> Option<StoreError> {
     }
 }
 
+/// True if the error is a deadlock (`ER_LOCK_DEADLOCK`): the server rolled the transaction back, and running it
+/// again from the start is safe.
+pub(crate) fn is_deadlock(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db)
+        if db.try_downcast_ref::<MySqlDatabaseError>().is_some_and(|e| e.number() == ER_LOCK_DEADLOCK))
+}
+
+/// The server's error number for a deadlock.
+const ER_LOCK_DEADLOCK: u16 = 1213;
+
 fn is_retryable(err: &MySqlDatabaseError) -> bool {
     RETRYABLE.contains(&err.number())
 }
@@ -89,5 +99,7 @@ mod tests {
         assert!(matches!(db_error(sqlx::Error::Io(refused)), StoreError::Unavailable(_)));
         assert!(matches!(db_error(sqlx::Error::RowNotFound), StoreError::Internal(_)));
         assert!(!is_unique_violation(&sqlx::Error::PoolClosed));
+        assert!(!is_deadlock(&sqlx::Error::PoolClosed));
+        assert!(RETRYABLE.contains(&ER_LOCK_DEADLOCK));
     }
 }

@@ -18,7 +18,8 @@
 //! mutes, settings, join requests, announcements) run on the same database's business tables, and so do
 //! `CommandStore` (the admin command ledger) and `ReportStore` (abuse reports), whose writes append their queue
 //! records to the same database's outbox in the same transaction. `DeviceStore` (push tokens) runs on its
-//! `im_devices` table, `CallStore` (one-to-one calls) on `im_calls`.
+//! `im_devices` table, `CallStore` (one-to-one calls) on `im_calls`, `CredentialStore` (the accounts' email addresses
+//! and phone numbers, one confirmed owner each) on `credentials`.
 //!
 //! # Pools
 //!
@@ -63,6 +64,7 @@ mod calls;
 mod codec;
 mod commands;
 mod config;
+mod credentials;
 mod deletions;
 mod derive;
 mod devices;

@@ -165,3 +165,12 @@ palaver_contract::file_contract_tests!(
         common::storage_fixture()
     }
 );
+
+palaver_contract::credential_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);

@@ -206,6 +206,16 @@ impl Keys {
     pub fn login_fail(&self, t: TenantId, key_hash: &str) -> String {
         format!("{}:security:login_fail:{key_hash}", self.tenant(t))
     }
+
+    /// A one-time code (its hash and the attempts used), by the digest the service builds of its purpose, account
+    /// and address.
+    pub fn verify_code(&self, t: TenantId, key_hash: &str) -> String {
+        format!("{}:verify:code:{key_hash}", self.tenant(t))
+    }
+    /// The sends to one address in the current hour, by the digest of the purpose and the address.
+    pub fn verify_limit(&self, t: TenantId, key_hash: &str) -> String {
+        format!("{}:verify:limit:{key_hash}", self.tenant(t))
+    }
 }
 
 /// Escapes the characters a Redis glob pattern gives a meaning to.
@@ -287,6 +297,8 @@ mod tests {
             (k.topic_hot_msg_dels(a, "grpX"), k.topic_hot_msg_dels(b, "grpX")),
             (k.hot_msg_index(a), k.hot_msg_index(b)),
             (k.login_fail(a, "ab"), k.login_fail(b, "ab")),
+            (k.verify_code(a, "ab"), k.verify_code(b, "ab")),
+            (k.verify_limit(a, "ab"), k.verify_limit(b, "ab")),
             (k.rt_channel(a, EventKind::Presence), k.rt_channel(b, EventKind::Presence)),
             (k.rt_node_channel(a, "n1"), k.rt_node_channel(b, "n1")),
             (k.control_user_version(a, u), k.control_user_version(b, u)),

@@ -11,6 +11,7 @@
 //! | [`HotMessages`] | `MessageStore` decorator | hot messages | reads and writes go to the inner store |
 //! | [`CachedUsers`], [`CachedTopics`], [`CachedSubs`] | storage decorators | cache-aside | reads go to the store |
 //! | [`RedisLoginFailures`] | `LoginFailureStore` | short-lived state | an error: security state fails closed |
+//! | [`RedisCodes`] | `CodeStore` | short-lived state (`verify:*`) | an error: no code issued or accepted |
 //! | [`RedisBus`] | `RealtimeBus` | Pub/Sub channels | `publish` drops (counted); the subscriber reconnects |
 //! | [`RedisNodes`] | `NodeRegistry` | node identity | an error: a node must not start on an unknown claim |
 //! | [`RedisControl`] | `SessionControlStore` | control versions | an error |
@@ -60,6 +61,7 @@ mod bus;
 mod cache;
 mod client;
 mod codec;
+mod codes;
 mod coherence;
 mod config;
 mod control;
@@ -82,6 +84,7 @@ mod subscriber;
 pub use bus::{BusConfig, RedisBus};
 pub use cache::{CachedSubs, CachedTopics, CachedUsers};
 pub use client::{RedisClient, SetupError};
+pub use codes::RedisCodes;
 pub use config::{ConfigError, RedisConfig};
 pub use control::RedisControl;
 pub use envelope::{EnvelopeError, decode as decode_envelope, encode as encode_envelope};
@@ -105,6 +108,7 @@ pub struct RedisPorts {
     pub idempotency: RedisIdempotency,
     pub presence: RedisPresence,
     pub login_failures: RedisLoginFailures,
+    pub codes: RedisCodes,
     pub bus: RedisBus,
     pub nodes: RedisNodes,
     pub control: RedisControl,
@@ -121,6 +125,7 @@ impl RedisPorts {
             idempotency: RedisIdempotency::new(client.clone()),
             presence: RedisPresence::new(client.clone(), node_id.clone()),
             login_failures: RedisLoginFailures::new(client.clone()),
+            codes: RedisCodes::new(client.clone()),
             bus: RedisBus::new(client.clone(), node_id, BusConfig::default()),
             nodes: RedisNodes::new(client.clone()),
             control: RedisControl::new(client.clone()),

@@ -6,6 +6,7 @@
 pub mod bind;
 pub mod calls;
 pub mod columns;
+pub mod credentials;
 pub mod delayed;
 pub mod dellog;
 pub mod files;

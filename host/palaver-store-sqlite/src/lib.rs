@@ -10,7 +10,8 @@
 //! the relay's lease) and `AuditStore` (the audit log) come from migrations 0005 and 0006, and [`SqliteQueue`] is
 //! the embedded task queue over the same file.
 //! `DeviceStore` (push tokens) comes from migration 0008 (its delayed pushes from 0011), `CallStore` (one-to-one calls) from
-//! 0009 (the sweep index from 0010).
+//! 0009 (the sweep index from 0010). `CredentialStore` (the accounts' email addresses and phone numbers, one
+//! confirmed owner each per tenant) comes from migration 0017.
 //!
 //! Every write that touches more than one row runs in one `BEGIN IMMEDIATE` transaction: taking the write lock up
 //! front lets SQLite's busy timeout queue concurrent writers instead of failing one of them mid-transaction.
@@ -19,6 +20,7 @@ mod batch;
 mod calls;
 mod codec;
 mod commands;
+mod credentials;
 mod deletions;
 mod devices;
 mod error;

@@ -46,3 +46,5 @@ mod queue {
     palaver_contract::queue_contract_tests!(fresh_queue());
 }
 palaver_contract::file_contract_tests!(fixture = fresh());
+
+palaver_contract::credential_contract_tests!(fixture = fresh());

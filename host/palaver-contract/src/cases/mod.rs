@@ -6,12 +6,16 @@
 //! owes, [`crate::audit_contract_tests!`] the audit log's,
 //! [`crate::device_contract_tests!`] the device store's, [`crate::call_contract_tests!`] the call store's,
 //! [`crate::settings_contract_tests!`] the tenant settings store's, [`crate::file_contract_tests!`] the file
-//! record store's and [`crate::blob_contract_tests!`] the blob store's; an adapter
+//! record store's, [`crate::credential_contract_tests!`] the credential store's,
+//! [`crate::code_contract_tests!`] the one-time code store's and
+//! [`crate::blob_contract_tests!`] the blob store's; an adapter
 //! may also call single cases from its own tests.
 
 mod audit;
 mod calls;
+mod codes;
 mod commands;
+mod credentials;
 mod deletions;
 mod devices;
 mod files;
@@ -35,7 +39,9 @@ mod users;
 
 pub use audit::*;
 pub use calls::*;
+pub use codes::*;
 pub use commands::*;
+pub use credentials::*;
 pub use deletions::*;
 pub use devices::*;
 pub use files::*;

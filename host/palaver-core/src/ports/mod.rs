@@ -8,6 +8,7 @@ mod bus;
 mod calls;
 mod commands;
 mod control;
+mod credentials;
 mod devices;
 mod files;
 mod groups;
@@ -37,6 +38,9 @@ pub use bus::{BusError, BusSink, BusTarget, Envelope, EventKind, RealtimeBus};
 pub use calls::{Call, CallEnd, CallState, CallStore};
 pub use commands::{Claim, CommandEnd, CommandRecord, CommandStatus, CommandStore};
 pub use control::{ControlScope, ControlVersions, SessionControlStore};
+pub use credentials::{
+    Added, CodeMessage, CodePurpose, CodeSender, CodeStore, Credential, CredentialStore, Issued, Redeemed, SendError,
+};
 pub use devices::{DelayedPush, Device, DeviceStore};
 pub use files::{BlobError, BlobRead, BlobStore, ByteStream, FileRecord, FileStatus, FileStore, blob_key};
 pub use groups::{
@@ -103,6 +107,12 @@ pub struct Ports {
     pub blobs: Arc<dyn BlobStore>,
     /// Failed-login counters shared by the nodes (Redis in scale-out mode); `None`: each node counts in process.
     pub login_failures: Option<Arc<dyn LoginFailureStore>>,
+    /// The accounts' email addresses and phone numbers, in the tenant's database.
+    pub credentials: Arc<dyn CredentialStore>,
+    /// Confirmation and reset codes: Redis in scale-out mode, process memory in the embedded one.
+    pub codes: Arc<dyn CodeStore>,
+    /// Who delivers codes, by method (`email`, `tel`); a method without a sender is not enabled.
+    pub code_senders: std::collections::BTreeMap<String, Arc<dyn CodeSender>>,
 }
 
 /// What the business commands (friends, group governance, notifications) stand on: the stores they write and

@@ -58,6 +58,9 @@ impl Session {
             "maxFileUploadSize": if cfg.files.enabled { cfg.files.max_upload_size } else { 0 },
             "msgDelAge": 0,
         });
+        // Tinode's shape: the methods each auth level requires, or null when none is.
+        let required = self.svc.credentials(self.tenant()).required();
+        params["reqCred"] = if required.is_empty() { Value::Null } else { json!({ "auth": required }) };
         if cfg.calls.enabled {
             let now = u64::try_from(crate::now_millis() / 1000).unwrap_or(0);
             params["iceServers"] = cfg.calls.ice_servers_for(&self.sid(), now);
@@ -83,11 +86,13 @@ impl Session {
             .ok_or_else(|| ServiceError::Malformed("acc.secret must be base64 of login:password".into()))?;
         crate::usecases::accounts::validate_login(&login, &password)?;
         let tags = self.validate_tags(m.tags.as_deref().unwrap_or_default())?;
+        let tags = self.svc.credentials(self.tenant()).client_tags(None, tags).await?;
         let desc = m.desc.unwrap_or_default();
         let defacs = self.parse_defacs(desc.defacs.as_ref(), DefaultAccess::USER)?;
         let accounts = self.svc.accounts(self.tenant());
         accounts.ensure_login_free(&login, None).await?;
         self.check_desc_size(&desc)?;
+        let creds = self.signup_credentials(m.cred.as_deref()).await?;
         let user = User {
             public: desc.public.filter(|v| !v.is_null()),
             tags,
@@ -95,13 +100,18 @@ impl Session {
             ..User::new_active(now_millis(), defacs)
         };
         let user = accounts.create(user, &login, password).await?;
+        self.add_signup_credentials(user.id, &creds).await?;
         let desc = json!({
             "created": Timestamp(user.created),
             "updated": Timestamp(user.updated),
             "defacs": render::defacs(&user.defacs),
             "public": user.public,
         });
-        if m.login && self.user.is_none() {
+        let missing = self.svc.credentials(self.tenant()).required().to_vec();
+        let login = m.login && self.user.is_none();
+        if login && !missing.is_empty() {
+            self.reply_validate(m.id.as_deref(), &user, missing, Some(desc)).await;
+        } else if login {
             let mut params = self.complete_login(&user).await?;
             params["desc"] = desc;
             self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
@@ -113,6 +123,13 @@ impl Session {
     }
 
     async fn update_account(&mut self, m: MsgAcc) -> ServiceResult<()> {
+        if m.tmpscheme.as_deref() == Some("code") {
+            // A reset code stands in for a login: a logged-in user changes the password the usual way.
+            if self.user.is_some() {
+                return Err(ServiceError::AlreadyAuthenticated);
+            }
+            return self.reset_password(&m).await;
+        }
         let me = self.me()?;
         if let Some(target) = m.user.as_deref().filter(|u| !u.is_empty())
             && UserId::parse(target).ok() != Some(me)
@@ -142,13 +159,13 @@ impl Session {
             .with_detail(json!({ "login": login }))
             .with_client_ip(self.client_ip());
             // Every older token is revoked and the user's other sessions close; this one gets a fresh token.
-            let version = accounts.set_password(me, password, self.handle.sid, &audit).await?;
+            let version = accounts.set_password(me, password, Some(self.handle.sid), &audit).await?;
             let (token, expires) = self.mint_token(me, version);
             params = Some(json!({ "user": me.to_string(), "token": token, "expires": Timestamp(expires) }));
             changed = true;
         }
         let tags = match m.tags.as_deref() {
-            Some(t) => Some(self.validate_tags(t)?),
+            Some(t) => Some(self.svc.credentials(self.tenant()).client_tags(Some(me), self.validate_tags(t)?).await?),
             None => None,
         };
         let desc = m.desc.unwrap_or_default();
@@ -175,6 +192,12 @@ impl Session {
     }
 
     pub(crate) async fn on_login(&mut self, m: MsgLogin) -> ServiceResult<()> {
+        if m.scheme.as_deref() == Some("reset") {
+            // Asking for a reset code needs no login, and a logged-in session may ask too (Tinode's order).
+            let secret =
+                m.secret.as_deref().ok_or_else(|| ServiceError::Malformed("login.secret is required".into()))?;
+            return self.request_reset(m.id.as_deref(), secret).await;
+        }
         if self.user.is_some() {
             return Err(ServiceError::AlreadyAuthenticated);
         }
@@ -187,7 +210,9 @@ impl Session {
         let (action, actor, target, reason) = match &result {
             Ok(()) => {
                 let me = self.user.map(|u| u.0 as i64);
-                ("login.success", me, ("user", self.user.map(|u| u.to_string()).unwrap_or_default()), None)
+                // Logged out after an Ok: the password was right, but credentials await their codes (300).
+                let action = if me.is_some() { "login.success" } else { "login.validate" };
+                (action, me, ("user", self.user.map(|u| u.to_string()).unwrap_or_default()), None)
             }
             Err(
                 e @ (ServiceError::AuthFailed | ServiceError::LoginThrottled { .. } | ServiceError::PermissionDenied),
@@ -229,6 +254,11 @@ impl Session {
             // A deleted account is no account at all.
             RecordState::Deleted => return Err(ServiceError::AuthFailed),
             RecordState::Suspended => return Err(ServiceError::PermissionDenied),
+        }
+        let missing = self.pending_credentials(&user, m.cred.as_deref()).await?;
+        if !missing.is_empty() {
+            self.reply_validate(m.id.as_deref(), &user, missing, None).await;
+            return Ok(());
         }
         let params = self.complete_login(&user).await?;
         self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;

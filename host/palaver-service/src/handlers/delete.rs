@@ -20,7 +20,7 @@ impl Session {
         match m.what.as_deref() {
             // Neither names a topic (tinode-sdk sends none).
             Some("user") => return self.del_user(id, &m).await,
-            Some("cred") => return Err(ServiceError::NotImplemented),
+            Some("cred") => return self.del_credential(id, &m).await,
             _ => {}
         }
         let (stored, kind) = match resolve(&m.topic, me).ok_or(ServiceError::TopicNotFound)? {

@@ -64,7 +64,7 @@ impl Session {
         standalone: bool,
     ) -> ServiceResult<()> {
         let what: Vec<&str> = q.what.split_whitespace().collect();
-        let known = ["desc", "sub", "data", "del", "tags"];
+        let known = ["desc", "sub", "data", "del", "tags", "cred"];
         if standalone && !what.iter().any(|w| known.contains(w)) {
             return Err(ServiceError::Malformed("get.what names nothing known".into()));
         }
@@ -86,6 +86,9 @@ impl Session {
                 "data" => self.get_data(id, stored, wire, sub.as_ref(), q).await?,
                 "del" => self.get_del(id, stored, wire, sub.as_ref()).await?,
                 "tags" => self.get_tags(id, wire, kind, topic.as_ref()).await?,
+                // Credentials are the user's own: on `me` only, as Tinode answers (405 elsewhere).
+                "cred" if kind == TopicKind::Me => self.get_credentials(id, wire).await?,
+                "cred" => return Err(ServiceError::NotAllowed),
                 _ => {}
             }
         }
@@ -387,7 +390,14 @@ impl Session {
         let mut changed = false;
         match resolved {
             Resolved::Me => {
-                let tags = q.tags.as_deref().map(|t| self.validate_tags(t)).transpose()?;
+                let tags = match q.tags.as_deref() {
+                    Some(t) => Some(self.svc.credentials(tenant).client_tags(Some(me), self.validate_tags(t)?).await?),
+                    None => None,
+                };
+                if let Some(cred) = q.cred.as_ref() {
+                    self.set_credential(me, cred).await?;
+                    changed = true;
+                }
                 let desc = q.desc.unwrap_or_default();
                 let defacs =
                     desc.defacs.as_ref().map(|d| self.parse_defacs(Some(d), DefaultAccess::USER)).transpose()?;

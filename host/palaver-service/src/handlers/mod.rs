@@ -2,6 +2,7 @@
 
 pub(crate) mod account;
 mod call;
+mod credentials;
 mod delete;
 mod meta;
 mod publish;

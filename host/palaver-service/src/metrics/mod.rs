@@ -34,6 +34,14 @@ label!(TransportLabel, transport);
 label!(Route, route);
 label!(Dependency, dependency);
 label!(What, what);
+label!(Method, method);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct CodeSend {
+    method: &'static str,
+    purpose: &'static str,
+    outcome: &'static str,
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ErrorCode {
@@ -45,6 +53,11 @@ type Latencies<L> = Family<L, Histogram, fn() -> Histogram>;
 
 fn latencies<L: Clone + std::hash::Hash + Eq>() -> Latencies<L> {
     Family::new_with_constructor(latency_histogram as fn() -> Histogram)
+}
+
+/// A credential method as a label: the known ones by name, so no client input becomes a label value.
+fn known_method(method: &str) -> &'static str {
+    crate::usecases::credentials::METHODS.iter().find(|m| **m == method).copied().unwrap_or("other")
 }
 
 fn seconds(d: Duration) -> f64 {
@@ -97,6 +110,8 @@ pub struct Metrics {
     file_upload_bytes: Counter,
     files_collected: Counter,
     files_scanned: Counters<Outcome>,
+    codes_sent: Counters<CodeSend>,
+    credentials_confirmed: Counters<Method>,
 }
 
 impl Default for Metrics {
@@ -145,6 +160,8 @@ impl Default for Metrics {
             file_upload_bytes: Counter::default(),
             files_collected: Counter::default(),
             files_scanned: Family::default(),
+            codes_sent: Family::default(),
+            credentials_confirmed: Family::default(),
         };
         // The known label values show from the start (at zero), so that rates and alerts exist before the first use.
         for kind in KINDS {
@@ -233,6 +250,19 @@ impl Metrics {
     /// One file-security task done: `clean`, `blocked`, `review`, or `failed` (retries exhausted, left pending).
     pub(crate) fn file_scanned(&self, outcome: &'static str) {
         self.files_scanned.get_or_create(&Outcome { outcome }).inc();
+    }
+
+    /// One confirmation or reset code asked for: `sent`, `limited` (over the address's hourly sends), `refused`
+    /// (the provider refused the address) or `failed` (the provider was unavailable).
+    pub(crate) fn code_sent(&self, method: &str, purpose: palaver_core::ports::CodePurpose, outcome: &'static str) {
+        let method = known_method(method);
+        let purpose = crate::usecases::credentials::purpose_name(purpose);
+        self.codes_sent.get_or_create(&CodeSend { method, purpose, outcome }).inc();
+    }
+
+    /// One credential confirmed with its code.
+    pub(crate) fn credential_confirmed(&self, method: &str) {
+        self.credentials_confirmed.get_or_create(&Method { method: known_method(method) }).inc();
     }
 
     pub(crate) fn message_stored(&self) {

@@ -40,6 +40,16 @@ impl MetricsSource for Metrics {
             self.files_scanned.clone(),
         );
         r.register(
+            "palaver_credential_codes",
+            "Confirmation and reset codes asked for, by method, purpose and outcome (sent, limited, refused, failed)",
+            self.codes_sent.clone(),
+        );
+        r.register(
+            "palaver_credentials_confirmed",
+            "Credentials confirmed with their code, by method",
+            self.credentials_confirmed.clone(),
+        );
+        r.register(
             "palaver_message_retries",
             "Publishes answered from an earlier attempt (same client_mid)",
             self.message_retries.clone(),

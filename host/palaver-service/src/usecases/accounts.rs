@@ -86,7 +86,7 @@ impl Accounts<'_> {
         &self,
         user: UserId,
         password: String,
-        keep: SessionId,
+        keep: Option<SessionId>,
         audit: &AuditEvent,
     ) -> ServiceResult<i64> {
         let tenant = self.tenant;
@@ -94,7 +94,7 @@ impl Accounts<'_> {
         let owed = [crate::backbone::audit_record(audit)];
         let version = self.svc.ports.users.set_secret(tenant, user, &hash, self.svc.owed(tenant, &owed)).await?;
         self.svc.owed_written();
-        if let Err(e) = self.svc.control(tenant, user, ControlScope::User, "password changed", Some(keep)).await {
+        if let Err(e) = self.svc.control(tenant, user, ControlScope::User, "password changed", keep).await {
             // The tokens are revoked regardless; sessions still open are closed by their next check.
             tracing::warn!(error = %e, "could not close the user's other sessions");
         }
@@ -294,6 +294,11 @@ pub(crate) fn validate_login(login: &str, password: &str) -> ServiceResult<()> {
     if login.chars().count() < MIN_LOGIN || login.chars().count() > MAX_LOGIN || !ok_chars {
         return Err(ServiceError::Policy(format!("login must be {MIN_LOGIN}–{MAX_LOGIN} letters, digits or _.@-+")));
     }
+    validate_password(password)
+}
+
+/// A password of at least 3 characters and at most 1024 bytes.
+pub(crate) fn validate_password(password: &str) -> ServiceResult<()> {
     if password.chars().count() < MIN_PASSWORD || password.len() > MAX_PASSWORD {
         return Err(ServiceError::Policy(format!("password must be {MIN_PASSWORD}–{MAX_PASSWORD} characters")));
     }

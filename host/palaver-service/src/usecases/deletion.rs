@@ -99,8 +99,9 @@ impl Inner {
         // 2. Its sessions close on every node. If that cannot be asked, the deletion fails here (an admin
         // command is retried, and every step above repeats harmlessly): open sessions would not notice alone.
         done.closed_here = self.control(tenant, user, ControlScope::User, "account deleted", keep).await?;
-        // 3. Its names and devices are forgotten.
+        // 3. Its names, addresses and devices are forgotten.
         self.ports.users.forget_identities(tenant, user).await?;
+        self.ports.credentials.forget_credentials(tenant, user).await?;
         for device in self.ports.devices.list_devices(tenant, user).await? {
             self.ports.devices.delete_device(tenant, user, &device.device_id).await?;
         }

@@ -3,6 +3,8 @@
 //!
 //! The owners are views over the node's shared state, made per call and holding nothing of their own:
 //! - [`accounts::Accounts`]: sign-up, credentials, logins and their throttle, profiles;
+//! - [`credentials::Credentials`]: email addresses and phone numbers confirmed by code, required methods,
+//!   password reset codes;
 //! - [`identity`]: what an app backend asks of accounts (create, find, mint and revoke tokens);
 //! - [`deletion`]: deleting an account (its sessions, names, devices and topics);
 //! - [`presence::Presence`]: a session's online record, last seen, and the `{pres}` it causes;
@@ -27,6 +29,7 @@
 
 pub(crate) mod accounts;
 pub(crate) mod calls;
+pub(crate) mod credentials;
 pub(crate) mod deletion;
 pub(crate) mod devices;
 pub(crate) mod edits;
@@ -51,6 +54,11 @@ impl Inner {
     /// The account use cases of `tenant`.
     pub(crate) fn accounts(&self, tenant: TenantId) -> accounts::Accounts<'_> {
         accounts::Accounts { svc: self, tenant }
+    }
+
+    /// The credential use cases of `tenant`.
+    pub(crate) fn credentials(&self, tenant: TenantId) -> credentials::Credentials<'_> {
+        credentials::Credentials { svc: self, tenant }
     }
 
     /// The push device use cases of `tenant`.

@@ -5,6 +5,9 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod codes;
+pub use codes::senders;
+
 use base64::Engine;
 use palaver_core::TenantId;
 use palaver_core::ports::{BusinessPorts, FileScanner, NoHooks, Ports, PublishHook, PushHook, ScanHook};
@@ -96,6 +99,9 @@ fn build(
         files: Arc::new(palaver_store_memory::MemoryFiles::new()),
         blobs: Arc::new(palaver_blobs::ObjectBlobs::in_memory()),
         login_failures: None,
+        credentials: store.clone(),
+        codes: Arc::new(palaver_store_memory::MemoryCodes::new(10_000)),
+        code_senders: senders(),
     };
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
 }
@@ -155,6 +161,7 @@ fn cluster_on(
     // One file table and one blob store for every node, as a cluster shares its database and bucket.
     let files = Arc::new(palaver_store_memory::MemoryFiles::new());
     let blobs = Arc::new(palaver_blobs::ObjectBlobs::in_memory());
+    let codes = Arc::new(palaver_store_memory::MemoryCodes::new(10_000));
     let nodes = (0..n)
         .map(|i| {
             let mut cfg = ServiceConfig { node_id: format!("node{i}"), ..ServiceConfig::default() };
@@ -182,6 +189,9 @@ fn cluster_on(
                 files: files.clone(),
                 blobs: blobs.clone(),
                 login_failures: login_failures.clone(),
+                credentials: store.clone(),
+                codes: codes.clone(),
+                code_senders: senders(),
             };
             Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
         })

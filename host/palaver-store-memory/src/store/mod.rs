@@ -1,10 +1,12 @@
-//! The in-memory storage adapter: users, topics, subscriptions and messages in tenant-scoped maps.
+//! The in-memory storage adapter: users and their credentials, topics, subscriptions and messages in
+//! tenant-scoped maps.
 //!
 //! All the storage ports (and the relation, group and notification ports) share one lock over one map of
 //! tenants. That makes every port call atomic with respect to the others (a topic delete and an append never
 //! interleave), which is what the SQL adapters get from transactions.
 
 mod commands;
+mod credentials;
 mod groups;
 mod messages;
 mod notifications;
@@ -91,6 +93,8 @@ struct TenantData {
     notifications: notifications::Notifications,
     commands: HashMap<String, palaver_core::ports::CommandRecord>,
     reports: reports::Reports,
+    /// Email addresses and phone numbers of the accounts, and who confirmed each.
+    credentials: credentials::Credentials,
 }
 
 /// One topic's stored messages and deletion log.

@@ -11,6 +11,7 @@
 mod bus;
 mod bus_faults;
 mod cache;
+mod codes;
 mod control;
 mod hot;
 mod keys;
