@@ -145,6 +145,10 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
             Some(t) => file_settings(shared, TenantId(t), route.op == Op::SetFileSettings, &body).await,
             None => bad_tenant(),
         },
+        Op::AccountSettings | Op::SetAccountSettings => match tenant_id {
+            Some(t) => account_settings(shared, TenantId(t), route.op == Op::SetAccountSettings, &body).await,
+            None => bad_tenant(),
+        },
         Op::PushSettings | Op::SetPushSettings => match tenant_id {
             Some(t) => push_settings(shared, TenantId(t), route.op == Op::SetPushSettings, &body).await,
             None => bad_tenant(),
@@ -187,6 +191,16 @@ async fn file_settings(shared: &Shared, tenant: TenantId, set: bool, body: &Valu
     }
     let result = svc.set_file_settings(tenant, body).await;
     audit_settings(shared, tenant, "files.settings", &result).await;
+    result.map_or_else(|e| service_error(&e), typed)
+}
+
+async fn account_settings(shared: &Shared, tenant: TenantId, set: bool, body: &Value) -> Response<Body> {
+    let svc = &shared.service;
+    if !set {
+        return svc.account_settings(tenant).await.map_or_else(|e| service_error(&e), typed);
+    }
+    let result = svc.set_account_settings(tenant, body).await;
+    audit_settings(shared, tenant, "accounts.settings", &result).await;
     result.map_or_else(|e| service_error(&e), typed)
 }
 

@@ -186,6 +186,10 @@ fn every_config_key_is_in_docs_configuration() {
     cfg.push.apns = Some(Default::default());
     cfg.push.jpush = Some(Default::default());
     cfg.push.webhook = Some(Default::default());
+    let login = Some(String::new());
+    let smtp = palaver_verify::SmtpConfig { username: login.clone(), password: login.clone(), ..Default::default() };
+    cfg.accounts.credentials.email = Some(smtp);
+    cfg.accounts.credentials.tel = Some(palaver_verify::WebhookConfig { secret: login, ..Default::default() });
     let value = toml::Value::try_from(&cfg).expect("the config serialises to TOML");
     let mut keys = BTreeSet::new();
     leaf_paths("", &value, &mut keys);

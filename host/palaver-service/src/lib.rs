@@ -381,6 +381,24 @@ impl Service {
         self.inner.files(tenant).open(user, id, range).await
     }
 
+    /// The account rules in force for `tenant` and its own settings (`GET /v1/admin/tenants/{t}/accounts`).
+    pub async fn account_settings(
+        &self,
+        tenant: TenantId,
+    ) -> ServiceResult<palaver_api::bodies::admin::TenantAccounts> {
+        self.inner.accounts(tenant).settings().await
+    }
+
+    /// Changes `tenant`'s own account rules (`PUT /v1/admin/tenants/{t}/accounts`): a field given replaces the
+    /// stored one, `null` restores the default.
+    pub async fn set_account_settings(
+        &self,
+        tenant: TenantId,
+        change: &serde_json::Value,
+    ) -> ServiceResult<palaver_api::bodies::admin::TenantAccounts> {
+        self.inner.accounts(tenant).set_settings(change).await
+    }
+
     /// The file limits in force for `tenant` and its own settings (`GET /v1/admin/tenants/{t}/files`).
     pub async fn file_settings(&self, tenant: TenantId) -> ServiceResult<palaver_api::bodies::admin::TenantFiles> {
         self.inner.files(tenant).settings().await

@@ -38,6 +38,8 @@ pub struct Session {
     pub(crate) remote: Option<String>,
     pub(crate) hello: Option<Hello>,
     pub(crate) user: Option<UserId>,
+    /// Logged in at Tinode's `anon` level (an anonymous account): topics give it their `anon` default access.
+    pub(crate) anon: bool,
     /// Attached topics by stored name (`me` and `fnd` by their own names).
     pub(crate) attached: HashSet<String>,
     /// The current `fnd` query, as tags.
@@ -66,6 +68,7 @@ impl Session {
             remote,
             hello: None,
             user: None,
+            anon: false,
             attached: HashSet::new(),
             fnd_query: Vec::new(),
             publishes: None,

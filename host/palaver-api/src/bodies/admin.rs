@@ -314,6 +314,35 @@ TenantFiles {
     settings: FileSettings,
 });
 
+// A tenant's own account rules.
+
+/// A tenant's own account rules, as stored and as `PUT /v1/admin/tenants/{tenant}/accounts` reads them. A field
+/// left out keeps its default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AccountSettings {
+    /// Tinode's `anonymous` scheme: `{acc scheme:"anonymous"}` creates an account with no login, which logs in
+    /// again only with its token and joins topics with their `anon` default access. Off when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anonymous: Option<bool>,
+}
+
+body!(response
+/// `GET /v1/admin/tenants/{tenant}/accounts`: the account rules in force for a tenant, and what it set itself.
+TenantAccounts {
+    tenant: u64,
+    /// Anonymous accounts may be created.
+    anonymous: bool,
+    /// The credential methods an account signing up with a password must confirm (the node's
+    /// `accounts.credentials.required`).
+    required_credentials: Vec<String>,
+    /// The credential methods the node can send codes for.
+    credential_methods: Vec<String>,
+    /// The tenant's own settings.
+    settings: AccountSettings,
+});
+
 body!(request
 /// `POST /v1/admin/tenants/{tenant}/users`: an account an app backend creates. It needs a login with a password
 /// (the basic scheme), an external id (the backend's own id for the user, for its tokens and look-ups), or both.

@@ -5,7 +5,7 @@ use crate::error::{ServiceError, ServiceResult};
 use crate::session::{Hello, Session, Transport};
 use crate::throttle::LoginKey;
 use crate::{now_millis, render};
-use palaver_core::ports::ControlScope;
+use palaver_core::ports::{ControlScope, Identity};
 use palaver_core::{DefaultAccess, PresenceMeta, RecordState, User, UserId, UserUpdate};
 use palaver_proto::{Code, MsgAcc, MsgHi, MsgLogin, PROTOCOL_VERSION, Timestamp};
 use serde_json::{Value, json};
@@ -78,6 +78,9 @@ impl Session {
 
     async fn create_account(&mut self, m: MsgAcc) -> ServiceResult<()> {
         let scheme = m.scheme.as_deref().unwrap_or("basic");
+        if scheme == "anonymous" {
+            return self.create_anonymous(m).await;
+        }
         if scheme != "basic" {
             return Err(ServiceError::UnknownScheme);
         }
@@ -112,11 +115,47 @@ impl Session {
         if login && !missing.is_empty() {
             self.reply_validate(m.id.as_deref(), &user, missing, Some(desc)).await;
         } else if login {
-            let mut params = self.complete_login(&user).await?;
+            let mut params = self.complete_login(&user, false).await?;
             params["desc"] = desc;
             self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
         } else {
             let params = json!({ "user": user.id.to_string(), "authlvl": "auth", "desc": desc });
+            self.reply(m.id.as_deref(), None, Code::Created, Some(params)).await;
+        }
+        Ok(())
+    }
+
+    /// `{acc user:"new" scheme:"anonymous"}`, when the tenant allows it: an account with no login and no
+    /// credentials, at Tinode's `anon` level. It logs in again only with the token it gets now.
+    async fn create_anonymous(&mut self, m: MsgAcc) -> ServiceResult<()> {
+        let accounts = self.svc.accounts(self.tenant());
+        if !accounts.anonymous_allowed().await? {
+            return Err(ServiceError::UnknownScheme);
+        }
+        let tags = self.validate_tags(m.tags.as_deref().unwrap_or_default())?;
+        let tags = self.svc.credentials(self.tenant()).client_tags(None, tags).await?;
+        let desc = m.desc.unwrap_or_default();
+        let defacs = self.parse_defacs(desc.defacs.as_ref(), DefaultAccess::USER)?;
+        self.check_desc_size(&desc)?;
+        let user = User {
+            public: desc.public.filter(|v| !v.is_null()),
+            tags,
+            user_agent: self.hello.as_ref().and_then(|h| h.ua.clone()),
+            ..User::new_active(now_millis(), defacs)
+        };
+        let user = accounts.create_with(user, None, None).await?;
+        let desc = json!({
+            "created": Timestamp(user.created),
+            "updated": Timestamp(user.updated),
+            "defacs": render::defacs(&user.defacs),
+            "public": user.public,
+        });
+        if m.login && self.user.is_none() {
+            let mut params = self.complete_login(&user, true).await?;
+            params["desc"] = desc;
+            self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
+        } else {
+            let params = json!({ "user": user.id.to_string(), "authlvl": "anon", "desc": desc });
             self.reply(m.id.as_deref(), None, Code::Created, Some(params)).await;
         }
         Ok(())
@@ -237,9 +276,14 @@ impl Session {
     }
 
     async fn login(&mut self, m: MsgLogin) -> ServiceResult<()> {
+        if m.scheme.as_deref() == Some("anonymous") {
+            // Tinode's answer: an anonymous account has no secret to log in with, only its token.
+            return Err(ServiceError::NotImplemented);
+        }
         let accounts = self.svc.accounts(self.tenant());
         let secret = m.secret.as_deref().ok_or_else(|| ServiceError::Malformed("login.secret is required".into()))?;
-        let user = match m.scheme.as_deref().unwrap_or("basic") {
+        let scheme = m.scheme.as_deref().unwrap_or("basic");
+        let user = match scheme {
             "basic" => {
                 let (login, password) = auth::parse_basic_secret(secret).ok_or(ServiceError::AuthFailed)?;
                 let user = self.verify_basic(&login, password, None).await?;
@@ -260,7 +304,9 @@ impl Session {
             self.reply_validate(m.id.as_deref(), &user, missing, None).await;
             return Ok(());
         }
-        let params = self.complete_login(&user).await?;
+        // An account with neither a login nor an external id is an anonymous one: its token is all it has.
+        let anon = scheme == "token" && self.svc.ports.users.identity_of(self.tenant(), user.id).await? == Identity::default();
+        let params = self.complete_login(&user, anon).await?;
         self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
         Ok(())
     }
@@ -318,12 +364,13 @@ impl Session {
 
     /// Binds the session to the user and returns the login ctrl params. Refused beyond
     /// `max_sessions_per_user` sessions of the user on this node.
-    async fn complete_login(&mut self, user: &User) -> ServiceResult<Value> {
+    async fn complete_login(&mut self, user: &User, anon: bool) -> ServiceResult<Value> {
         let max = self.svc.cfg.max_sessions_per_user;
         if max > 0 && self.svc.hub.user_session_count(self.tenant(), user.id) >= max {
             return Err(ServiceError::Policy(format!("too many sessions: a user may have {max} on this node")));
         }
         self.user = Some(user.id);
+        self.anon = anon;
         self.svc.hub.bind_user(&self.handle, user.id);
         self.start_control(user.id).await;
         self.svc.join_user_topics(self.tenant(), user.id).await;
@@ -340,7 +387,8 @@ impl Session {
         }
         let (token, expires) = self.mint_token(user.id, user.auth_version);
         tracing::debug!(user = %user.id, remote = ?self.remote, "logged in");
-        Ok(json!({ "user": user.id.to_string(), "authlvl": "auth", "token": token, "expires": Timestamp(expires) }))
+        let level = if anon { "anon" } else { "auth" };
+        Ok(json!({ "user": user.id.to_string(), "authlvl": level, "token": token, "expires": Timestamp(expires) }))
     }
 }
 

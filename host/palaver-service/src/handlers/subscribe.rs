@@ -59,7 +59,7 @@ impl Session {
                     return Ok(());
                 }
                 let mode = set.sub.as_ref().and_then(|s| s.mode.as_deref());
-                let sub = self.svc.subscriptions(self.tenant()).join_group(me, &name, mode).await?;
+                let sub = self.svc.subscriptions(self.tenant()).join_group(me, &name, mode, self.anon).await?;
                 self.attach(&name, me, sub.mode());
                 (name.clone(), name, TopicKind::Group, Some(json!({ "acs": render::acs(sub.want, sub.given) })))
             }
@@ -67,7 +67,7 @@ impl Session {
                 if self.already_attached(&stored, id, &m.topic).await {
                     return Ok(());
                 }
-                let sub = self.svc.stored_topics(self.tenant()).open_p2p(me, peer, &stored).await?;
+                let sub = self.svc.stored_topics(self.tenant()).open_p2p(me, peer, &stored, self.anon).await?;
                 let wire = peer.to_string();
                 self.attach(&stored, me, sub.mode());
                 (stored, wire, TopicKind::P2p, Some(json!({ "acs": render::acs(sub.want, sub.given) })))

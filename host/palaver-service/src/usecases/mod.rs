@@ -27,6 +27,7 @@
 //! Handlers and business commands keep what belongs to one connection (its attachments, the `{hi}` it sent, its replies) and what the
 //! hub holds for it; everything stored goes through an owner here.
 
+pub(crate) mod account_settings;
 pub(crate) mod accounts;
 pub(crate) mod calls;
 pub(crate) mod credentials;

@@ -55,7 +55,15 @@ impl Subscriptions<'_> {
     /// group's default access must grant J; on top of it a removed member stays out until an approver invites
     /// them back, a join policy set through the group API holds, and the group and `me` stay within their
     /// limits.
-    pub(crate) async fn join_group(&self, me: UserId, name: &str, mode: Option<&str>) -> ServiceResult<Subscription> {
+    ///
+    /// An anonymous account (`anon`) is given the group's `anon` default access instead of its `auth` one.
+    pub(crate) async fn join_group(
+        &self,
+        me: UserId,
+        name: &str,
+        mode: Option<&str>,
+        anon: bool,
+    ) -> ServiceResult<Subscription> {
         let tenant = self.tenant;
         let topic = self.svc.ports.topics.get_topic(tenant, name).await?.ok_or(ServiceError::TopicNotFound)?;
         if topic.state != RecordState::Active {
@@ -80,7 +88,7 @@ impl Subscriptions<'_> {
             }
             return Ok(sub);
         }
-        let given = topic.defacs.auth;
+        let given = if anon { topic.defacs.anon } else { topic.defacs.auth };
         if !given.has(AccessMode::JOIN) {
             return Err(ServiceError::PermissionDenied);
         }

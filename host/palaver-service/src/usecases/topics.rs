@@ -123,7 +123,14 @@ impl Topics<'_> {
     }
 
     /// Opens (or reopens) the P2P conversation `stored` of `me` with `peer` and returns `me`'s subscription.
-    pub(crate) async fn open_p2p(&self, me: UserId, peer: UserId, stored: &str) -> ServiceResult<Subscription> {
+    /// An anonymous account (`anon`) is given what the peer's `anon` defaults grant.
+    pub(crate) async fn open_p2p(
+        &self,
+        me: UserId,
+        peer: UserId,
+        stored: &str,
+        anon: bool,
+    ) -> ServiceResult<Subscription> {
         let tenant = self.tenant;
         let peer_user = self.svc.ports.users.get_user(tenant, peer).await?.ok_or(ServiceError::UserNotFound)?;
         if peer_user.state != RecordState::Active {
@@ -134,7 +141,7 @@ impl Topics<'_> {
         // What the starter is given is what the peer's defaults grant strangers (Tinode's rule), so a user whose
         // defaults leave out W cannot be written to by whoever opens a conversation; without J there is no
         // conversation at all, and nothing is written or announced to the peer.
-        let given = peer_user.defacs.auth.and(AccessMode::P2P);
+        let given = if anon { peer_user.defacs.anon } else { peer_user.defacs.auth }.and(AccessMode::P2P);
         if !mine.as_ref().map_or(given, Subscription::mode).has(AccessMode::JOIN) {
             return Err(ServiceError::PermissionDenied);
         }
