@@ -9,9 +9,12 @@ use serde_json::{Value, json};
 
 async fn anonymous(c: &mut Client) -> Value {
     c.hi().await;
-    c.req("acc", json!({ "user": "new", "scheme": "anonymous", "login": true, "desc": { "public": { "fn": "guest" } } }))
-        .await
-        .0
+    c.req(
+        "acc",
+        json!({ "user": "new", "scheme": "anonymous", "login": true, "desc": { "public": { "fn": "guest" } } }),
+    )
+    .await
+    .0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -88,9 +88,12 @@ async fn a_password_change_needs_the_current_password() {
     let ctrl = change_password(&mut a, "stolen1", Some(("mallory", "mallory1"))).await;
     assert_eq!(ctrl["code"], 401, "someone else's credential proves nothing: {ctrl}");
     let mut body = json!({ "user": a.user.clone(), "secret": basic("alice", "stolen1") });
-    body["tmpscheme"] = json!("code");
+    body["tmpscheme"] = json!("sms");
     body["tmpsecret"] = json!("123456");
-    assert_eq!(a.req("acc", body).await.0["code"], 401, "an unknown tmpscheme");
+    assert_eq!(a.req("acc", body.clone()).await.0["code"], 401, "an unknown tmpscheme");
+    // A reset code stands in for a login, so a logged-in session has no use for one (Tinode's 409).
+    body["tmpscheme"] = json!("code");
+    assert_eq!(a.req("acc", body).await.0["code"], 409, "a reset code while logged in");
     assert_eq!(Client::connect(&svc).login("alice", "alice123").await["code"], 200, "nothing changed");
 
     let ctrl = change_password(&mut a, "newpass1", Some(("ALICE", "alice123"))).await;

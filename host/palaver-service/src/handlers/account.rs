@@ -305,7 +305,7 @@ impl Session {
             return Ok(());
         }
         // An account with neither a login nor an external id is an anonymous one: its token is all it has.
-        let anon = scheme == "token" && self.svc.ports.users.identity_of(self.tenant(), user.id).await? == Identity::default();
+        let anon = scheme == "token" && accounts.identity(user.id).await? == Identity::default();
         let params = self.complete_login(&user, anon).await?;
         self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
         Ok(())

@@ -76,7 +76,7 @@ impl Session {
             return Ok(Vec::new());
         }
         let missing = credentials.missing(user.id).await?;
-        if missing.is_empty() || self.svc.ports.users.identity_of(self.tenant(), user.id).await?.login.is_none() {
+        if missing.is_empty() || self.svc.accounts(self.tenant()).identity(user.id).await?.login.is_none() {
             return Ok(Vec::new());
         }
         let mut confirmed = false;

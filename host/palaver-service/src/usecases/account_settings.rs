@@ -1,4 +1,4 @@
-//! A tenant's own account rules: the `accounts` settings document the admin API writes (`GET`/`PUT
+//! What kind of account one is (its identities), and a tenant's own account rules: the `accounts` settings document the admin API writes (`GET`/`PUT
 //! /v1/admin/tenants/{t}/accounts`), read where a rule applies, so every node applies a change at once.
 
 use super::accounts::Accounts;
@@ -17,6 +17,12 @@ impl Accounts<'_> {
                 serde_json::from_value(doc).map_err(|e| ServiceError::Internal(format!("account settings: {e}")))
             }
         }
+    }
+
+    /// How the account is known besides its id: its login and external id. An account with neither is an
+    /// anonymous one, whose token is all it has.
+    pub(crate) async fn identity(&self, user: palaver_core::UserId) -> ServiceResult<palaver_core::ports::Identity> {
+        Ok(self.svc.ports.users.identity_of(self.tenant, user).await?)
     }
 
     /// True if the tenant lets clients create anonymous accounts (off unless it said so).
@@ -40,9 +46,14 @@ impl Accounts<'_> {
     /// `null` removes it. The result must read as [`AccountSettings`], or nothing changes.
     pub(crate) async fn set_settings(&self, change: &serde_json::Value) -> ServiceResult<TenantAccounts> {
         let store = &self.svc.ports.settings;
-        let (_, doc): (AccountSettings, _) =
-            crate::usecases::settings::merged(store.as_ref(), self.tenant, ACCOUNTS_SETTING, "account settings", change)
-                .await?;
+        let (_, doc): (AccountSettings, _) = crate::usecases::settings::merged(
+            store.as_ref(),
+            self.tenant,
+            ACCOUNTS_SETTING,
+            "account settings",
+            change,
+        )
+        .await?;
         store.put_setting(self.tenant, ACCOUNTS_SETTING, doc.as_ref()).await?;
         self.settings().await
     }
