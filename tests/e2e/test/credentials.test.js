@@ -27,7 +27,9 @@ const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const { startServer, isExternal, httpGet } = require('../lib/server');
+const { startServer, isExternal } = require('../lib/server');
+const { CONFIRM_SUBJECT, RESET_SUBJECT, smtpTable, smtpLines, mailpitProblem, uniqueAddr, wrongCode, mailbox } =
+  require('../lib/mailpit');
 const { connectClient, Tinode } = require('../lib/client');
 const { USER_RE } = require('../lib/fixtures');
 const { TEST_TIMEOUT_MS, TRANSPORTS, WAIT_MS, rand, sleep, uniqueLogin, uniquePassword, b64, j } =
@@ -35,24 +37,9 @@ const { TEST_TIMEOUT_MS, TRANSPORTS, WAIT_MS, rand, sleep, uniqueLogin, uniquePa
 
 const skip = isExternal() ? 'PALAVER_URL is set: these tests configure their own servers' : false;
 
-const SMTP_ADDR = process.env.PALAVER_TEST_SMTP_ADDR || '127.0.0.1:1025';
-const MAILPIT_API = (process.env.PALAVER_TEST_MAILPIT_API || 'http://127.0.0.1:8025').replace(/\/+$/, '');
-const MAILPIT_HOST = MAILPIT_API.replace(/^[a-z]+:\/\//, '');
 const MYSQL_ADDR = process.env.PALAVER_TEST_MYSQL_ADDR || '127.0.0.1:3306';
 const REDIS_ADDR = process.env.PALAVER_TEST_REDIS_ADDR || '127.0.0.1:6379';
 const SENDS_PER_HOUR = 3;
-const FROM = 'Palaver <no-reply@palaver.test>';
-const CONFIRM_SUBJECT = 'Your confirmation code';
-const RESET_SUBJECT = 'Your password reset code';
-
-/** The `[accounts.credentials.email]` table, as a TOML inline table. */
-function smtpTable() {
-  const [host, port] = SMTP_ADDR.split(':');
-  return `{ host = "${host}", port = ${Number(port)}, tls = "none", from = "${FROM}" }`;
-}
-
-/** An address no earlier run used (Mailpit keeps what it got). */
-const uniqueAddr = prefix => `${prefix}-${rand(6)}@palaver.test`;
 
 /** Resolves the code of a request: the ctrl's when the SDK resolves, the CommError's when it rejects. */
 const codeOf = p => p.then(ctrl => ctrl && ctrl.code, e => e.code);
@@ -84,72 +71,6 @@ function reachable(addr) {
     s.on('error', () => done(false));
   });
 }
-
-/** Why Mailpit cannot be used, or null. Unreachable is a failure when the environment named it. */
-async function mailpitProblem() {
-  try {
-    const r = await httpGet(MAILPIT_HOST, '/readyz');
-    if (r.status === 200) return null;
-    throw new Error(`GET /readyz: HTTP ${r.status}`);
-  } catch (e) {
-    if (process.env.PALAVER_TEST_MAILPIT_API) {
-      throw new Error(`Mailpit at ${MAILPIT_API} (PALAVER_TEST_MAILPIT_API) does not answer: ${e.message}`);
-    }
-    return `no Mailpit at ${MAILPIT_API} (start_mailpit in scripts/lib/services.sh)`;
-  }
-}
-
-// ---- Mailpit ----
-
-async function mailpitJson(p) {
-  const r = await httpGet(MAILPIT_HOST, p, 5000);
-  assert.equal(r.status, 200, `Mailpit GET ${p}: HTTP ${r.status} ${r.body.slice(0, 200)}`);
-  return JSON.parse(r.body);
-}
-
-/** The summaries of the messages to `addr`, oldest first. */
-async function messagesTo(addr) {
-  const found = await mailpitJson(`/api/v1/search?limit=100&query=${encodeURIComponent(`to:"${addr}"`)}`);
-  const list = (found.messages || []).filter(m => (m.To || []).some(t => t.Address === addr));
-  return list.sort((a, b) => Date.parse(a.Created) - Date.parse(b.Created));
-}
-
-/** The code on a line of its own in a message's text. */
-function codeIn(msg) {
-  const lines = String(msg.Text || '').split(/\r?\n/).map(l => l.trim()).filter(l => /^\d{4,10}$/.test(l));
-  assert.equal(lines.length, 1, `one code on a line of its own in: ${j(msg.Text)}`);
-  return lines[0];
-}
-
-/**
- * Reads the codes mailed to each address in order: `next(addr, subject)` waits for a message to `addr` it has not
- * returned before, checks its sender and subject, and resolves its code.
- */
-function mailbox() {
-  const seen = new Set();
-  return {
-    async next(addr, subject) {
-      let fresh = null;
-      await waitUntil(async () => {
-        fresh = (await messagesTo(addr)).find(m => !seen.has(m.ID));
-        return !!fresh;
-      }, `a new message to ${addr} in Mailpit (${subject})`);
-      seen.add(fresh.ID);
-      const msg = await mailpitJson(`/api/v1/message/${fresh.ID}`);
-      assert.equal(msg.Subject, subject, `subject of the message to ${addr}: ${j(msg.Subject)}`);
-      assert.equal(msg.From && msg.From.Address, 'no-reply@palaver.test', `sender: ${j(msg.From)}`);
-      assert.deepEqual((msg.To || []).map(t => t.Address), [addr], `recipients: ${j(msg.To)}`);
-      return codeIn(msg);
-    },
-    /** Counts the messages to `addr` (all of them, seen or not). */
-    async count(addr) {
-      return (await messagesTo(addr)).length;
-    },
-  };
-}
-
-/** A code of the same length that is surely not `code`. */
-const wrongCode = code => code.slice(0, -1) + String((Number(code.slice(-1)) + 1) % 10);
 
 // ---- Steps shared by the tests ----
 
@@ -240,7 +161,8 @@ async function resetPassword(asker, finisher, mail, who) {
   const wrong = await outcome(finisher.tn.updateAccountBasic(null, null, newPassword,
     { scheme: 'code', secret: secret(wrongCode(code)) }));
   assert.equal(wrong.code, 401, `a wrong reset code: ${j(wrong)}`);
-  const ok = await outcome(finisher.tn.updateAccountBasic(null, null, newPassword, { scheme: 'code', secret: secret(code) }));
+  const ok = await outcome(finisher.tn.updateAccountBasic(null, null, newPassword,
+    { scheme: 'code', secret: secret(code) }));
   assert.equal(ok.code, 200, `{acc tmpscheme:"code"} with the mailed code: ${j(ok)}`);
   assert.equal(finisher.tn.isAuthenticated(), false, 'the reset leaves the session logged out');
   const again = await outcome(finisher.tn.updateAccountBasic(null, null, uniquePassword(),
@@ -453,7 +375,6 @@ describe('credentials across two nodes sharing MariaDB and Redis', { skip }, () 
       }
     }
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'palaver-cred-'));
-    const [smtpHost, smtpPort] = SMTP_ADDR.split(':');
     const file = path.join(dir, 'cluster.toml');
     fs.writeFileSync(file, [
       '[server]', 'heartbeat_ms = 1000', '',
@@ -462,12 +383,12 @@ describe('credentials across two nodes sharing MariaDB and Redis', { skip }, () 
       '[store_config.redis]', `addr = "${REDIS_ADDR}"`, `key_prefix = "${tag}"`, '',
       '[auth]', `token_key = "${crypto.randomBytes(32).toString('base64')}"`, '',
       '[accounts.credentials]', 'required = ["email"]', `sends_per_hour = ${SENDS_PER_HOUR}`, '',
-      '[accounts.credentials.email]', `host = "${smtpHost}"`, `port = ${Number(smtpPort)}`, 'tls = "none"',
-      `from = "${FROM}"`, '',
+      '[accounts.credentials.email]', ...smtpLines(), '',
     ].join('\n'));
     // The first node creates the control database; the second starts once it is ready. --dev: the demo API key.
     for (const id of ['a', 'b']) {
-      nodes.push(await startServer({ forceSpawn: true, extraArgs: ['--config', file, '--node-id', `${tag}-${id}`, '--dev'] }));
+      const extraArgs = ['--config', file, '--node-id', `${tag}-${id}`, '--dev'];
+      nodes.push(await startServer({ forceSpawn: true, extraArgs }));
     }
   });
 
@@ -500,7 +421,8 @@ describe('credentials across two nodes sharing MariaDB and Redis', { skip }, () 
 
       const onB = await connectClient(t, b.host, { transport: 'ws', name: 'validate-on-B' });
       const wrong = await outcome(loginWithCode(onB, who.token, wrongCode(code)));
-      assert.deepEqual([wrong.code, wrong.params && wrong.params.cred], [300, ['email']], `wrong code on B: ${j(wrong)}`);
+      assert.deepEqual([wrong.code, wrong.params && wrong.params.cred], [300, ['email']],
+        `wrong code on B: ${j(wrong)}`);
       const ok = await outcome(loginWithCode(onB, who.token, code));
       assert.equal(ok.code, 200, `the code node A sent, on node B: ${j(ok)}`);
       assert.equal(onB.uid(), who.user);

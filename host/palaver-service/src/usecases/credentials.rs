@@ -188,6 +188,10 @@ impl<'a> Credentials<'a> {
         let pending =
             store.credentials_of(self.tenant, user).await?.into_iter().find(|c| c.method == method && !c.done);
         let Some(pending) = pending else { return Err(ServiceError::NotFound) };
+        if !self.looks_like_code(resp) {
+            // Not a code at all (the web app logs in at every keystroke of a retyped code): no try is used.
+            return Err(ServiceError::InvalidResponse);
+        }
         let key = self.code_key(CodePurpose::Confirm, Some(user), method, &pending.value);
         let hash = digest(&[&key, resp.trim()]);
         let max_attempts = self.cfg().max_attempts;
@@ -243,6 +247,9 @@ impl<'a> Credentials<'a> {
     /// The account a reset code for a confirmed address belongs to, consuming the code. Anything but a live,
     /// matching code is `AuthFailed`.
     pub(crate) async fn redeem_reset(&self, method: &str, value: &str, code: &str) -> ServiceResult<UserId> {
+        if !self.looks_like_code(code) {
+            return Err(ServiceError::AuthFailed);
+        }
         let owner = self.svc.ports.credentials.find_by_credential(self.tenant, method, value).await?;
         let key = self.code_key(CodePurpose::Reset, None, method, value);
         let hash = digest(&[&key, code.trim()]);
@@ -352,6 +359,13 @@ impl<'a> Credentials<'a> {
         };
         self.svc.ports.users.update_user(self.tenant, user, &update).await?;
         Ok(true)
+    }
+
+    /// True if `resp` has the shape of a code: exactly `code_length` digits. Anything else cannot match, so it
+    /// is refused without using one of the code's tries.
+    fn looks_like_code(&self, resp: &str) -> bool {
+        let resp = resp.trim();
+        resp.len() == self.cfg().code_length as usize && resp.bytes().all(|b| b.is_ascii_digit())
     }
 
     fn ttl_ms(&self) -> u64 {
