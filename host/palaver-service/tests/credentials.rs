@@ -241,4 +241,25 @@ async fn a_password_is_reset_by_a_code_and_every_session_closes() {
     assert_eq!(ctrl["code"], 401, "the old password is gone");
     let (ctrl, _) = again.req("login", json!({ "scheme": "basic", "secret": basic("rae", "brand-new-pw") })).await;
     assert_eq!(ctrl["code"], 200, "{ctrl}");
+
+    // Tinode's second way: the code buys a one-time grant (`{login scheme:"code"}`), which sets the password.
+    let mut third = Client::connect(&nodes[0]);
+    third.hi().await;
+    third.req("login", json!({ "scheme": "reset", "secret": b64(format!("basic:email:{email}")) })).await;
+    let code = last_code(&email);
+    let (ctrl, _) =
+        third.req("login", json!({ "scheme": "code", "secret": b64(format!("{code}:email:{email}")) })).await;
+    assert_eq!((ctrl["code"].clone(), ctrl["params"]["authlvl"].clone()), (json!(200), json!("")), "{ctrl}");
+    let grant = ctrl["params"]["token"].as_str().unwrap().to_owned();
+    assert_eq!(third.sub("me").await["code"], 401, "the grant logs nobody in");
+    let (ctrl, _) = third.req("login", json!({ "scheme": "token", "secret": grant })).await;
+    assert_eq!(ctrl["code"], 401, "nor is it a login token: {ctrl}");
+    let by_grant =
+        json!({ "scheme": "basic", "secret": b64(":third-pw".into()), "tmpscheme": "token", "tmpsecret": grant });
+    assert_eq!(third.req("acc", by_grant.clone()).await.0["code"], 200);
+    assert_eq!(third.req("acc", by_grant).await.0["code"], 401, "a grant works once");
+    let mut fourth = Client::connect(&nodes[1]);
+    fourth.hi().await;
+    let (ctrl, _) = fourth.req("login", json!({ "scheme": "basic", "secret": basic("rae", "third-pw") })).await;
+    assert_eq!(ctrl["code"], 200, "{ctrl}");
 }

@@ -162,8 +162,9 @@ impl Session {
     }
 
     async fn update_account(&mut self, m: MsgAcc) -> ServiceResult<()> {
-        if m.tmpscheme.as_deref() == Some("code") {
-            // A reset code stands in for a login: a logged-in user changes the password the usual way.
+        if m.tmpscheme.as_deref() == Some("code") || (m.tmpscheme.as_deref() == Some("token") && self.user.is_none()) {
+            // A reset code (or the grant one bought) stands in for a login: a logged-in user changes the
+            // password the usual way.
             if self.user.is_some() {
                 return Err(ServiceError::AlreadyAuthenticated);
             }
@@ -283,6 +284,9 @@ impl Session {
         let accounts = self.svc.accounts(self.tenant());
         let secret = m.secret.as_deref().ok_or_else(|| ServiceError::Malformed("login.secret is required".into()))?;
         let scheme = m.scheme.as_deref().unwrap_or("basic");
+        if scheme == "code" {
+            return self.login_with_code(m.id.as_deref(), secret).await;
+        }
         let user = match scheme {
             "basic" => {
                 let (login, password) = auth::parse_basic_secret(secret).ok_or(ServiceError::AuthFailed)?;

@@ -150,26 +150,42 @@ impl Session {
         Ok(())
     }
 
+    /// `{login scheme:"code" secret: base64("<code>:<method>:<address>")}` (Tinode's second way): the reset code
+    /// buys a one-time grant, answered 200 with `authlvl:""` and the grant as `token`. The session stays logged
+    /// out; `{acc tmpscheme:"token" tmpsecret:<grant>}` then sets the password.
+    pub(crate) async fn login_with_code(&self, id: Option<&str>, secret: &str) -> ServiceResult<()> {
+        let (code, method, value) = code_secret(secret)?;
+        let credentials = self.svc.credentials(self.tenant());
+        let (method, value) = credentials.parse(&method, &value).map_err(|_| ServiceError::AuthFailed)?;
+        let user = credentials.redeem_reset(&method, &value, &code).await?;
+        let (grant, expires) = credentials.grant_reset(user).await?;
+        let params = json!({ "user": user.to_string(), "authlvl": "", "token": grant, "expires": Timestamp(expires) });
+        self.reply(id, None, Code::Ok, Some(params)).await;
+        Ok(())
+    }
+
     /// `{acc scheme:"basic" secret: base64(":<new password>") tmpscheme:"code" tmpsecret: base64("<code>:<method>:
-    /// <address>")}` from a logged-out session: the reset code proves the address, and the password changes.
+    /// <address>")}` from a logged-out session: the reset code proves the address, and the password changes. With
+    /// `tmpscheme:"token"`, `tmpsecret` is the grant `{login scheme:"code"}` gave.
     /// Every token of the account is revoked and its sessions close; this session stays logged out and logs in
     /// with the new password.
     pub(crate) async fn reset_password(&self, m: &MsgAcc) -> ServiceResult<()> {
         if m.scheme.as_deref().unwrap_or("basic") != "basic" {
             return Err(ServiceError::UnknownScheme);
         }
-        let tmp = m.tmpsecret.as_deref().and_then(auth::decode_secret).ok_or(ServiceError::AuthFailed)?;
-        let mut parts = tmp.splitn(3, ':');
-        let (Some(code), Some(method), Some(value)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(ServiceError::AuthFailed);
-        };
         let secret = m.secret.as_deref().ok_or_else(|| ServiceError::Malformed("acc.secret is required".into()))?;
         let (_, password) = auth::parse_basic_secret(secret)
             .ok_or_else(|| ServiceError::Malformed("acc.secret must be base64 of login:password".into()))?;
         crate::usecases::accounts::validate_password(&password)?;
         let credentials = self.svc.credentials(self.tenant());
-        let (method, value) = credentials.parse(method, value).map_err(|_| ServiceError::AuthFailed)?;
-        let user = credentials.redeem_reset(&method, &value, code).await?;
+        let tmp = m.tmpsecret.as_deref().ok_or(ServiceError::AuthFailed)?;
+        let (user, method) = if m.tmpscheme.as_deref() == Some("token") {
+            (credentials.redeem_grant(tmp).await?, "grant".to_owned())
+        } else {
+            let (code, method, value) = code_secret(tmp)?;
+            let (method, value) = credentials.parse(&method, &value).map_err(|_| ServiceError::AuthFailed)?;
+            (credentials.redeem_reset(&method, &value, &code).await?, method)
+        };
         let audit = crate::backbone::audit_event(
             self.tenant(),
             "user.password.reset",
@@ -251,5 +267,15 @@ impl Session {
     async fn tags_changed(&self, me: UserId) {
         let pres = MsgPres { topic: "me".into(), what: "tags".into(), ..MsgPres::default() };
         self.svc.pres_to_many(self.tenant(), vec![me], pres, None, None).await;
+    }
+}
+
+/// `<code>:<method>:<address>` from a base64 secret; anything else is `AuthFailed`.
+fn code_secret(secret: &str) -> ServiceResult<(String, String, String)> {
+    let text = auth::decode_secret(secret).ok_or(ServiceError::AuthFailed)?;
+    let mut parts = text.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(code), Some(method), Some(value)) => Ok((code.to_owned(), method.to_owned(), value.to_owned())),
+        _ => Err(ServiceError::AuthFailed),
     }
 }

@@ -12,6 +12,7 @@
 
 use crate::error::{ServiceError, ServiceResult};
 use crate::{Inner, now_millis};
+use base64::Engine;
 use palaver_core::ports::{Added, CodeMessage, CodePurpose, Credential, Issued, Redeemed, SendError};
 use palaver_core::{StoreError, TenantId, UserId};
 use sha2::{Digest, Sha256};
@@ -52,6 +53,9 @@ impl Default for CredentialsConfig {
         }
     }
 }
+
+/// What a reset grant starts with, so that it is never mistaken for a login token.
+const GRANT_PREFIX: &str = "reset1.";
 
 /// The methods Palaver knows how to check an address of.
 pub const METHODS: &[&str] = &["email", "tel"];
@@ -256,6 +260,36 @@ impl<'a> Credentials<'a> {
         let redeemed = self.svc.ports.codes.redeem(self.tenant, &key, &hash, self.cfg().max_attempts).await?;
         match (redeemed, owner) {
             (Redeemed::Accepted, Some(owner)) => Ok(owner),
+            _ => Err(ServiceError::AuthFailed),
+        }
+    }
+
+    /// Exchanges a redeemed reset for a one-time grant (Tinode's `{login scheme:"code"}`): an opaque token that
+    /// lets one `{acc tmpscheme:"token"}` set the account's password within the code's lifetime. It logs nobody
+    /// in. Returns the grant and when it expires.
+    pub(crate) async fn grant_reset(&self, user: UserId) -> ServiceResult<(String, i64)> {
+        let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 24]>());
+        let key = digest(&["grant", &user.0.to_string(), &secret]);
+        let hash = digest(&[&key, &secret]);
+        // Grants follow a redeemed code, which the address's hourly sends bound already.
+        let limit = digest(&["grant", &user.0.to_string()]);
+        match self.svc.ports.codes.issue(self.tenant, &key, &limit, &hash, self.ttl_ms(), u32::MAX).await? {
+            Issued::Stored => {}
+            Issued::Limited { retry_after_ms } => return Err(limited(retry_after_ms)),
+        }
+        let expires = now_millis() + i64::try_from(self.ttl_ms()).unwrap_or(i64::MAX / 2);
+        Ok((format!("{GRANT_PREFIX}{}.{secret}", user.0), expires))
+    }
+
+    /// The account a reset grant names, consuming the grant. Anything but a live grant is `AuthFailed`.
+    pub(crate) async fn redeem_grant(&self, grant: &str) -> ServiceResult<UserId> {
+        let parsed = grant.strip_prefix(GRANT_PREFIX).and_then(|g| g.split_once('.'));
+        let Some((user, secret)) = parsed else { return Err(ServiceError::AuthFailed) };
+        let user = user.parse::<u64>().map(UserId).map_err(|_| ServiceError::AuthFailed)?;
+        let key = digest(&["grant", &user.0.to_string(), secret]);
+        let hash = digest(&[&key, secret]);
+        match self.svc.ports.codes.redeem(self.tenant, &key, &hash, 1).await? {
+            Redeemed::Accepted => Ok(user),
             _ => Err(ServiceError::AuthFailed),
         }
     }
