@@ -50,6 +50,10 @@
 //! The one-time code store (confirmation and reset codes) runs [`code_contract_tests!`], whose expression
 //! evaluates to an `Arc<dyn CodeStore>`.
 //!
+//! The plugin key-value store (the plugins' `kv` import) runs [`plugin_kv_contract_tests!`] in the two forms of
+//! [`storage_contract_tests!`]: the expression evaluates to the store (any `PluginKv`, such as the in-process
+//! `MemoryKv`) or, with `fixture =`, to a [`Fixture`] over it. Its TTL cases sleep on the wall clock.
+//!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
 pub mod cases;
@@ -232,6 +236,28 @@ macro_rules! code_contract_tests {
             codes_expire,
             sends_are_limited_per_hour,
             one_of_two_concurrent_redeems_wins,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per plugin key-value store case, each on a fresh store made by the given async
+/// expression (or, with `fixture =`, a fresh [`Fixture`]), exactly like [`storage_contract_tests!`]. The store
+/// needs only to be a `PluginKv`: the concurrent case races two commits within one task.
+#[macro_export]
+macro_rules! plugin_kv_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            kv_set_get_delete_round_trip,
+            kv_scopes_are_isolated,
+            kv_values_expire_after_their_ttl,
+            kv_compare_and_set_success_and_conflict,
+            kv_quota_on_keys,
+            kv_quota_on_bytes,
+            kv_usage_is_exact,
+            kv_batch_with_several_ops_on_one_key,
+            kv_concurrent_commits_respect_the_quota,
+            kv_values_with_arbitrary_bytes_round_trip,
+            kv_largest_keys_and_values_fit,
         );
     };
 }

@@ -106,21 +106,7 @@ impl Default for BreakerConfig {
     }
 }
 
-/// How much one plugin may keep in its key-value store for one tenant. Writes past it fail with the `kv`
-/// import's `limit` error; a delete always succeeds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KvQuota {
-    /// The most live keys.
-    pub max_keys: u64,
-    /// The most bytes, keys and values added up.
-    pub max_bytes: u64,
-}
-
-impl Default for KvQuota {
-    fn default() -> Self {
-        KvQuota { max_keys: 10_000, max_bytes: 4 << 20 }
-    }
-}
+pub use palaver_core::ports::KvQuota;
 
 /// Sizing of wasmtime's pooling allocator. Slots are reserved up front (virtual memory only), which makes
 /// instantiation a few microseconds instead of an mmap per call.

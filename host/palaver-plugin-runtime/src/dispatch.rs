@@ -31,6 +31,16 @@ pub(crate) enum Ran<T> {
     Skipped,
 }
 
+/// How many times a call runs when its key-value writes keep meeting concurrent ones.
+const KV_ATTEMPTS: u32 = 4;
+
+/// Why a finished call's effects were not applied.
+enum Uncommitted {
+    /// A key it read changed under it: running it again may succeed.
+    Conflict(Fault),
+    Fault(Fault),
+}
+
 /// What the booking of a finished call needs to know about it.
 struct Call<'a> {
     slot: &'a Slot,
@@ -76,9 +86,9 @@ impl PluginRegistry {
         }
     }
 
-    /// Applies a successful call's effects: key-value writes first (a conflict fails the call), then events and
-    /// notifications (a delivery failure is logged and counted; the verdict stands).
-    async fn commit(&self, slot: &Slot, tenant: TenantId, effects: EffectBuffer) -> Result<(), Fault> {
+    /// Applies a successful call's effects: key-value writes first (a conflict fails the attempt), then events
+    /// and notifications (a delivery failure is logged and counted; the verdict stands).
+    async fn commit(&self, slot: &Slot, tenant: TenantId, effects: EffectBuffer) -> Result<(), Uncommitted> {
         if effects.is_empty() {
             return Ok(());
         }
@@ -86,12 +96,13 @@ impl PluginRegistry {
         match self.rt.services.kv.commit(scope, &effects.kv_ops, &self.rt.config.kv_quota).await {
             Ok(()) => {}
             // Each write was checked against the quota during the call; a concurrent call got there first.
-            Err(KvError::Quota(m)) => return Err(Fault::new(FaultKind::KvQuota, m)),
+            Err(KvError::Quota(m)) => return Err(Uncommitted::Fault(Fault::new(FaultKind::KvQuota, m))),
             Err(KvError::Conflict(key)) => {
-                return Err(Fault::new(FaultKind::Conflict, format!("key {key:?} changed during the call")));
+                let fault = Fault::new(FaultKind::Conflict, format!("key {key:?} changed during the call"));
+                return Err(Uncommitted::Conflict(fault));
             }
             Err(KvError::Unavailable(m)) => {
-                return Err(Fault::new(FaultKind::Conflict, format!("kv unavailable: {m}")));
+                return Err(Uncommitted::Fault(Fault::new(FaultKind::Conflict, format!("kv unavailable: {m}"))));
             }
         }
         let sink = &self.rt.services.effects;
@@ -114,18 +125,11 @@ impl PluginRegistry {
     async fn finish<T>(
         &self,
         call: Call<'_>,
-        result: Result<Done<T>, Fault>,
+        result: Result<(T, u64), Fault>,
         outcome: impl Fn(&T) -> Outcome,
     ) -> Ran<T> {
         let Call { slot, v, hook, tenant, admission, started } = call;
         let m = slot.metrics.hook(hook);
-        let result = match result {
-            Ok(done) => {
-                let fuel = done.fuel;
-                self.commit(slot, tenant, done.effects).await.map(|()| (done.value, fuel))
-            }
-            Err(f) => Err(f),
-        };
         m.latency.observe(started.elapsed());
         match result {
             Ok((value, fuel)) => {
@@ -146,6 +150,30 @@ impl PluginRegistry {
         }
     }
 
+    /// Runs a call and commits its effects. A call whose key-value writes met a concurrent call's (another
+    /// instance, another node) runs again on the new state, up to [`KV_ATTEMPTS`] times, as an optimistic
+    /// transaction does: its effects were only buffered, so nothing of the losing run was applied. Returns the
+    /// value and the fuel of every run.
+    async fn committed<T, F, Fut>(&self, slot: &Slot, tenant: TenantId, mut run: F) -> Result<(T, u64), Fault>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Done<T>, Fault>>,
+    {
+        let mut fuel = 0;
+        for attempt in 1.. {
+            let done = run().await?;
+            fuel += done.fuel;
+            match self.commit(slot, tenant, done.effects).await {
+                Ok(()) => return Ok((done.value, fuel)),
+                Err(Uncommitted::Conflict(_)) if attempt < KV_ATTEMPTS => {
+                    slot.metrics.kv_retries.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(Uncommitted::Conflict(f) | Uncommitted::Fault(f)) => return Err(f),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
     /// Runs one plugin's `before-publish` on the version `v` the caller pinned.
     pub(crate) async fn run_publish(
         &self,
@@ -158,9 +186,13 @@ impl PluginRegistry {
         let Some((admission, started)) = begin(slot, Hook::BeforePublish, ctx.tenant) else {
             return Ran::Skipped;
         };
-        let scope = self.scope(v, Hook::BeforePublish, ctx.tenant);
-        let wit = publish_context(ctx, scope.request_id.clone());
-        let result = v.judge(&self.rt, scope, &wit, content, head).await;
+        let result = self
+            .committed(slot, ctx.tenant, || {
+                let scope = self.scope(v, Hook::BeforePublish, ctx.tenant);
+                let wit = publish_context(ctx, scope.request_id.clone());
+                async move { v.judge(&self.rt, scope, &wit, content, head).await }
+            })
+            .await;
         let call = Call { slot, v, hook: Hook::BeforePublish, tenant: ctx.tenant, admission, started };
         self.finish(call, result, |verdict| match verdict {
             PublishVerdict::Allow => Outcome::Allow,
@@ -184,10 +216,14 @@ impl PluginRegistry {
         let Some((admission, started)) = begin(slot, Hook::BeforePush, tenant) else {
             return Ran::Skipped;
         };
-        let scope = self.scope(v, Hook::BeforePush, tenant);
-        let current = PushContext { message: msg, ..ctx.clone() };
-        let wit = push_info(&current, &self.rt.config.node, scope.request_id.clone());
-        let result = v.filter(&self.rt, scope, &wit, msg).await;
+        let result = self
+            .committed(slot, tenant, || {
+                let scope = self.scope(v, Hook::BeforePush, tenant);
+                let current = PushContext { message: msg, ..ctx.clone() };
+                let wit = push_info(&current, &self.rt.config.node, scope.request_id.clone());
+                async move { v.filter(&self.rt, scope, &wit, msg).await }
+            })
+            .await;
         let call = Call { slot, v, hook: Hook::BeforePush, tenant, admission, started };
         self.finish(call, result, |d| match d {
             PushDecision::Keep => Outcome::Keep,
@@ -208,9 +244,13 @@ impl PluginRegistry {
         let Some((admission, started)) = begin(slot, Hook::ScanFile, ctx.tenant) else {
             return Ran::Skipped;
         };
-        let scope = self.scope(v, Hook::ScanFile, ctx.tenant);
-        let wit = file_info(ctx, &self.rt.config.node, scope.request_id.clone());
-        let result = v.scan_file(&self.rt, scope, &wit).await;
+        let result = self
+            .committed(slot, ctx.tenant, || {
+                let scope = self.scope(v, Hook::ScanFile, ctx.tenant);
+                let wit = file_info(ctx, &self.rt.config.node, scope.request_id.clone());
+                async move { v.scan_file(&self.rt, scope, &wit).await }
+            })
+            .await;
         let call = Call { slot, v, hook: Hook::ScanFile, tenant: ctx.tenant, admission, started };
         self.finish(call, result, |verdict| match verdict {
             ScanVerdict::Clean => Outcome::Clean,
@@ -232,15 +272,19 @@ impl PluginRegistry {
         let Some((admission, started)) = begin(slot, Hook::OnCommand, ctx.tenant) else {
             return Ran::Skipped;
         };
-        let scope = self.scope(v, Hook::OnCommand, ctx.tenant);
-        let wit = on_command::CallContext {
-            tenant: ctx.tenant.0,
-            actor: ctx.actor.to_string(),
-            session: ctx.session.clone(),
-            node: if ctx.node.is_empty() { self.rt.config.node.clone() } else { ctx.node.clone() },
-            request_id: scope.request_id.clone(),
-        };
-        let result = v.handle(&self.rt, scope, &wit, name, args).await;
+        let result = self
+            .committed(slot, ctx.tenant, || {
+                let scope = self.scope(v, Hook::OnCommand, ctx.tenant);
+                let wit = on_command::CallContext {
+                    tenant: ctx.tenant.0,
+                    actor: ctx.actor.to_string(),
+                    session: ctx.session.clone(),
+                    node: if ctx.node.is_empty() { self.rt.config.node.clone() } else { ctx.node.clone() },
+                    request_id: scope.request_id.clone(),
+                };
+                async move { v.handle(&self.rt, scope, &wit, name, args).await }
+            })
+            .await;
         let call = Call { slot, v, hook: Hook::OnCommand, tenant: ctx.tenant, admission, started };
         self.finish(call, result, |o| match o {
             CommandOutcome::Ok(_) => Outcome::Ok,

@@ -1,95 +1,15 @@
-//! The plugin key-value port: a store scoped by (tenant, plugin), read during a call and written only when the
-//! call commits, with TTLs, compare-and-set and a quota of keys and bytes per scope. [`MemoryKv`] is the in-process implementation; a Redis one can
-//! follow behind the same trait.
+//! The in-process [`PluginKv`]: one map per (tenant, plugin), for tests and a node without a database of its own.
+//! The port and its types live in `palaver_core::ports` (the durable adapters are the stores'); this crate
+//! re-exports them.
 
-use crate::config::KvQuota;
 use crate::services::Clock;
 use palaver_core::TenantId;
+pub(crate) use palaver_core::ports::entry_bytes;
+pub use palaver_core::ports::{KvError, KvOp, KvScope, KvUsage, PluginKv};
+use palaver_core::ports::{KvQuota, KvWrite, plan, touched};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// Whose keys a call sees: one plugin's, within one tenant. No call can name another scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KvScope<'a> {
-    pub tenant: TenantId,
-    pub plugin: &'a str,
-}
-
-/// One buffered write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KvOp {
-    Set {
-        key: String,
-        value: Vec<u8>,
-        ttl_ms: Option<u64>,
-    },
-    Delete {
-        key: String,
-    },
-    /// Replace (`value: None` deletes) only if the current value is `expected` (`None`: absent).
-    CompareAndSet {
-        key: String,
-        expected: Option<Vec<u8>>,
-        value: Option<Vec<u8>>,
-        ttl_ms: Option<u64>,
-    },
-}
-
-/// Why a key-value operation failed.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum KvError {
-    /// A compare-and-set condition no longer held at commit; nothing of the batch was written.
-    #[error("conflict on key {0:?}")]
-    Conflict(String),
-    /// The batch would take the scope past its quota; nothing of it was written.
-    #[error("quota exceeded: {0}")]
-    Quota(String),
-    /// The backing store is unreachable.
-    #[error("unavailable: {0}")]
-    Unavailable(String),
-}
-
-/// What one scope holds: live keys, and their keys' and values' bytes added up.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KvUsage {
-    pub keys: u64,
-    pub bytes: u64,
-}
-
-impl KvUsage {
-    /// Why `self` (after a write) breaks `quota` where `before` did not already, or `None`. A write that grows
-    /// neither figure always passes, so that a scope above a lowered quota can still shrink.
-    pub fn exceeds(self, before: KvUsage, quota: &KvQuota) -> Option<String> {
-        if self.keys > quota.max_keys && self.keys > before.keys {
-            return Some(format!("at most {} keys per plugin and tenant", quota.max_keys));
-        }
-        if self.bytes > quota.max_bytes && self.bytes > before.bytes {
-            return Some(format!("at most {} bytes (keys and values) per plugin and tenant", quota.max_bytes));
-        }
-        None
-    }
-}
-
-/// The bytes an entry under `key` with `value` counts for.
-pub(crate) fn entry_bytes(key: &str, value: &[u8]) -> u64 {
-    u64::try_from(key.len() + value.len()).unwrap_or(u64::MAX)
-}
-
-/// The store behind the `kv` import.
-#[async_trait::async_trait]
-pub trait PluginKv: Send + Sync {
-    /// The live value under `key`, or `None` (also when it expired).
-    async fn get(&self, scope: KvScope<'_>, key: &str) -> Result<Option<Vec<u8>>, KvError>;
-
-    /// What the scope holds now.
-    async fn usage(&self, scope: KvScope<'_>) -> Result<KvUsage, KvError>;
-
-    /// Applies `ops` in order, all or nothing: if any compare-and-set condition fails, nothing is written and the
-    /// result is `Conflict`; if the scope would end up past `quota` (see [`KvUsage::exceeds`]), nothing is written
-    /// and the result is `Quota`.
-    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp], quota: &KvQuota) -> Result<(), KvError>;
-}
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -163,56 +83,22 @@ impl PluginKv for MemoryKv {
         }
         let now = self.clock.now_ms();
         let mut maps = self.maps.lock();
-        // Check every condition against the state as the earlier ops of the batch leave it, and the quota against
-        // the state the whole batch leaves, before writing.
-        {
+        let writes = {
             let map = maps.get(&scope.tenant).and_then(|t| t.get(scope.plugin));
-            let mut overlay: HashMap<&str, Option<&[u8]>> = HashMap::new();
-            for op in ops {
-                match op {
-                    KvOp::Set { key, value, .. } => {
-                        overlay.insert(key, Some(value));
-                    }
-                    KvOp::Delete { key } => {
-                        overlay.insert(key, None);
-                    }
-                    KvOp::CompareAndSet { key, expected, value, .. } => {
-                        let now_value = overlay.get(key.as_str()).copied().unwrap_or_else(|| current(map, key, now));
-                        if now_value != expected.as_deref() {
-                            return Err(KvError::Conflict(key.clone()));
-                        }
-                        overlay.insert(key, value.as_deref());
-                    }
-                }
-            }
-            let before = usage_of(map, now);
-            let mut after = before;
-            for (key, value) in &overlay {
-                if let Some(old) = current(map, key, now) {
-                    after.keys -= 1;
-                    after.bytes = after.bytes.saturating_sub(entry_bytes(key, old));
-                }
-                if let Some(new) = value {
-                    after.keys += 1;
-                    after.bytes = after.bytes.saturating_add(entry_bytes(key, new));
-                }
-            }
-            if let Some(why) = after.exceeds(before, quota) {
-                return Err(KvError::Quota(why));
-            }
-        }
+            let stored: HashMap<String, Vec<u8>> = touched(ops)
+                .into_iter()
+                .filter_map(|k| current(map, k, now).map(|v| (k.to_owned(), v.to_vec())))
+                .collect();
+            plan(ops, &stored, usage_of(map, now), quota, now)?
+        };
         let map = maps.entry(scope.tenant).or_default().entry(scope.plugin.to_owned()).or_default();
-        let expiry = |ttl: &Option<u64>| ttl.map(|t| now.saturating_add(t));
-        for op in ops {
-            match op {
-                KvOp::Set { key, value, ttl_ms } => {
-                    map.insert(key.clone(), Entry { value: value.clone(), expires_at: expiry(ttl_ms) });
+        for write in writes {
+            match write {
+                KvWrite::Put { key, value, expires_at } => {
+                    map.insert(key, Entry { value, expires_at });
                 }
-                KvOp::Delete { key } | KvOp::CompareAndSet { key, value: None, .. } => {
-                    map.remove(key);
-                }
-                KvOp::CompareAndSet { key, value: Some(value), ttl_ms, .. } => {
-                    map.insert(key.clone(), Entry { value: value.clone(), expires_at: expiry(ttl_ms) });
+                KvWrite::Remove { key } => {
+                    map.remove(&key);
                 }
             }
         }

@@ -122,6 +122,8 @@ pub(crate) struct PluginMetrics {
     pub(crate) loads_ok: AtomicU64,
     pub(crate) loads_refused: AtomicU64,
     pub(crate) effect_errors: AtomicU64,
+    /// Calls run again because their key-value writes met a concurrent call's.
+    pub(crate) kv_retries: AtomicU64,
 }
 
 impl PluginMetrics {
@@ -227,7 +229,7 @@ pub(crate) fn encode(rows: &[Row<'_>], mut e: DescriptorEncoder<'_>) -> std::fmt
             }
         }
     }
-    let per_plugin: [PerPlugin; 6] = [
+    let per_plugin: [PerPlugin; 7] = [
         (
             "palaver_plugin_breaker_open",
             MetricType::Gauge,
@@ -251,6 +253,12 @@ pub(crate) fn encode(rows: &[Row<'_>], mut e: DescriptorEncoder<'_>) -> std::fmt
             MetricType::Counter,
             "Events or notifications that could not be delivered",
             |r| r.metrics.effect_errors.load(Ordering::Relaxed),
+        ),
+        (
+            "palaver_plugin_kv_retries",
+            MetricType::Counter,
+            "Calls run again because their key-value writes met a concurrent call's",
+            |r| r.metrics.kv_retries.load(Ordering::Relaxed),
         ),
     ];
     for (name, kind, help, value) in per_plugin {

@@ -1,7 +1,7 @@
 //! Per-tenant plugin choices: whether a plugin is enabled for a tenant, the tenant's settings for it and, per hook,
 //! whether a fault of the plugin lets the tenant's messages and commands through (fail-open) or refuses them. Kept in
-//! memory behind a copy-on-write snapshot, so the publish path reads it without a lock; the server persists it
-//! (the tenant registry's `config`) and replays it at start.
+//! memory behind a copy-on-write snapshot, so the publish path reads it without a lock. Only in memory, on the node
+//! that was told: these choices are lost on restart and not shared by the nodes of a cluster yet.
 
 use crate::manifest::{FailurePolicy, Hook};
 use arc_swap::ArcSwap;

@@ -6,13 +6,13 @@ use crate::config::Config;
 use crate::plugins_admin::{load_report, word};
 use anyhow::Context;
 use palaver_api::bodies::admin as a;
-use palaver_core::ports::{BusinessRules, RuleVerdict};
+use palaver_core::ports::{BusinessRules, PluginKv, RuleVerdict};
 use palaver_core::ports::{PublishHook, PushHook, ScanHook, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{TenantId, UserId};
 use palaver_gateway::Admin;
 use palaver_plugin_runtime::{
     DirWatcher, EffectError, Effects, EventTarget, FailurePolicy, Hook, HostServices, KvQuota, LoadOutcome, LoadReport,
-    MemoryKv, PluginEvent, PluginHooks, PluginNotification, PluginRegistry, PortsDirectory, RuntimeConfig, SystemClock,
+    PluginEvent, PluginHooks, PluginNotification, PluginRegistry, PortsDirectory, RuntimeConfig, SystemClock,
 };
 use palaver_service::Service;
 use serde_json::{Value, json};
@@ -70,6 +70,7 @@ impl Plugins {
     /// Starts the registry and loads the plugins directory, when one is configured.
     pub(crate) async fn start(
         cfg: &Config,
+        kv: Arc<dyn PluginKv>,
         users: Arc<dyn UserStore>,
         topics: Arc<dyn TopicStore>,
         subs: Arc<dyn SubscriptionStore>,
@@ -80,12 +81,8 @@ impl Plugins {
         }
         let clock = Arc::new(SystemClock);
         let effects = Arc::new(ServiceEffects::default());
-        let services = HostServices::new(
-            Arc::new(MemoryKv::new(clock.clone())),
-            Arc::new(PortsDirectory::new(users, topics, subs)),
-            effects.clone(),
-            clock,
-        );
+        let services =
+            HostServices::new(kv, Arc::new(PortsDirectory::new(users, topics, subs)), effects.clone(), clock);
         let cache = if p.cache_dir.as_os_str().is_empty() {
             cfg.server.data_dir.join("plugin-cache")
         } else {

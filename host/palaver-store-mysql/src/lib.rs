@@ -19,7 +19,8 @@
 //! `CommandStore` (the admin command ledger) and `ReportStore` (abuse reports), whose writes append their queue
 //! records to the same database's outbox in the same transaction. `DeviceStore` (push tokens) runs on its
 //! `im_devices` table, `CallStore` (one-to-one calls) on `im_calls`, `CredentialStore` (the accounts' email addresses
-//! and phone numbers, one confirmed owner each) on `credentials`.
+//! and phone numbers, one confirmed owner each) on `credentials`, and `PluginKv` (the plugins' key-value store, one
+//! scope per plugin) on `plugin_kv`, locking a scope's row of `plugin_kv_scopes` for each commit.
 //!
 //! # Pools
 //!
@@ -74,6 +75,7 @@ mod groups;
 mod messages;
 mod notifications;
 mod outbox;
+mod plugin_kv;
 mod pools;
 mod relations;
 mod reports;

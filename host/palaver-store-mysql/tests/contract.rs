@@ -174,3 +174,12 @@ palaver_contract::credential_contract_tests!(
         common::storage_fixture()
     }
 );
+
+palaver_contract::plugin_kv_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::storage_fixture()
+    }
+);

@@ -27,6 +27,7 @@ const TENANT_SQL: &[&str] = &[
     include_str!("../../../migrations/mysql/tenant/0014_external_ids.sql"),
     include_str!("../../../migrations/mysql/tenant/0015_deleted_accounts.sql"),
     include_str!("../../../migrations/mysql/tenant/0016_credentials.sql"),
+    include_str!("../../../migrations/mysql/tenant/0017_plugin_kv.sql"),
 ];
 
 #[test]

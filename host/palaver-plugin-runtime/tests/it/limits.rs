@@ -170,8 +170,48 @@ async fn the_breaker_opens_after_repeated_faults_and_closes_after_a_good_trial()
     assert!(e.registry.render_metrics().contains("palaver_plugin_breaker_trips_total{plugin=\"trap\"} 2"));
 }
 
-/// A key-value store whose commits always lose a race.
+/// A key-value store whose commits always lose a race; the memory store's behaviour once the first
+/// `losses` commits are spent.
 struct Conflicting;
+
+struct LosesFirst {
+    losses: std::sync::atomic::AtomicU32,
+    inner: palaver_plugin_runtime::MemoryKv,
+}
+
+#[async_trait::async_trait]
+impl PluginKv for LosesFirst {
+    async fn get(&self, scope: KvScope<'_>, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        self.inner.get(scope, key).await
+    }
+
+    async fn usage(&self, scope: KvScope<'_>) -> Result<KvUsage, KvError> {
+        self.inner.usage(scope).await
+    }
+
+    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp], quota: &KvQuota) -> Result<(), KvError> {
+        let order = std::sync::atomic::Ordering::SeqCst;
+        let lost = self.losses.fetch_update(order, order, |n| n.checked_sub(1)).is_ok();
+        if lost { Err(KvError::Conflict("greetings".to_owned())) } else { self.inner.commit(scope, ops, quota).await }
+    }
+}
+
+#[tokio::test]
+async fn a_call_that_loses_a_kv_race_runs_again_and_commits_once() {
+    let kv = LosesFirst {
+        losses: std::sync::atomic::AtomicU32::new(2),
+        inner: palaver_plugin_runtime::MemoryKv::new(Arc::new(palaver_plugin_runtime::SystemClock)),
+    };
+    let e = env_with(config(), |s| s.with_kv(Arc::new(kv)));
+    e.load("hello-0.1.0");
+    e.registry.set_enabled(TenantId(1), "hello", Some(true)).unwrap();
+    let (cmd, args) = (CommandContext::new(TenantId(1), ACTOR), json!({ "name": "Ann" }));
+    let out = e.hooks.run_command(&cmd, "hello.greet", &args).await.unwrap();
+    assert_eq!(out, CommandOutcome::Ok(json!({ "greeting": "Hello, Ann!", "count": 1 })));
+    assert_eq!(e.effects.events().len(), 1, "only the run that committed sends its event");
+    assert_eq!(e.info("hello").on_command.faults_by_kind.get(&FaultKind::Conflict), None);
+    assert!(e.registry.render_metrics().contains("palaver_plugin_kv_retries_total{plugin=\"hello\"} 2"));
+}
 
 #[async_trait::async_trait]
 impl PluginKv for Conflicting {

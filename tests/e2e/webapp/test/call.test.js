@@ -25,9 +25,8 @@ const { startServer, isExternal } = require('../../lib/server');
 const { newUser } = require('../../lib/fixtures');
 const { API_KEY } = require('../../lib/common');
 const { startWebServer } = require('../lib/webserver');
-const { launchBrowser, openPage, CHROMIUM } = require('../lib/browser');
+const { launchBrowser, openPage, stepper, until, untilFrame, CHROMIUM, STEP_MS } = require('../lib/browser');
 
-const STEP_MS = Number(process.env.E2E_STEP_MS || 20000);
 const TURN_PORT = process.env.PALAVER_TEST_TURN_PORT;
 const TURN_SECRET = process.env.PALAVER_TEST_TURN_SECRET;
 
@@ -67,40 +66,10 @@ describe('Tinode web app in Chromium', { skip: skipReason() }, () => {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Runs one step; on failure the error carries both pages' last frames and console, and screenshots. */
-  async function step(what, fn) {
-    try {
-      return await fn();
-    } catch (e) {
-      const shots = process.env.E2E_SCREENSHOTS;
-      if (shots) {
-        fs.mkdirSync(shots, { recursive: true });
-        for (const p of pages) {
-          const base = path.join(shots, `${what.replace(/[^a-z0-9]+/gi, '-')}-${p.name}`);
-          await p.page.screenshot({ path: `${base}.png` }).catch(() => {});
-          fs.writeFileSync(`${base}.html`, await p.page.content().catch(() => ''));
-        }
-      }
-      const reports = pages.map(p => p.report()).join('\n');
-      throw new Error(`step "${what}" failed: ${e.message}\n${reports}\n--- server ---\n${srv.log(3000)}`);
-    }
-  }
+  const step = stepper(pages, () => srv.log(3000));
 
-  /** Waits until `fn` (run in the page) returns truthy; resolves its value. */
-  async function until(p, what, fn, ...args) {
-    const handle = await p.page.waitForFunction(fn, { timeout: STEP_MS, polling: 100 }, ...args)
-      .catch(e => { throw new Error(`${p.name}: ${what}: ${e.message}`); });
-    return handle.jsonValue();
-  }
 
-  /** Waits until page `p` has sent or received a Tinode frame matching `re`. */
-  async function untilFrame(p, what, re) {
-    const deadline = Date.now() + STEP_MS;
-    while (!p.frames.some(f => re.test(f))) {
-      if (Date.now() > deadline) throw new Error(`${p.name}: ${what}: no frame matching ${re} within ${STEP_MS} ms`);
-      await new Promise(r => setTimeout(r, 100));
-    }
-  }
+
 
   /** Clicks the first element matching `selector` whose text contains `text` (the first of all when it is empty). */
   async function clickText(p, selector, text) {

@@ -15,14 +15,12 @@
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const path = require('node:path');
 const { startServer, isExternal } = require('../../lib/server');
 const { uniqueLogin, uniquePassword } = require('../../lib/common');
 const { CONFIRM_SUBJECT, smtpTable, mailpitProblem, uniqueAddr, wrongCode, mailbox } = require('../../lib/mailpit');
 const { startWebServer } = require('../lib/webserver');
-const { launchBrowser, openPage, CHROMIUM } = require('../lib/browser');
+const { launchBrowser, openPage, stepper, until, untilFrame, CHROMIUM, STEP_MS } = require('../lib/browser');
 
-const STEP_MS = Number(process.env.E2E_STEP_MS || 20000);
 
 function skipReason() {
   if (isExternal()) return 'PALAVER_URL is set: this test configures its own server';
@@ -55,41 +53,10 @@ describe('Tinode web app: sign-up with a required email', { skip: skipReason() }
     if (srv) await srv.stop();
   });
 
-  /** Runs one step; on failure the error carries the page's last frames and console, and a screenshot. */
-  async function step(what, fn) {
-    try {
-      return await fn();
-    } catch (e) {
-      const shots = process.env.E2E_SCREENSHOTS;
-      if (shots) {
-        fs.mkdirSync(shots, { recursive: true });
-        for (const p of pages) {
-          const base = path.join(shots, `${what.replace(/[^a-z0-9]+/gi, '-')}-${p.name}`);
-          await p.page.screenshot({ path: `${base}.png` }).catch(() => {});
-          fs.writeFileSync(`${base}.html`, await p.page.content().catch(() => ''));
-        }
-      }
-      const reports = pages.map(p => p.report()).join('\n');
-      throw new Error(`step "${what}" failed: ${e.message}\n${reports}\n--- server ---\n${srv.log(3000)}`);
-    }
-  }
+  const step = stepper(pages, () => srv.log(3000));
 
-  async function until(p, what, fn, ...args) {
-    const handle = await p.page.waitForFunction(fn, { timeout: STEP_MS, polling: 100 }, ...args)
-      .catch(e => { throw new Error(`${p.name}: ${what}: ${e.message}`); });
-    return handle.jsonValue();
-  }
 
-  /** Waits until page `p` has sent or received a Tinode frame matching `re` (among those from index `since`). */
-  async function untilFrame(p, what, re, since = 0) {
-    const deadline = Date.now() + STEP_MS;
-    for (;;) {
-      const f = p.frames.slice(since).find(x => re.test(x));
-      if (f) return f;
-      if (Date.now() > deadline) throw new Error(`${p.name}: ${what}: no frame matching ${re} within ${STEP_MS} ms`);
-      await new Promise(r => setTimeout(r, 100));
-    }
-  }
+
 
   /**
    * Puts `code` in the app's code view in one change and submits it. Once a code came in the page's address (after
