@@ -54,6 +54,10 @@
 //! [`storage_contract_tests!`]: the expression evaluates to the store (any `PluginKv`, such as the in-process
 //! `MemoryKv`) or, with `fixture =`, to a [`Fixture`] over it. Its TTL cases sleep on the wall clock.
 //!
+//! The plugin choice store (the tenants' plugin choices, versioned so that nodes catch up) runs
+//! [`plugin_choice_contract_tests!`] in the same two forms. Its cases use plugin names of their own and compare
+//! versions only with each other, so one store may serve them all.
+//!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
 pub mod cases;
@@ -258,6 +262,26 @@ macro_rules! plugin_kv_contract_tests {
             kv_concurrent_commits_respect_the_quota,
             kv_values_with_arbitrary_bytes_round_trip,
             kv_largest_keys_and_values_fit,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per plugin choice store case, each on a store made by the given async expression
+/// (or, with `fixture =`, a [`Fixture`]), exactly like [`storage_contract_tests!`]. The store must be a
+/// `PluginChoiceStore` that can be cloned into spawned tasks (`Clone + 'static`). The cases use plugin names of
+/// their own and never assume a version's number, so the store need not be fresh.
+#[macro_export]
+macro_rules! plugin_choice_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            plugin_choice_puts_get_rising_versions,
+            plugin_choice_since_zero_lists_current_in_order,
+            plugin_choice_put_replaces_the_earlier,
+            plugin_choice_since_lists_only_later,
+            plugin_choice_limit_is_honoured,
+            plugin_choice_tenants_and_plugins_are_separate,
+            plugin_choice_json_round_trips,
+            plugin_choice_concurrent_puts_in_order,
         );
     };
 }

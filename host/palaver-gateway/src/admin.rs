@@ -38,7 +38,7 @@ pub trait Admin: Send + Sync {
     fn tenant_plugin(&self, tenant: u64, name: &str) -> Result<a::TenantPlugin, String>;
     /// Changes a tenant's choices (an [`a::TenantPluginChange`] the gateway has checked): `enabled`, `settings`
     /// and `failure`, a field left out unchanged and null restoring the default.
-    fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<a::TenantPlugin, String>;
+    async fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<a::TenantPlugin, String>;
 }
 
 /// True if the request carries `Authorization: Bearer <token>`.
@@ -135,7 +135,7 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
         },
         Op::SetTenantPlugin => match tenant_id {
             Some(t) => {
-                let result = admin.set_tenant_plugin(t, &name, &body);
+                let result = admin.set_tenant_plugin(t, &name, &body).await;
                 audit_plugin(shared, TenantId(t), "plugin.settings", &name, &result).await;
                 outcome(result)
             }
@@ -291,7 +291,7 @@ impl Admin for NoPlugins {
     fn tenant_plugin(&self, _tenant: u64, _name: &str) -> Result<a::TenantPlugin, String> {
         Err("no plugins on this node".into())
     }
-    fn set_tenant_plugin(&self, _tenant: u64, _name: &str, _change: &Value) -> Result<a::TenantPlugin, String> {
+    async fn set_tenant_plugin(&self, _tenant: u64, _name: &str, _change: &Value) -> Result<a::TenantPlugin, String> {
         Err("no plugins on this node".into())
     }
 }

@@ -352,6 +352,31 @@ impl PluginRegistry {
         self.tenants.choices(tenant)
     }
 
+    /// Checks a whole choice for a plugin the way the `set_*` calls would: the plugin is loaded, its settings fit
+    /// the live version's schema, and each failure policy is one the hook allows.
+    pub fn check_choice(&self, choice: &TenantChoice) -> Result<(), RegistryError> {
+        let slot = self.slot(&choice.plugin)?;
+        if let (Some(v), Some(s)) = (slot.current.load_full(), &choice.settings) {
+            validate_values(&v.manifest.settings, s)
+                .map_err(|message| RegistryError::Settings { plugin: choice.plugin.clone(), message })?;
+        }
+        for (hook, policy) in &choice.failure {
+            fixed_policy_allows(&choice.plugin, *hook, Some(*policy))?;
+        }
+        Ok(())
+    }
+
+    /// Replaces a tenant's whole choice for a plugin at once: a stored choice, replayed at start or made on another
+    /// node. A plugin that is not loaded (yet) keeps the choice for when it is, and its load gate checks the
+    /// settings against its schema then; a loaded one's choice is checked first ([`Self::check_choice`]).
+    pub fn apply_choice(&self, tenant: TenantId, choice: &TenantChoice) -> Result<(), RegistryError> {
+        if self.slot(&choice.plugin).is_ok() {
+            self.check_choice(choice)?;
+        }
+        self.tenants.replace(tenant, choice);
+        Ok(())
+    }
+
     /// What a fault of `slot`'s `hook` means for `tenant`: the tenant's choice, else the plugin-wide override,
     /// else the manifest's, else the hook's default (closed).
     pub(crate) fn policy_for(&self, slot: &Slot, v: &PluginVersion, hook: Hook, tenant: TenantId) -> FailurePolicy {

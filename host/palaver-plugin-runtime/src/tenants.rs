@@ -1,7 +1,7 @@
 //! Per-tenant plugin choices: whether a plugin is enabled for a tenant, the tenant's settings for it and, per hook,
 //! whether a fault of the plugin lets the tenant's messages and commands through (fail-open) or refuses them. Kept in
-//! memory behind a copy-on-write snapshot, so the publish path reads it without a lock. Only in memory, on the node
-//! that was told: these choices are lost on restart and not shared by the nodes of a cluster yet.
+//! memory behind a copy-on-write snapshot, so the publish path reads it without a lock. The server stores each change
+//! (the `PluginChoiceStore` port) and replays stored choices here, at start and as other nodes make them.
 
 use crate::manifest::{FailurePolicy, Hook};
 use arc_swap::ArcSwap;
@@ -77,6 +77,18 @@ impl TenantTable {
 
     pub(crate) fn set_settings(&self, tenant: TenantId, plugin: &str, settings: Option<Value>) {
         self.update(tenant, plugin, |e| e.settings = settings);
+    }
+
+    /// Replaces `tenant`'s whole choice for `plugin` in one change.
+    pub(crate) fn replace(&self, tenant: TenantId, choice: &TenantChoice) {
+        self.update(tenant, &choice.plugin, |e| {
+            e.enabled = choice.enabled;
+            e.settings = choice.settings.clone();
+            e.failure = [None; Hook::ALL.len()];
+            for (hook, policy) in &choice.failure {
+                e.failure[*hook as usize] = Some(*policy);
+            }
+        });
     }
 
     /// The failure policy `tenant` chose for `plugin`'s `hook`, if it chose one.

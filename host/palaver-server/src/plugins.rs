@@ -6,17 +6,19 @@ use crate::config::Config;
 use crate::plugins_admin::{load_report, word};
 use anyhow::Context;
 use palaver_api::bodies::admin as a;
-use palaver_core::ports::{BusinessRules, PluginKv, RuleVerdict};
+use palaver_core::ports::{BusinessRules, PluginChoiceStore, PluginKv, RuleVerdict};
 use palaver_core::ports::{PublishHook, PushHook, ScanHook, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{TenantId, UserId};
 use palaver_gateway::Admin;
 use palaver_plugin_runtime::{
     DirWatcher, EffectError, Effects, EventTarget, FailurePolicy, Hook, HostServices, KvQuota, LoadOutcome, LoadReport,
     PluginEvent, PluginHooks, PluginNotification, PluginRegistry, PortsDirectory, RuntimeConfig, SystemClock,
+    TenantChoice,
 };
 use palaver_service::Service;
 use serde_json::{Value, json};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -63,7 +65,19 @@ pub(crate) struct Plugins {
     pub(crate) registry: Arc<PluginRegistry>,
     pub(crate) effects: Arc<ServiceEffects>,
     dir: PathBuf,
+    /// Where tenants' choices are stored for every node.
+    choices: Arc<dyn PluginChoiceStore>,
     _watcher: Option<DirWatcher>,
+    _reconcile: AbortOnDrop,
+}
+
+/// Stops the choices' refresh with the platform.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Plugins {
@@ -71,6 +85,7 @@ impl Plugins {
     pub(crate) async fn start(
         cfg: &Config,
         kv: Arc<dyn PluginKv>,
+        choices: Arc<dyn PluginChoiceStore>,
         users: Arc<dyn UserStore>,
         topics: Arc<dyn TopicStore>,
         subs: Arc<dyn SubscriptionStore>,
@@ -108,7 +123,27 @@ impl Plugins {
         } else {
             None
         };
-        Ok(Some(Plugins { registry, effects, dir, _watcher: watcher }))
+        // The tenants' stored choices, before the node serves; then whatever other nodes store, every second.
+        let applied = Arc::new(AtomicI64::new(0));
+        catch_up(&registry, choices.as_ref(), &applied)
+            .await
+            .map_err(anyhow::Error::msg)
+            .context("loading plugin choices")?;
+        let reconcile = tokio::spawn({
+            let (registry, choices, applied) = (Arc::downgrade(&registry), choices.clone(), applied.clone());
+            async move {
+                let mut tick = tokio::time::interval(RECONCILE_EVERY);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    let Some(registry) = registry.upgrade() else { return };
+                    if let Err(e) = catch_up(&registry, choices.as_ref(), &applied).await {
+                        tracing::warn!(error = %e, "plugin choices not refreshed; retrying");
+                    }
+                }
+            }
+        });
+        Ok(Some(Plugins { registry, effects, dir, choices, _watcher: watcher, _reconcile: AbortOnDrop(reconcile) }))
     }
 
     /// The publish hook that runs the plugins.
@@ -193,28 +228,84 @@ impl Admin for Plugins {
         Ok(a::TenantPlugin { plugin: name.to_owned(), tenant: tenant.0, enabled, settings, failure, failure_chosen })
     }
 
-    fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<a::TenantPlugin, String> {
+    /// Builds the whole new choice from the current one and `change`, checks it, stores it (every node applies it
+    /// from the store within a second, and a restart replays it), then applies it here. A choice that cannot be
+    /// stored changes nothing.
+    async fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<a::TenantPlugin, String> {
         let t = TenantId(tenant);
-        // Checked before anything is applied, so that a bad policy leaves the other choices unchanged too.
-        let failure = change.get("failure").map(failure_change).transpose()?;
+        let mut choice = self.registry.tenant_choices(t).into_iter().find(|c| c.plugin == name).unwrap_or_else(|| {
+            TenantChoice { plugin: name.to_owned(), enabled: None, settings: None, failure: Default::default() }
+        });
         if let Some(enabled) = change.get("enabled") {
-            let enabled = match enabled {
+            choice.enabled = match enabled {
                 Value::Null => None,
                 Value::Bool(b) => Some(*b),
                 _ => return Err("enabled must be true, false or null".into()),
             };
-            self.registry.set_enabled(t, name, enabled).map_err(|e| e.to_string())?;
         }
         if let Some(settings) = change.get("settings") {
-            let settings = (!settings.is_null()).then(|| settings.clone());
-            self.registry.set_settings(t, name, settings).map_err(|e| e.to_string())?;
+            choice.settings = (!settings.is_null()).then(|| settings.clone());
         }
-        if let Some(failure) = failure {
-            for (hook, policy) in failure {
-                self.registry.set_tenant_failure_policy(t, name, hook, policy).map_err(|e| e.to_string())?;
-            }
+        for (hook, policy) in change.get("failure").map(failure_change).transpose()?.unwrap_or_default() {
+            match policy {
+                Some(p) => choice.failure.insert(hook, p),
+                None => choice.failure.remove(&hook),
+            };
         }
+        self.registry.check_choice(&choice).map_err(|e| e.to_string())?;
+        self.choices
+            .put_plugin_choice(t, name, &choice_doc(&choice))
+            .await
+            .map_err(|e| format!("the choice could not be stored, nothing changed: {e}"))?;
+        self.registry.apply_choice(t, &choice).map_err(|e| e.to_string())?;
         self.tenant_plugin(tenant, name)
+    }
+}
+
+/// A choice as it is stored: the admin API's shape, every field present.
+fn choice_doc(c: &TenantChoice) -> Value {
+    let failure: serde_json::Map<String, Value> =
+        c.failure.iter().map(|(h, p)| (h.as_str().to_owned(), Value::from(word(p)))).collect();
+    json!({ "enabled": c.enabled, "settings": c.settings, "failure": failure })
+}
+
+/// A stored choice read back.
+fn choice_of(plugin: &str, doc: &Value) -> Result<TenantChoice, String> {
+    let enabled = match doc.get("enabled") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(other) => return Err(format!("enabled is {other}")),
+    };
+    let settings = doc.get("settings").filter(|s| !s.is_null()).cloned();
+    let failure = match doc.get("failure") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(f) => failure_change(f)?,
+    };
+    let failure = failure.into_iter().filter_map(|(h, p)| p.map(|p| (h, p))).collect();
+    Ok(TenantChoice { plugin: plugin.to_owned(), enabled, settings, failure })
+}
+
+/// How often a node asks the store for choices other nodes made.
+const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
+/// Applies every stored choice newer than `applied`, page by page, and moves `applied` on. A choice that no
+/// longer fits its plugin (settings a new version's schema refuses) is logged and skipped: the plugin keeps the
+/// tenant's earlier choice.
+async fn catch_up(registry: &PluginRegistry, store: &dyn PluginChoiceStore, applied: &AtomicI64) -> Result<(), String> {
+    const PAGE: usize = 500;
+    loop {
+        let page = store.plugin_choices_since(applied.load(Ordering::SeqCst), PAGE).await.map_err(|e| e.to_string())?;
+        for stored in &page {
+            let applied_ok = choice_of(&stored.plugin, &stored.choice)
+                .and_then(|c| registry.apply_choice(stored.tenant, &c).map_err(|e| e.to_string()));
+            if let Err(e) = applied_ok {
+                tracing::warn!(tenant = stored.tenant.0, plugin = %stored.plugin, error = %e, "a stored plugin choice was not applied");
+            }
+            applied.fetch_max(stored.version, Ordering::SeqCst);
+        }
+        if page.len() < PAGE {
+            return Ok(());
+        }
     }
 }
 

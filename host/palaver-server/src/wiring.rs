@@ -12,8 +12,9 @@ use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
 use palaver_core::ports::{
     AuditStore, BlobStore, BusinessPorts, CallStore, CommandStore, CredentialStore, DeviceStore, FileStore, GroupStore,
-    HealthCheck, MessageStore, NoHooks, NoRules, NotificationStore, OutboxStore, PluginKv, Ports, PushDedup,
-    RelationStore, ReportStore, SettingsStore, SubscriptionStore, TaskQueue, TenantStore, TopicStore, UserStore,
+    HealthCheck, MessageStore, NoHooks, NoRules, NotificationStore, OutboxStore, PluginChoiceStore, PluginKv, Ports,
+    PushDedup, RelationStore, ReportStore, SettingsStore, SubscriptionStore, TaskQueue, TenantStore, TopicStore,
+    UserStore,
 };
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
@@ -146,7 +147,8 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         .with_context(|| format!("creating the data directory {}", cfg.server.data_dir.display()))?;
     let salt = decode_salt(&cfg.api.key_salt)?;
     let (storage, tenants, backend) = open_storage(&cfg, salt).await?;
-    let (outbox, audit, plugin_kv) = (storage.outbox.clone(), storage.audit.clone(), storage.plugin_kv.clone());
+    let (outbox, audit) = (storage.outbox.clone(), storage.audit.clone());
+    let (plugin_kv, plugin_choices) = (storage.plugin_kv.clone(), storage.plugin_choices.clone());
     let blobs = cfg.files.open(&cfg.server.data_dir).context("opening the file store")?;
     tracing::info!(store = blobs.kind(), "file store open");
     if cfg.store.kind == StoreKind::Mysql && cfg.files.store == crate::files::FileStoreKind::Fs {
@@ -163,7 +165,8 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         None => None,
     };
     let plugins =
-        Plugins::start(&cfg, plugin_kv, ports.users.clone(), ports.topics.clone(), ports.subs.clone()).await?;
+        Plugins::start(&cfg, plugin_kv, plugin_choices, ports.users.clone(), ports.topics.clone(), ports.subs.clone())
+            .await?;
     if let Some(p) = &plugins {
         ports.hooks = p.hook();
         ports.push_hook = p.push_hook();
@@ -326,6 +329,8 @@ struct Storage {
     credentials: Arc<dyn CredentialStore>,
     /// The plugins' key-value store, in the same database: durable, and shared by the nodes on MariaDB.
     plugin_kv: Arc<dyn PluginKv>,
+    /// Tenants' plugin choices, in the control database (or the SQLite file).
+    plugin_choices: Arc<dyn PluginChoiceStore>,
 }
 
 impl Storage {
@@ -333,11 +338,12 @@ impl Storage {
     where
         S: UserStore + TopicStore + SubscriptionStore + MessageStore + RelationStore + GroupStore + NotificationStore,
         S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + CallStore + SettingsStore + FileStore,
-        S: CredentialStore + PluginKv + 'static,
+        S: CredentialStore + PluginKv + PluginChoiceStore + 'static,
     {
         Storage {
             credentials: store.clone(),
             plugin_kv: store.clone(),
+            plugin_choices: store.clone(),
             users: store.clone(),
             topics: store.clone(),
             subs: store.clone(),

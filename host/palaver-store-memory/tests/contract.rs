@@ -1,5 +1,5 @@
-//! Runs the shared storage, relation, group, notification, tenant registry, queue, outbox and audit contract suites
-//! against the in-memory adapters.
+//! Runs the shared storage, relation, group, notification, tenant registry, queue, outbox, audit and plugin choice
+//! contract suites (among others) against the in-memory adapters.
 
 use palaver_store_memory::{MemoryStore, MemoryTenants};
 
@@ -40,3 +40,5 @@ palaver_contract::code_contract_tests!(async {
     std::sync::Arc::new(palaver_store_memory::MemoryCodes::new(10_000))
         as std::sync::Arc<dyn palaver_core::ports::CodeStore>
 });
+
+palaver_contract::plugin_choice_contract_tests!(async { palaver_store_memory::MemoryPluginChoices::new() });

@@ -4,7 +4,9 @@
 //!
 //! [`MysqlStore::connect`] opens the control database named by [`MysqlConfig::url`] (creating it if missing) and
 //! applies `migrations/mysql/control`: the `tenants` registry (id, unique code, name, status, database name,
-//! config JSON, schema version, times) and the `api_keys` that resolve to tenants. Through
+//! config JSON, schema version, times), the `api_keys` that resolve to tenants, and the tenants' plugin choices
+//! (`PluginChoiceStore`: one row per tenant and plugin, each under a version from the one-row sequence
+//! `plugin_choice_version`, so every node catches up on them in version order). Through
 //! [`palaver_core::ports::TenantStore`], creating a tenant creates its own database (`palaver_t_<code>` by
 //! default, see [`MysqlConfig::tenant_database_prefix`]), applies `migrations/mysql/tenant` to it and only then
 //! registers it, so a registered tenant always has a usable schema. At start the server calls
@@ -75,6 +77,7 @@ mod groups;
 mod messages;
 mod notifications;
 mod outbox;
+mod plugin_choices;
 mod plugin_kv;
 mod pools;
 mod relations;

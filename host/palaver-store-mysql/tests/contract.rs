@@ -1,6 +1,6 @@
-//! Runs the shared storage, relation, group, notification, outbox, audit and tenant registry contracts against a
-//! real MariaDB: every storage, relation, group, notification, outbox and audit case on two fresh tenant databases,
-//! every registry case on a fresh control database.
+//! Runs the shared storage, relation, group, notification, outbox, audit, tenant registry and plugin choice
+//! contracts (among others) against a real MariaDB: every storage, relation, group, notification, outbox and audit
+//! case on two fresh tenant databases, every registry and plugin choice case on a fresh control database.
 
 mod common;
 
@@ -181,5 +181,14 @@ palaver_contract::plugin_kv_contract_tests!(
             return;
         }
         common::storage_fixture()
+    }
+);
+
+palaver_contract::plugin_choice_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::control_fixture()
     }
 );

@@ -5,7 +5,7 @@ mod common;
 
 use common::Scratch;
 use palaver_core::UserId;
-use palaver_core::ports::{TenantStore, UserStore};
+use palaver_core::ports::{PluginChoiceStore, TenantStore, UserStore};
 use sqlx::Executor;
 
 /// The tenant migrations as files, to replay them by hand like an operator finishing a half-applied run.
@@ -30,12 +30,26 @@ const TENANT_SQL: &[&str] = &[
     include_str!("../../../migrations/mysql/tenant/0017_plugin_kv.sql"),
 ];
 
+/// Every control migration, in order, likewise (a test checks that none in the folder is missing here).
+const CONTROL_SQL: &[&str] = &[
+    include_str!("../../../migrations/mysql/control/0001_registry.sql"),
+    include_str!("../../../migrations/mysql/control/0002_plugin_choices.sql"),
+];
+
+/// How many `.sql` files a migration folder holds.
+fn migration_files(folder: &str) -> usize {
+    let dir = format!("{}/../../migrations/mysql/{folder}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_dir(dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension() == Some("sql".as_ref())).count()
+}
+
+#[test]
+fn every_control_migration_is_replayed_here() {
+    assert_eq!(migration_files("control"), CONTROL_SQL.len(), "add the new migration to CONTROL_SQL");
+}
+
 #[test]
 fn every_tenant_migration_is_replayed_here() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations/mysql/tenant");
-    let files =
-        std::fs::read_dir(dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension() == Some("sql".as_ref()));
-    assert_eq!(files.count(), TENANT_SQL.len(), "add the new migration to TENANT_SQL");
+    assert_eq!(migration_files("tenant"), TENANT_SQL.len(), "add the new migration to TENANT_SQL");
 }
 
 async fn applied(conn: &mut sqlx::MySqlConnection) -> Vec<(i64, bool)> {
@@ -52,6 +66,7 @@ async fn migrations_rerun_safely_on_migrated_databases() {
     let acme = store.create_tenant("acme", "Acme").await.unwrap();
     let other = store.create_tenant("other", "Other").await.unwrap();
     store.create_user(acme.id, &common_user(), None).await.unwrap();
+    let first = store.put_plugin_choice(acme.id, "p", &serde_json::json!({"enabled": true})).await.unwrap();
 
     // A second start re-runs the control migrations; migrate_all re-runs every tenant's, twice.
     let restarted = scratch.store().await;
@@ -61,7 +76,8 @@ async fn migrations_rerun_safely_on_migrated_databases() {
         assert!(report.failed.is_empty(), "{report:?}");
     }
     let mut control = scratch.connect("control").await;
-    assert_eq!(applied(&mut control).await, vec![(1, true)]);
+    let control_latest = CONTROL_SQL.len() as i64;
+    assert_eq!(applied(&mut control).await, (1..=control_latest).map(|v| (v, true)).collect::<Vec<_>>());
     let mut tenant = scratch.connect("t_acme").await;
     let latest = TENANT_SQL.len() as i64;
     assert_eq!(applied(&mut tenant).await, (1..=latest).map(|v| (v, true)).collect::<Vec<_>>());
@@ -73,7 +89,13 @@ async fn migrations_rerun_safely_on_migrated_databases() {
     for sql in TENANT_SQL {
         tenant.execute(*sql).await.unwrap();
     }
+    for sql in CONTROL_SQL {
+        control.execute(*sql).await.unwrap();
+    }
     assert!(restarted.get_user(acme.id, UserId(5)).await.unwrap().is_some(), "data survived the replays");
+    let second = restarted.put_plugin_choice(other.id, "p", &serde_json::json!({"enabled": false})).await.unwrap();
+    assert!(second > first, "the version sequence survived the replays: {first} then {second}");
+    assert_eq!(restarted.plugin_choices_since(0, 10).await.unwrap().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

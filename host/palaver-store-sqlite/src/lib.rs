@@ -12,7 +12,8 @@
 //! `DeviceStore` (push tokens) comes from migration 0008 (its delayed pushes from 0011), `CallStore` (one-to-one calls) from
 //! 0009 (the sweep index from 0010). `CredentialStore` (the accounts' email addresses and phone numbers, one
 //! confirmed owner each per tenant) comes from migration 0017, and `PluginKv` (the plugins' key-value store, one
-//! scope per tenant and plugin) from 0018.
+//! scope per tenant and plugin) from 0018. `PluginChoiceStore` (the tenants' plugin choices, each under a version
+//! from one sequence, so nodes catch up by version) comes from 0019.
 //!
 //! Every write that touches more than one row runs in one `BEGIN IMMEDIATE` transaction: taking the write lock up
 //! front lets SQLite's busy timeout queue concurrent writers instead of failing one of them mid-transaction.
@@ -30,6 +31,7 @@ mod groups;
 mod messages;
 mod notifications;
 mod outbox;
+mod plugin_choices;
 mod plugin_kv;
 mod queue;
 mod relations;

@@ -8,7 +8,8 @@
 //! [`crate::settings_contract_tests!`] the tenant settings store's, [`crate::file_contract_tests!`] the file
 //! record store's, [`crate::credential_contract_tests!`] the credential store's,
 //! [`crate::code_contract_tests!`] the one-time code store's,
-//! [`crate::plugin_kv_contract_tests!`] the plugin key-value store's and
+//! [`crate::plugin_kv_contract_tests!`] the plugin key-value store's,
+//! [`crate::plugin_choice_contract_tests!`] the plugin choice store's and
 //! [`crate::blob_contract_tests!`] the blob store's; an adapter
 //! may also call single cases from its own tests.
 
@@ -28,6 +29,7 @@ mod messages;
 mod notifications;
 mod outbox;
 mod owed;
+mod plugin_choices;
 mod plugin_kv;
 mod queue;
 mod registry;
@@ -55,6 +57,7 @@ pub use messages::*;
 pub use notifications::*;
 pub use outbox::*;
 pub use owed::*;
+pub use plugin_choices::*;
 pub use plugin_kv::*;
 pub use queue::*;
 pub use registry::*;

@@ -103,3 +103,11 @@ pub async fn storage_fixture() -> Fixture<MysqlStore> {
     let b = store.create_tenant("b", "Tenant B").await.expect("create tenant b");
     Fixture::with_guard(store, scratch).with_tenants(a.id, b.id)
 }
+
+/// A fixture over a fresh control database only, with no tenant created (tenants 1 and 2 are just ids to the
+/// cluster-wide tables), dropped after the case.
+pub async fn control_fixture() -> Fixture<MysqlStore> {
+    let scratch = Scratch::new();
+    let store = scratch.store().await;
+    Fixture::with_guard(store, scratch)
+}
