@@ -53,13 +53,16 @@ fn check_key(key: &str) -> Result<(), HostError> {
 }
 
 impl StoreData {
-    /// The value a call sees under `key`: its own buffered write if any, else the store's.
+    /// The value a call sees under `key`: its own buffered write if any, else what the store answered it (once per
+    /// key and call).
     async fn kv_current(&mut self, key: &str) -> Result<Option<Vec<u8>>, HostError> {
-        if let Some(v) = self.buffer.kv_view.get(key) {
+        if let Some(v) = self.buffer.kv_view.get(key).or_else(|| self.buffer.kv_read.get(key)) {
             return Ok(v.clone());
         }
         let kv = self.scope.services.kv.clone();
-        kv.get(self.kv_scope(), key).await.map_err(kv_error)
+        let v = kv.get(self.kv_scope(), key).await.map_err(kv_error)?;
+        self.buffer.kv_read.insert(key.to_owned(), v.clone());
+        Ok(v)
     }
 
     /// Books a write that replaces `old` under `key` with `new` (`None`: a delete) against the scope's quota, or

@@ -34,6 +34,10 @@ pub(crate) struct EffectBuffer {
     pub(crate) kv_ops: Vec<KvOp>,
     /// The call's own writes, so that its reads see them: `None` is a buffered delete.
     pub(crate) kv_view: HashMap<String, Option<Vec<u8>>>,
+    /// What the store answered this call per key, so that a call reads each key once (repeatable reads): a
+    /// concurrent call's commit between two of its reads is caught once, at its own commit, and the call runs
+    /// again, instead of the call seeing two values of one key.
+    pub(crate) kv_read: HashMap<String, Option<Vec<u8>>>,
     pub(crate) events: Vec<PluginEvent>,
     pub(crate) notifications: Vec<PluginNotification>,
 }

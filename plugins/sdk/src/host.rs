@@ -267,7 +267,8 @@ impl<H: Host> Kv<'_, H> {
     }
 
     /// Adds `delta` to the integer under `key` (absent counts as 0) and returns the new value. Within one call
-    /// this is exact; across concurrent calls the host's commit-time check turns a lost update into a failed call.
+    /// this is exact; across concurrent calls the host checks again at commit and runs a call that lost the race
+    /// again on the new value (up to four runs), so no update is lost.
     pub fn incr(&mut self, key: &str, delta: i64, ttl_ms: Option<u64>) -> Result<i64, HostError> {
         let old = self.get(key)?;
         let n = match &old {
