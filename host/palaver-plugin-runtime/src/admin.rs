@@ -46,7 +46,7 @@ pub struct PluginInfo {
     pub breaker: &'static str,
     /// Tenants whose breaker is open or half-open.
     pub breakers_open: usize,
-    /// Why the latest load was refused; cleared by the next successful one.
+    /// Why the latest load was refused; cleared by the next successful one, or by offering the live version again.
     pub last_error: Option<String>,
     /// The version a rollback would bring back.
     pub previous_version: Option<String>,

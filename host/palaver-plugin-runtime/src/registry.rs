@@ -249,6 +249,8 @@ impl PluginRegistry {
             if source.is_some() {
                 *slot.source.lock() = source;
             }
+            // What was offered is what runs: an earlier refusal (a bad version since put back) no longer applies.
+            *slot.last_error.lock() = None;
             return Ok(LoadOutcome::Unchanged { name: manifest.name, version: manifest.version });
         }
         let (name, version) = (manifest.name.clone(), manifest.version.clone());

@@ -158,6 +158,10 @@ async fn a_bad_upload_keeps_the_old_version_running() {
     assert!(e.registry.load_bytes(m, b"\0asm\x0d\0\x01\0junk").is_err());
     assert_eq!(e.info("ruled").version.as_deref(), Some("1.0.0"));
     assert_eq!(e.info("ruled").load_refusals, 2);
+    // Putting the live version back (the bad change undone) clears the error too: what is offered runs.
+    let (m1, wasm1) = crate::common::artifact("ruled-1.0.0");
+    assert!(matches!(e.registry.load_bytes(m1, &wasm1), Ok(palaver_plugin_runtime::LoadOutcome::Unchanged { .. })));
+    assert_eq!(e.info("ruled").last_error, None);
     // A good upload clears the error.
     e.load("ruled-2.0.0");
     let info = e.info("ruled");
