@@ -1,4 +1,4 @@
-//! The in-process [`PluginKv`]: one map per (tenant, plugin), for tests and a node without a database of its own.
+//! The in-process [`PluginKv`]: one map per (tenant, plugin), for tests (the nodes use their database's).
 //! The port and its types live in `palaver_core::ports` (the durable adapters are the stores'); this crate
 //! re-exports them.
 

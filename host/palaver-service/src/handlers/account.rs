@@ -88,38 +88,46 @@ impl Session {
         let (login, password) = auth::parse_basic_secret(secret)
             .ok_or_else(|| ServiceError::Malformed("acc.secret must be base64 of login:password".into()))?;
         crate::usecases::accounts::validate_login(&login, &password)?;
-        let tags = self.validate_tags(m.tags.as_deref().unwrap_or_default())?;
-        let tags = self.svc.credentials(self.tenant()).client_tags(None, tags).await?;
-        let desc = m.desc.unwrap_or_default();
-        let defacs = self.parse_defacs(desc.defacs.as_ref(), DefaultAccess::USER)?;
+        let user = self.new_user(&m).await?;
         let accounts = self.svc.accounts(self.tenant());
         accounts.ensure_login_free(&login, None).await?;
-        self.check_desc_size(&desc)?;
         let creds = self.signup_credentials(m.cred.as_deref()).await?;
-        let user = User {
+        let user = accounts.create(user, &login, password).await?;
+        self.add_signup_credentials(user.id, &creds).await?;
+        let missing = self.svc.credentials(self.tenant()).required().to_vec();
+        if m.login && self.user.is_none() && !missing.is_empty() {
+            self.reply_validate(m.id.as_deref(), &user, missing, Some(account_desc(&user))).await;
+            return Ok(());
+        }
+        self.reply_created(m, &user, false).await
+    }
+
+    /// The account a `{acc user:"new"}` describes (tags, default access, public), checked, not yet stored.
+    async fn new_user(&self, m: &MsgAcc) -> ServiceResult<User> {
+        let tags = self.validate_tags(m.tags.as_deref().unwrap_or_default())?;
+        let tags = self.svc.credentials(self.tenant()).client_tags(None, tags).await?;
+        let desc = m.desc.clone().unwrap_or_default();
+        let defacs = self.parse_defacs(desc.defacs.as_ref(), DefaultAccess::USER)?;
+        self.check_desc_size(&desc)?;
+        Ok(User {
             public: desc.public.filter(|v| !v.is_null()),
             tags,
             user_agent: self.hello.as_ref().and_then(|h| h.ua.clone()),
             ..User::new_active(now_millis(), defacs)
-        };
-        let user = accounts.create(user, &login, password).await?;
-        self.add_signup_credentials(user.id, &creds).await?;
-        let desc = json!({
-            "created": Timestamp(user.created),
-            "updated": Timestamp(user.updated),
-            "defacs": render::defacs(&user.defacs),
-            "public": user.public,
-        });
-        let missing = self.svc.credentials(self.tenant()).required().to_vec();
-        let login = m.login && self.user.is_none();
-        if login && !missing.is_empty() {
-            self.reply_validate(m.id.as_deref(), &user, missing, Some(desc)).await;
-        } else if login {
-            let mut params = self.complete_login(&user, false).await?;
+        })
+    }
+
+    /// Answers a stored sign-up: with `login` (and no login yet on this session) the session logs in as it (200,
+    /// Tinode's `authlvl` `anon` for an anonymous account); otherwise 201.
+    async fn reply_created(&mut self, m: MsgAcc, user: &User, anon: bool) -> ServiceResult<()> {
+        let desc = account_desc(user);
+        if m.login && self.user.is_none() {
+            let mut params = self.complete_login(user, anon).await?;
             params["desc"] = desc;
             self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
         } else {
-            let params = json!({ "user": user.id.to_string(), "authlvl": "auth", "desc": desc });
+            let level = if anon { "anon" } else { "auth" };
+            let params = json!({ "user": user.id.to_string(), "authlvl": level, "desc": desc });
             self.reply(m.id.as_deref(), None, Code::Created, Some(params)).await;
         }
         Ok(())
@@ -132,33 +140,9 @@ impl Session {
         if !accounts.anonymous_allowed().await? {
             return Err(ServiceError::UnknownScheme);
         }
-        let tags = self.validate_tags(m.tags.as_deref().unwrap_or_default())?;
-        let tags = self.svc.credentials(self.tenant()).client_tags(None, tags).await?;
-        let desc = m.desc.unwrap_or_default();
-        let defacs = self.parse_defacs(desc.defacs.as_ref(), DefaultAccess::USER)?;
-        self.check_desc_size(&desc)?;
-        let user = User {
-            public: desc.public.filter(|v| !v.is_null()),
-            tags,
-            user_agent: self.hello.as_ref().and_then(|h| h.ua.clone()),
-            ..User::new_active(now_millis(), defacs)
-        };
+        let user = self.new_user(&m).await?;
         let user = accounts.create_with(user, None, None).await?;
-        let desc = json!({
-            "created": Timestamp(user.created),
-            "updated": Timestamp(user.updated),
-            "defacs": render::defacs(&user.defacs),
-            "public": user.public,
-        });
-        if m.login && self.user.is_none() {
-            let mut params = self.complete_login(&user, true).await?;
-            params["desc"] = desc;
-            self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
-        } else {
-            let params = json!({ "user": user.id.to_string(), "authlvl": "anon", "desc": desc });
-            self.reply(m.id.as_deref(), None, Code::Created, Some(params)).await;
-        }
-        Ok(())
+        self.reply_created(m, &user, true).await
     }
 
     async fn update_account(&mut self, m: MsgAcc) -> ServiceResult<()> {
@@ -458,6 +442,16 @@ impl Session {
             }
         }
     }
+}
+
+/// A new account's `desc` as the sign-up reply carries it.
+fn account_desc(user: &User) -> Value {
+    json!({
+        "created": Timestamp(user.created),
+        "updated": Timestamp(user.updated),
+        "defacs": render::defacs(&user.defacs),
+        "public": user.public,
+    })
 }
 
 /// Maps Tinode's clear marker to JSON null, which the ports read as "clear this field".

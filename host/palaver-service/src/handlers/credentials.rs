@@ -127,17 +127,13 @@ impl Session {
     /// `{login scheme:"reset" secret: base64("basic:<method>:<address>")}`: sends a reset code to the address if
     /// an account confirmed it, and answers 301 "auth reset" either way.
     pub(crate) async fn request_reset(&self, id: Option<&str>, secret: &str) -> ServiceResult<()> {
-        let text = auth::decode_secret(secret)
+        let (scheme, method, value) = three_parts(secret)
             .ok_or_else(|| ServiceError::Malformed("login.secret must be base64 of scheme:method:value".into()))?;
-        let mut parts = text.splitn(3, ':');
-        let (Some(scheme), Some(method), Some(value)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(ServiceError::Malformed("login.secret must be base64 of scheme:method:value".into()));
-        };
         if scheme != "basic" {
             return Err(ServiceError::NotImplemented);
         }
         let credentials = self.svc.credentials(self.tenant());
-        let (method, value) = credentials.parse(method, value)?;
+        let (method, value) = credentials.parse(&method, &value)?;
         credentials.request_reset(&method, &value, self.lang()).await?;
         let detail = json!({ "method": method });
         let ip = self.client_ip();
@@ -272,10 +268,12 @@ impl Session {
 
 /// `<code>:<method>:<address>` from a base64 secret; anything else is `AuthFailed`.
 fn code_secret(secret: &str) -> ServiceResult<(String, String, String)> {
-    let text = auth::decode_secret(secret).ok_or(ServiceError::AuthFailed)?;
+    three_parts(secret).ok_or(ServiceError::AuthFailed)
+}
+
+/// `a:b:c` from a base64 secret (the last part may hold more colons).
+fn three_parts(secret: &str) -> Option<(String, String, String)> {
+    let text = auth::decode_secret(secret)?;
     let mut parts = text.splitn(3, ':');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(code), Some(method), Some(value)) => Ok((code.to_owned(), method.to_owned(), value.to_owned())),
-        _ => Err(ServiceError::AuthFailed),
-    }
+    Some((parts.next()?.to_owned(), parts.next()?.to_owned(), parts.next()?.to_owned()))
 }
