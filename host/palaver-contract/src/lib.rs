@@ -58,6 +58,10 @@
 //! [`plugin_choice_contract_tests!`] in the same two forms. Its cases use plugin names of their own and compare
 //! versions only with each other, so one store may serve them all.
 //!
+//! The plugin release store (uploaded releases, their rollouts versioned so that nodes catch up, and what each node
+//! runs) runs [`plugin_release_contract_tests!`] in the same two forms. Its cases use plugin names unique to the
+//! run and compare revisions only with each other, so one store, even one that outlives the run, may serve them all.
+//!
 //! The suite only uses the port traits, so it runs unchanged against any adapter.
 
 pub mod cases;
@@ -282,6 +286,31 @@ macro_rules! plugin_choice_contract_tests {
             plugin_choice_tenants_and_plugins_are_separate,
             plugin_choice_json_round_trips,
             plugin_choice_concurrent_puts_in_order,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per plugin release store case, each on a store made by the given async
+/// expression (or, with `fixture =`, a [`Fixture`]), exactly like [`storage_contract_tests!`]. The store must be a
+/// `PluginReleaseStore` that can be cloned into spawned tasks (`Clone + 'static`). The cases use plugin names unique
+/// to the run and never assume a revision's number, so the store need not be fresh.
+#[macro_export]
+macro_rules! plugin_release_contract_tests {
+    ($($input:tt)+) => {
+        $crate::__contract_suite!([$($input)+]
+            plugin_release_put_once,
+            plugin_release_other_digest_conflicts,
+            plugin_release_bytes_round_trip,
+            plugin_release_listing_newest_first,
+            plugin_release_rollout_puts_get_rising_revisions,
+            plugin_release_rollout_since_zero_lists_current_in_order,
+            plugin_release_rollout_put_replaces_the_earlier,
+            plugin_release_rollout_since_lists_only_later,
+            plugin_release_rollout_limit_is_honoured,
+            plugin_release_rollout_canary_and_live_round_trip,
+            plugin_release_rollout_concurrent_puts_in_order,
+            plugin_release_node_report_replaces_per_node_and_plugin,
+            plugin_release_node_reports_by_plugin_then_node,
         );
     };
 }

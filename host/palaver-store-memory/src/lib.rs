@@ -6,7 +6,8 @@
 //! [`MemoryTenants`] is a tenant registry over a map, for tests of multi-tenant code. [`MemoryQueue`] and
 //! [`MemoryOutbox`] are the task queue and outbox in process, and [`MemoryAudit`] the audit log, for tests of their
 //! consumers. [`MemoryDevices`] is the device table for tests, [`MemoryCalls`] the call table, [`MemorySettings`] the tenant settings, [`MemoryFiles`] the file records; [`MemoryPushDedup`] the embedded mode's push dedup, [`MemoryCodes`] its one-time codes,
-//! [`MemoryPluginChoices`] the tenants' plugin choices under one version counter.
+//! [`MemoryPluginChoices`] the tenants' plugin choices under one version counter, [`MemoryPluginReleases`] the plugin
+//! releases and their rollouts under one revision counter, with the nodes' reports.
 //!
 //! Every adapter keeps its state behind a short `parking_lot` lock that is never held across an await, so the
 //! async methods never suspend while holding it.
@@ -19,6 +20,7 @@ mod control;
 mod files;
 mod idempotency;
 mod plugin_choices;
+mod plugin_releases;
 mod presence;
 mod push;
 mod queue;
@@ -35,6 +37,7 @@ pub use control::{MemoryControl, MemoryNodes};
 pub use files::MemoryFiles;
 pub use idempotency::MemoryIdempotency;
 pub use plugin_choices::MemoryPluginChoices;
+pub use plugin_releases::MemoryPluginReleases;
 pub use presence::MemoryPresence;
 pub use push::{MemoryDevices, MemoryPushDedup};
 pub use queue::{MemoryOutbox, MemoryQueue};

@@ -1,5 +1,5 @@
-//! Runs the shared storage, relation, group, notification, tenant registry, queue, outbox, audit and plugin choice
-//! contract suites (among others) against the in-memory adapters.
+//! Runs the shared storage, relation, group, notification, tenant registry, queue, outbox, audit, plugin choice and
+//! plugin release contract suites (among others) against the in-memory adapters.
 
 use palaver_store_memory::{MemoryStore, MemoryTenants};
 
@@ -42,3 +42,5 @@ palaver_contract::code_contract_tests!(async {
 });
 
 palaver_contract::plugin_choice_contract_tests!(async { palaver_store_memory::MemoryPluginChoices::new() });
+
+palaver_contract::plugin_release_contract_tests!(async { palaver_store_memory::MemoryPluginReleases::new() });

@@ -4,9 +4,11 @@
 //!
 //! [`MysqlStore::connect`] opens the control database named by [`MysqlConfig::url`] (creating it if missing) and
 //! applies `migrations/mysql/control`: the `tenants` registry (id, unique code, name, status, database name,
-//! config JSON, schema version, times), the `api_keys` that resolve to tenants, and the tenants' plugin choices
+//! config JSON, schema version, times), the `api_keys` that resolve to tenants, the tenants' plugin choices
 //! (`PluginChoiceStore`: one row per tenant and plugin, each under a version from the one-row sequence
-//! `plugin_choice_version`, so every node catches up on them in version order). Through
+//! `plugin_choice_version`, so every node catches up on them in version order), and the plugin releases
+//! (`PluginReleaseStore`: the uploaded components by name and version, one rollout per plugin under a revision from
+//! the one-row sequence `plugin_rollout_revision`, and what each node reports it runs). Through
 //! [`palaver_core::ports::TenantStore`], creating a tenant creates its own database (`palaver_t_<code>` by
 //! default, see [`MysqlConfig::tenant_database_prefix`]), applies `migrations/mysql/tenant` to it and only then
 //! registers it, so a registered tenant always has a usable schema. At start the server calls
@@ -79,6 +81,7 @@ mod notifications;
 mod outbox;
 mod plugin_choices;
 mod plugin_kv;
+mod plugin_releases;
 mod pools;
 mod relations;
 mod reports;

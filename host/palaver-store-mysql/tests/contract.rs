@@ -1,6 +1,7 @@
-//! Runs the shared storage, relation, group, notification, outbox, audit, tenant registry and plugin choice
-//! contracts (among others) against a real MariaDB: every storage, relation, group, notification, outbox and audit
-//! case on two fresh tenant databases, every registry and plugin choice case on a fresh control database.
+//! Runs the shared storage, relation, group, notification, outbox, audit, tenant registry, plugin choice and plugin
+//! release contracts (among others) against a real MariaDB: every storage, relation, group, notification, outbox and
+//! audit case on two fresh tenant databases, every registry, plugin choice and plugin release case on a fresh
+//! control database.
 
 mod common;
 
@@ -185,6 +186,15 @@ palaver_contract::plugin_kv_contract_tests!(
 );
 
 palaver_contract::plugin_choice_contract_tests!(
+    fixture = {
+        if common::skip() {
+            return;
+        }
+        common::control_fixture()
+    }
+);
+
+palaver_contract::plugin_release_contract_tests!(
     fixture = {
         if common::skip() {
             return;

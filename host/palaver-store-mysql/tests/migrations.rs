@@ -5,7 +5,7 @@ mod common;
 
 use common::Scratch;
 use palaver_core::UserId;
-use palaver_core::ports::{PluginChoiceStore, TenantStore, UserStore};
+use palaver_core::ports::{PluginChoiceStore, PluginReleaseStore, PluginRollout, TenantStore, UserStore};
 use sqlx::Executor;
 
 /// The tenant migrations as files, to replay them by hand like an operator finishing a half-applied run.
@@ -34,6 +34,7 @@ const TENANT_SQL: &[&str] = &[
 const CONTROL_SQL: &[&str] = &[
     include_str!("../../../migrations/mysql/control/0001_registry.sql"),
     include_str!("../../../migrations/mysql/control/0002_plugin_choices.sql"),
+    include_str!("../../../migrations/mysql/control/0003_plugin_releases.sql"),
 ];
 
 /// How many `.sql` files a migration folder holds.
@@ -67,6 +68,9 @@ async fn migrations_rerun_safely_on_migrated_databases() {
     let other = store.create_tenant("other", "Other").await.unwrap();
     store.create_user(acme.id, &common_user(), None).await.unwrap();
     let first = store.put_plugin_choice(acme.id, "p", &serde_json::json!({"enabled": true})).await.unwrap();
+    let rollout =
+        PluginRollout { plugin: "p".into(), live: Some("1.0.0".into()), canary: None, revision: 0, updated_at: 0 };
+    let first_rollout = store.put_plugin_rollout(&rollout, 1).await.unwrap();
 
     // A second start re-runs the control migrations; migrate_all re-runs every tenant's, twice.
     let restarted = scratch.store().await;
@@ -96,6 +100,11 @@ async fn migrations_rerun_safely_on_migrated_databases() {
     let second = restarted.put_plugin_choice(other.id, "p", &serde_json::json!({"enabled": false})).await.unwrap();
     assert!(second > first, "the version sequence survived the replays: {first} then {second}");
     assert_eq!(restarted.plugin_choices_since(0, 10).await.unwrap().len(), 2);
+    let second_rollout = restarted.put_plugin_rollout(&rollout, 2).await.unwrap();
+    assert!(
+        second_rollout > first_rollout,
+        "the revision sequence survived the replays: {first_rollout} then {second_rollout}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,15 +1,15 @@
 //! Column forms of domain values, shared by the SQL adapters (which must not depend on each other): ids as
 //! signed 64-bit integers, modes as bit sets, states and kinds as short words, JSON as text. Pure functions.
 //!
-//! The `…Columns` tuples are the rows the adapters select for the group and notification ports, in the order
-//! their select lists name the columns (times as Unix milliseconds, whatever the backend stores); the `…_of`
+//! The `…Columns` tuples are the rows the adapters select for the group and notification ports (and the plugin
+//! rollouts), in the order their select lists name the columns (times as Unix milliseconds, whatever the backend stores); the `…_of`
 //! functions next to them assemble the domain value, so every adapter decodes a row the same way.
 
 use palaver_core::ports::{
-    Announcement, AnnouncementView, Friend, GroupRole, JoinPolicy, JoinRequest, Mute, Notification, RequestStatus,
-    RoleGrant,
+    Announcement, AnnouncementView, Canary, Friend, GroupRole, JoinPolicy, JoinRequest, Mute, Notification,
+    PluginRollout, RequestStatus, RoleGrant,
 };
-use palaver_core::{AccessMode, AuditStatus, RecordState, StoreError, TopicKind, UnixMillis, UserId};
+use palaver_core::{AccessMode, AuditStatus, RecordState, StoreError, TenantId, TopicKind, UnixMillis, UserId};
 use serde_json::Value;
 
 /// A stored value that does not decode into the domain type it should hold.
@@ -233,6 +233,41 @@ pub fn risk_flags_of(text: Option<String>) -> Result<Vec<String>, CorruptRow> {
         .map(Option::unwrap_or_default)
 }
 
+/// A plugin rollout as selected: plugin, live version, canary version, canary tenants (JSON), revision, updated at.
+pub type RolloutColumns = (String, Option<String>, Option<String>, Option<String>, i64, UnixMillis);
+
+/// The canary columns of a rollout: its version and its tenants as a JSON array of ids (unsigned, as the ids
+/// are), both NULL without a canary.
+pub fn canary_cols(canary: Option<&Canary>) -> (Option<&str>, Option<String>) {
+    match canary {
+        Some(c) => {
+            let ids: Vec<u64> = c.tenants.iter().map(|t| t.0).collect();
+            (Some(c.version.as_str()), Some(Value::from(ids).to_string()))
+        }
+        None => (None, None),
+    }
+}
+
+/// The rollout a `plugin_rollouts` row holds. A canary version without tenants (or tenants without a version) is
+/// corrupt: the tables' CHECK keeps the two NULL together.
+pub fn rollout_of(
+    (plugin, live, canary_version, canary_tenants, revision, updated_at): RolloutColumns,
+) -> Result<PluginRollout, CorruptRow> {
+    let canary = match (canary_version, canary_tenants) {
+        (Some(version), Some(text)) => {
+            let ids: Vec<u64> =
+                serde_json::from_str(&text).map_err(|source| CorruptRow::Json { column: "canary_tenants", source })?;
+            Some(Canary { version, tenants: ids.into_iter().map(TenantId).collect() })
+        }
+        (None, None) => None,
+        (version, tenants) => {
+            let value = format!("canary_version {version:?} with canary_tenants {tenants:?}");
+            return Err(CorruptRow::Value { column: "canary_tenants", value });
+        }
+    };
+    Ok(PluginRollout { plugin, live, canary, revision, updated_at })
+}
+
 /// A query limit as SQL takes it; anything beyond `i64::MAX` is as good as unlimited.
 pub fn limit_col(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
@@ -293,5 +328,22 @@ mod tests {
         let row = (3, 5, "k".to_owned(), "[]".to_owned(), Some("grpA".to_owned()), Some(4), None, Some(9), 8);
         let n = notification_of(row).unwrap();
         assert_eq!((n.user, n.content, n.expires, n.created), (UserId(5), serde_json::json!([]), Some(9), 8));
+    }
+
+    #[test]
+    fn rollouts_round_trip_through_their_columns() {
+        let canary = Canary { version: "2.0.0".to_owned(), tenants: vec![TenantId(1), TenantId(u64::MAX)] };
+        let (version, tenants) = canary_cols(Some(&canary));
+        assert_eq!((version, tenants.as_deref()), (Some("2.0.0"), Some("[1,18446744073709551615]")));
+        let row = ("p".to_owned(), None, version.map(str::to_owned), tenants, 3, 4);
+        let rollout = rollout_of(row).unwrap();
+        assert_eq!(
+            rollout,
+            PluginRollout { plugin: "p".into(), live: None, canary: Some(canary), revision: 3, updated_at: 4 }
+        );
+        assert_eq!(canary_cols(None), (None, None));
+        assert_eq!(rollout_of(("p".into(), Some("1.0.0".into()), None, None, 1, 2)).unwrap().canary, None);
+        assert!(rollout_of(("p".into(), None, Some("2.0.0".into()), None, 1, 2)).is_err(), "a version without tenants");
+        assert!(rollout_of(("p".into(), None, Some("2.0.0".into()), Some("[-1]".into()), 1, 2)).is_err());
     }
 }

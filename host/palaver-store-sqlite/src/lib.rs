@@ -13,7 +13,8 @@
 //! 0009 (the sweep index from 0010). `CredentialStore` (the accounts' email addresses and phone numbers, one
 //! confirmed owner each per tenant) comes from migration 0017, and `PluginKv` (the plugins' key-value store, one
 //! scope per tenant and plugin) from 0018. `PluginChoiceStore` (the tenants' plugin choices, each under a version
-//! from one sequence, so nodes catch up by version) comes from 0019.
+//! from one sequence, so nodes catch up by version) comes from 0019, and `PluginReleaseStore` (plugin releases,
+//! their rollouts under revisions from one sequence, and what each node runs) from 0020.
 //!
 //! Every write that touches more than one row runs in one `BEGIN IMMEDIATE` transaction: taking the write lock up
 //! front lets SQLite's busy timeout queue concurrent writers instead of failing one of them mid-transaction.
@@ -33,6 +34,7 @@ mod notifications;
 mod outbox;
 mod plugin_choices;
 mod plugin_kv;
+mod plugin_releases;
 mod queue;
 mod relations;
 mod reports;

@@ -1,5 +1,5 @@
-//! Runs the shared storage, relation, group, notification, outbox, audit, queue, plugin key-value and plugin choice
-//! contract suites (among others) against SQLite, each case on a fresh database file.
+//! Runs the shared storage, relation, group, notification, outbox, audit, queue, plugin key-value, plugin choice and
+//! plugin release contract suites (among others) against SQLite, each case on a fresh database file.
 
 use palaver_contract::Fixture;
 use palaver_store_sqlite::SqliteStore;
@@ -52,3 +52,5 @@ palaver_contract::credential_contract_tests!(fixture = fresh());
 palaver_contract::plugin_kv_contract_tests!(fixture = fresh());
 
 palaver_contract::plugin_choice_contract_tests!(fixture = fresh());
+
+palaver_contract::plugin_release_contract_tests!(fixture = fresh());

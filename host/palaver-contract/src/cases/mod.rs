@@ -9,7 +9,8 @@
 //! record store's, [`crate::credential_contract_tests!`] the credential store's,
 //! [`crate::code_contract_tests!`] the one-time code store's,
 //! [`crate::plugin_kv_contract_tests!`] the plugin key-value store's,
-//! [`crate::plugin_choice_contract_tests!`] the plugin choice store's and
+//! [`crate::plugin_choice_contract_tests!`] the plugin choice store's,
+//! [`crate::plugin_release_contract_tests!`] the plugin release store's and
 //! [`crate::blob_contract_tests!`] the blob store's; an adapter
 //! may also call single cases from its own tests.
 
@@ -31,6 +32,7 @@ mod outbox;
 mod owed;
 mod plugin_choices;
 mod plugin_kv;
+mod plugin_releases;
 mod queue;
 mod registry;
 mod relations;
@@ -59,6 +61,7 @@ pub use outbox::*;
 pub use owed::*;
 pub use plugin_choices::*;
 pub use plugin_kv::*;
+pub use plugin_releases::*;
 pub use queue::*;
 pub use registry::*;
 pub use relations::*;

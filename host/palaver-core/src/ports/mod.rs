@@ -21,6 +21,7 @@ mod nodes;
 mod notifications;
 mod plugin_choices;
 mod plugin_kv;
+mod plugin_releases;
 mod presence;
 mod push;
 mod queue;
@@ -58,6 +59,7 @@ pub use nodes::{NodeError, NodeInfo, NodeRegistry};
 pub use notifications::{NewNotification, Notification, NotificationStore};
 pub use plugin_choices::{PluginChoice, PluginChoiceStore};
 pub use plugin_kv::{KvError, KvOp, KvQuota, KvScope, KvUsage, KvWrite, PluginKv, entry_bytes, plan, touched};
+pub use plugin_releases::{Canary, NodeReport, PluginRelease, PluginReleaseStore, PluginRollout, ReleaseInfo};
 pub use presence::{PresenceStore, SessionBeat};
 pub use push::{MAX_MENTIONS, PushDedup, PushError, PushMessage, PushProvider, PushTask, mentions_of};
 pub use queue::{Delivery, OutboxEntry, OutboxStore, QueueConsumer, QueueRecord, QueueTopic, TaskQueue};
@@ -66,7 +68,7 @@ pub use relations::{
     RelationStore, RequestStatus,
 };
 pub use reports::{NewReport, REPORT_CLOSED, Report, ReportStore, ReportTarget, Resolution};
-pub use rules::{BusinessRules, NoRules, RuleVerdict};
+pub use rules::{BusinessRules, ClientCommandDoc, ClientCommandState, NoRules, RuleVerdict};
 pub use scan::{FileScanner, ScanContext, ScanError, ScanHook, ScanVerdict};
 pub use seq::SeqAllocator;
 pub use settings::{MAX_SETTING_BYTES, SettingsStore};

@@ -32,6 +32,54 @@ pub trait BusinessRules: Send + Sync {
 
     /// Decides `command` by `actor`; `input` is `{"args": …, "facts": …}`.
     async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &Value) -> RuleVerdict;
+
+    /// Whether plugin `plugin` offers `command` to clients, and whether it runs for `tenant`: a lookup, no call.
+    fn client_command(&self, _tenant: TenantId, _plugin: &str, _command: &str) -> ClientCommandState {
+        ClientCommandState::Unknown
+    }
+
+    /// Runs a command a plugin offers to clients, with the client's own arguments (no host facts: the
+    /// plugin must treat `args` as untrusted input). `NoRules` if the command is gone or off by now.
+    async fn run_client_command(
+        &self,
+        _tenant: TenantId,
+        _actor: UserId,
+        _plugin: &str,
+        _command: &str,
+        _args: &Value,
+    ) -> RuleVerdict {
+        RuleVerdict::NoRules
+    }
+
+    /// Every command the loaded plugins offer to clients, for the API's OpenAPI document.
+    fn client_commands(&self) -> Vec<ClientCommandDoc> {
+        Vec::new()
+    }
+}
+
+/// Whether a client may run a plugin's command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientCommandState {
+    /// No loaded plugin of that name offers a command of that name to clients.
+    Unknown,
+    /// The plugin offers it, but is not enabled for the tenant.
+    Off,
+    /// It runs.
+    On,
+}
+
+/// A command a plugin offers to clients (`POST /v1/im/plugins/{plugin}/commands/{command}`), as its manifest
+/// describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientCommandDoc {
+    pub plugin: String,
+    pub command: String,
+    /// One sentence for the API's reader.
+    pub summary: String,
+    /// JSON Schema of the request body, if the manifest gives one (documentation: the plugin checks its input).
+    pub args: Option<Value>,
+    /// JSON Schema of the result, if the manifest gives one.
+    pub result: Option<Value>,
 }
 
 /// No rules at all: every business command is off.
