@@ -1,9 +1,15 @@
 //! Project tasks shared by the `cargo xtask` binary and by tests that need the plugins built.
 //!
-//! [`plugins::build`] is `cargo xtask plugins`. [`ensure_plugins_built`] is what host tests call: it builds the
-//! plugins once, under a file lock (test binaries and threads may ask at the same time), and skips the build when
-//! no source under `plugins/`, `examples/`, `wit/` or `xtask/` changed since the last one.
+//! [`plugins::build`] is `cargo xtask plugins`, [`plugins::build_path`] its `--path DIR`, and
+//! [`new_plugin::scaffold`] is `cargo xtask new-plugin`. [`ensure_plugins_built`] is what host tests call: it builds
+//! the plugins once, under a file lock (test binaries and threads may ask at the same time), and skips the build
+//! when no source of the plugins workspace (its members, the SDK and its WIT files) or of `xtask/` changed since
+//! the last one.
+//!
+//! The repository root is found at run time ([`repo_root`]), never baked in when xtask is compiled: a copied or
+//! moved checkout must build into its own `target/`, not the original's.
 
+pub mod new_plugin;
 pub mod plugins;
 pub mod toolchain;
 
@@ -25,12 +31,51 @@ pub enum XtaskError {
     Plugin(String),
     #[error("componentize: {0}")]
     Componentize(String),
+    #[error("{0}")]
+    Usage(String),
 }
 
-/// The repository root (this crate lives in `<root>/xtask`).
+/// Whether `dir` is the root of a Palaver checkout: the host workspace's `Cargo.toml` with `xtask/` and the
+/// plugins workspace beside it.
+fn is_repo_root(dir: &Path) -> bool {
+    dir.join("Cargo.toml").is_file()
+        && dir.join("xtask/Cargo.toml").is_file()
+        && dir.join("plugins/Cargo.toml").is_file()
+}
+
+/// The nearest directory at or above `start` that is a checkout's root.
+pub fn root_above(start: &Path) -> Option<PathBuf> {
+    start.ancestors().find(|d| is_repo_root(d)).map(Path::to_owned)
+}
+
+/// The repository root, found at run time: above the current directory (`cargo xtask` runs where it was typed,
+/// `cargo test` in the tested crate's directory), else above the directory of the package cargo is running
+/// (`CARGO_MANIFEST_DIR`, which `cargo run` and `cargo test` set for the process).
+pub fn find_repo_root() -> Result<PathBuf, XtaskError> {
+    let cwd = std::env::current_dir().map_err(|e| XtaskError::Io(format!("the current directory: {e}")))?;
+    if let Some(root) = root_above(&cwd) {
+        return Ok(root);
+    }
+    if let Some(root) = std::env::var_os("CARGO_MANIFEST_DIR").and_then(|d| root_above(Path::new(&d))) {
+        return Ok(root);
+    }
+    Err(XtaskError::Usage(format!(
+        "no Palaver checkout at or above {} (a directory with Cargo.toml, xtask/ and plugins/Cargo.toml): run \
+         `cargo xtask` inside the repository",
+        cwd.display()
+    )))
+}
+
+/// [`find_repo_root`] for tests and examples, which cannot go on without it.
+///
+/// # Panics
+///
+/// Outside a checkout.
 pub fn repo_root() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.parent().map_or_else(|| here.to_owned(), Path::to_owned)
+    match find_repo_root() {
+        Ok(root) => root,
+        Err(e) => panic!("{e}"),
+    }
 }
 
 /// Where `cargo xtask plugins` writes components and manifests.
@@ -38,7 +83,8 @@ pub fn plugins_out(root: &Path) -> PathBuf {
     root.join("target/plugins")
 }
 
-/// Hashes the size and modification time of every source file a plugin build reads.
+/// Hashes the size and modification time of every source file a plugin build reads: the plugins workspace
+/// (`plugins/`, with the SDK and its WIT files, and every member kept elsewhere, such as `examples/`) and xtask.
 fn fingerprint(root: &Path) -> String {
     fn walk(dir: &Path, files: &mut Vec<(String, u64, u128)>) {
         let Ok(entries) = std::fs::read_dir(dir) else { return };
@@ -58,9 +104,17 @@ fn fingerprint(root: &Path) -> String {
             }
         }
     }
+    let mut dirs: Vec<PathBuf> =
+        ["plugins", "examples", "xtask/src", "xtask/templates"].iter().map(|d| root.join(d)).collect();
+    // Members kept outside those folders; a manifest that does not read is caught by the build itself.
+    for member in plugins::member_dirs(root).unwrap_or_default() {
+        if !dirs.iter().any(|d| member.starts_with(d)) {
+            dirs.push(member);
+        }
+    }
     let mut files = Vec::new();
-    for d in ["plugins", "examples", "wit", "xtask/src"] {
-        walk(&root.join(d), &mut files);
+    for d in &dirs {
+        walk(d, &mut files);
     }
     files.sort();
     let mut h = Sha256::new();
@@ -73,7 +127,7 @@ fn fingerprint(root: &Path) -> String {
 /// Builds the plugins into `target/plugins` unless they are up to date, and returns that directory. Safe to call
 /// from many tests at once: one builds, the others wait on the lock and then find the stamp current.
 pub fn ensure_plugins_built() -> Result<PathBuf, XtaskError> {
-    let root = repo_root();
+    let root = find_repo_root()?;
     let out = plugins_out(&root);
     std::fs::create_dir_all(&out).map_err(|e| XtaskError::Io(format!("{}: {e}", out.display())))?;
     let lock_path = root.join("target/plugins.lock");
@@ -104,7 +158,29 @@ mod tests {
         let root = repo_root();
         assert!(root.join("Cargo.toml").exists());
         assert!(root.join("plugins/Cargo.toml").exists());
-        assert!(root.join("wit/worlds.wit").exists());
+        assert!(root.join("plugins/sdk/wit/worlds.wit").exists());
+    }
+
+    /// The root is found from where xtask runs, not from where it was compiled: a copied checkout finds itself.
+    #[test]
+    fn the_root_is_found_above_any_directory_of_a_checkout() {
+        let tmp = tempfile::tempdir().unwrap();
+        let copy = tmp.path().join("copy");
+        for dir in ["xtask", "plugins", "host/palaver-plugin-runtime/src"] {
+            std::fs::create_dir_all(copy.join(dir)).unwrap();
+        }
+        for file in ["Cargo.toml", "xtask/Cargo.toml", "plugins/Cargo.toml"] {
+            std::fs::write(copy.join(file), "").unwrap();
+        }
+        assert_eq!(root_above(&copy), Some(copy.clone()));
+        assert_eq!(root_above(&copy.join("host/palaver-plugin-runtime/src")), Some(copy.clone()));
+        assert_eq!(root_above(&copy.join("plugins")), Some(copy.clone()), "the plugins workspace is not the root");
+        assert_eq!(root_above(tmp.path()), None);
+        std::fs::remove_file(copy.join("plugins/Cargo.toml")).unwrap();
+        assert_eq!(root_above(&copy.join("host")), None, "no plugins workspace, no checkout");
+        // `cargo test` runs this in the crate's directory, whichever checkout it is.
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(find_repo_root().unwrap(), root_above(&here).unwrap());
     }
 
     #[test]

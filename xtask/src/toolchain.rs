@@ -33,13 +33,7 @@ impl Toolchain {
         let cargo = match self {
             Toolchain::Rustup { cargo } | Toolchain::Debian { cargo, .. } => cargo,
         };
-        let mut c = Command::new(cargo);
-        for v in ["CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER", "RUSTC_WRAPPER"] {
-            c.env_remove(v);
-        }
-        for v in ["CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS"] {
-            c.env_remove(v);
-        }
+        let mut c = clean(Command::new(cargo));
         if let Toolchain::Debian { rustc, linker, .. } = self {
             c.env("RUSTC", rustc).env("RUSTC_BOOTSTRAP", "1").env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER", linker);
         } else {
@@ -63,6 +57,24 @@ impl Toolchain {
             Toolchain::Debian { .. } => root.join("target/wasm-debian"),
         }
     }
+}
+
+/// `cmd` without the variables a parent cargo leaves behind for its own build.
+fn clean(mut c: Command) -> Command {
+    for v in ["CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER", "RUSTC_WRAPPER"] {
+        c.env_remove(v);
+    }
+    for v in ["CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// The cargo that runs this task, for native builds (a plugin's own tests), cleared like [`Toolchain::cargo`].
+pub fn native_cargo() -> Command {
+    let mut c = clean(Command::new(host_cargo()));
+    c.env_remove("RUSTC");
+    c
 }
 
 fn output(cmd: &mut Command) -> Option<String> {

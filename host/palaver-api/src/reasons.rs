@@ -149,6 +149,13 @@ reasons! {
     MessageNotFound = "MESSAGE_NOT_FOUND", NotFound, "No such message.";
     MessageNotHeld = "MESSAGE_NOT_HELD", AlreadyExists, "The message is not held for review.";
     PluginActionFailed = "PLUGIN_ACTION_FAILED", AlreadyExists, "A plugin admin action failed; the running version is kept.";
+    BadUpload = "BAD_UPLOAD", Malformed, "A plugin upload is not a multipart form with a `manifest` (TOML) and a `component` (.wasm), or its manifest does not parse.";
+    UploadTooLarge = "UPLOAD_TOO_LARGE", TooLarge, "A plugin upload is larger than `plugins.max_upload_bytes`.";
+    SignatureInvalid = "SIGNATURE_INVALID", PermissionDenied, "Trusted keys are configured and the upload carries no signature by one of them over its manifest and component.";
+    ReleaseRefused = "RELEASE_REFUSED", PolicyViolation, "The load gate refused the release (compile, grants, world, settings or fixtures); nothing was stored or changed.";
+    ReleaseConflict = "RELEASE_CONFLICT", AlreadyExists, "This plugin version was uploaded before with another component: a released version is immutable.";
+    ReleaseNotFound = "RELEASE_NOT_FOUND", NotFound, "The rollout names a version of the plugin that was never uploaded.";
+    PluginsOff = "PLUGINS_OFF", NotFound, "This node runs no plugins (`plugins.dir` is not set).";
     // Admin commands (`POST …/commands`, the queue's `im.admin.command`) and their result records.
     MalformedCommand = "MALFORMED_COMMAND", Malformed, "The command is not a JSON object of the documented shape.";
     UnknownType = "UNKNOWN_TYPE", Malformed, "No admin command of this `type`.";

@@ -4,7 +4,10 @@
 //! (`palaver_api::bodies::admin`) and every refusal has the one error shape of both HTTP APIs
 //! (`palaver_api::ErrorBody`).
 
+mod releases;
 pub(crate) mod routes;
+
+pub use releases::{AdminRefusal, PluginUpload};
 
 use crate::Shared;
 use crate::http::{Body, error, json, service_error};
@@ -26,8 +29,21 @@ use serde_json::{Value, json as j};
 /// What the admin API can do.
 #[async_trait::async_trait]
 pub trait Admin: Send + Sync {
-    /// Every plugin: name, version, hash, state, last error, call and fault counts.
-    fn plugins(&self) -> a::PluginList;
+    /// Every plugin: name, version, hash, state, last error, call and fault counts; the cluster's rollouts and
+    /// what each node runs.
+    async fn plugins(&self) -> a::PluginList;
+    /// The largest plugin upload, in bytes.
+    fn upload_limit(&self) -> usize {
+        0
+    }
+    /// Checks, stores and rolls out an uploaded release (to the canary's tenants first, if it names some).
+    async fn upload(&self, _upload: PluginUpload) -> Result<a::PluginReleased, AdminRefusal> {
+        Err(AdminRefusal::new(Reason::PluginsOff, "no plugins on this node"))
+    }
+    /// Replaces a plugin's rollout.
+    async fn set_rollout(&self, _name: &str, _change: &a::RolloutChange) -> Result<a::PluginRolloutInfo, AdminRefusal> {
+        Err(AdminRefusal::new(Reason::PluginsOff, "no plugins on this node"))
+    }
     /// Loads whatever changed in the plugins directory.
     async fn rescan(&self) -> a::LoadReport;
     /// Reloads one plugin from its manifest; an error keeps the old version running.
@@ -57,6 +73,7 @@ pub(crate) fn route_path(path: &str) -> &'static str {
     match parts.as_slice() {
         ["plugins"] => "/v1/admin/plugins",
         ["plugins", "rescan"] => "/v1/admin/plugins/rescan",
+        ["plugins", _, "rollout"] => "/v1/admin/plugins/{name}/rollout",
         ["plugins", _, "reload"] => "/v1/admin/plugins/{name}/reload",
         ["plugins", _, "rollback"] => "/v1/admin/plugins/{name}/rollback",
         ["tenants", _, "plugins", _] => "/v1/admin/tenants/{tenant}/plugins/{name}",
@@ -93,6 +110,18 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
     };
     let param = |name: &str| params.iter().find(|(k, _)| *k == name).map_or("", |(_, v)| v.as_str()).to_owned();
     let (tenant, name) = (param("tenant"), param("name"));
+    if route.op == Op::Upload {
+        // A multipart form, not a JSON body.
+        let upload = match releases::read(req, admin.upload_limit().max(1)).await {
+            Ok(u) => u,
+            Err(resp) => return resp,
+        };
+        let result = admin.upload(upload).await;
+        let plugin = result.as_ref().map_or_else(|_| "?".to_owned(), |r| format!("{}@{}", r.name, r.version));
+        let logged = result.as_ref().map_err(|e| e.message.clone());
+        audit_plugin(shared, TenantId::DEFAULT, "plugin.upload", &plugin, &logged).await;
+        return refused_or(result);
+    }
     let query = req.uri().query().map(str::to_owned);
     let headers = req.headers().clone();
     let body = match route.request {
@@ -113,7 +142,18 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
     let tenant_id = tenant.parse::<u64>().ok();
     let bad_tenant = || error(Reason::BadTenant, "tenant must be a number");
     match route.op {
-        Op::Plugins => typed(admin.plugins()),
+        Op::Plugins => typed(admin.plugins().await),
+        Op::Upload => error(Reason::Internal, "uploads are read above"),
+        Op::Rollout => {
+            let change: a::RolloutChange = match serde_json::from_value(body) {
+                Ok(c) => c,
+                Err(e) => return error(Reason::BadArgument, format!("the body does not fit a rollout: {e}")),
+            };
+            let result = admin.set_rollout(&name, &change).await;
+            let logged = result.as_ref().map_err(|e| e.message.clone());
+            audit_plugin(shared, TenantId::DEFAULT, "plugin.rollout", &name, &logged).await;
+            refused_or(result)
+        }
         Op::Rescan => {
             let result = admin.rescan().await;
             audit_plugin(shared, TenantId::DEFAULT, "plugin.deploy", "*", &Ok(result.clone())).await;
@@ -276,8 +316,8 @@ pub struct NoPlugins;
 
 #[async_trait::async_trait]
 impl Admin for NoPlugins {
-    fn plugins(&self) -> a::PluginList {
-        a::PluginList { dir: String::new(), plugins: Vec::new() }
+    async fn plugins(&self) -> a::PluginList {
+        a::PluginList { dir: String::new(), plugins: Vec::new(), rollouts: Vec::new(), nodes: Vec::new() }
     }
     async fn rescan(&self) -> a::LoadReport {
         a::LoadReport { loaded: Vec::new(), refused: Vec::new() }
@@ -293,6 +333,13 @@ impl Admin for NoPlugins {
     }
     async fn set_tenant_plugin(&self, _tenant: u64, _name: &str, _change: &Value) -> Result<a::TenantPlugin, String> {
         Err("no plugins on this node".into())
+    }
+}
+
+fn refused_or<T: Serialize>(result: Result<T, AdminRefusal>) -> Response<Body> {
+    match result {
+        Ok(v) => typed(v),
+        Err(r) => error(r.reason, r.message),
     }
 }
 

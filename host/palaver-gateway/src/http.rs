@@ -80,7 +80,7 @@ async fn route_inner(
         (&Method::GET, "/readyz") => crate::ready::handle(&shared).await,
         (&Method::GET, "/metrics") if !shared.cfg.metrics_listener => metrics(&shared, &req).await,
         (_, p) if p.starts_with("/v1/admin/") => crate::admin::handle(&shared, req).await,
-        (&Method::GET, "/v1/openapi.json") => crate::im::openapi(),
+        (&Method::GET, "/v1/openapi.json") => crate::im::openapi(&shared),
         (_, p) if p.starts_with("/v1/im/") => crate::im::handle(&shared, req).await,
         (_, "/v0/channels") => crate::ws::upgrade(shared, req, remote).await,
         (_, "/v0/channels/lp") => crate::longpoll::handle(shared, req, remote).await,

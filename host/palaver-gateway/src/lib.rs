@@ -22,9 +22,9 @@ mod route;
 mod users;
 mod ws;
 
-pub use admin::{Admin, NoPlugins};
+pub use admin::{Admin, AdminRefusal, NoPlugins, PluginUpload};
 use apikey::TenantResolver;
-pub use im::{ImCall, ImCommands, ImOutcome};
+pub use im::{ImCall, ImCommands, ImOutcome, PluginCall};
 use palaver_core::ports::HealthCheck;
 use palaver_service::Service;
 use std::sync::Arc;

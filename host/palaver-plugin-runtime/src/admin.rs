@@ -50,6 +50,12 @@ pub struct PluginInfo {
     pub last_error: Option<String>,
     /// The version a rollback would bring back.
     pub previous_version: Option<String>,
+    /// Whether a cluster rollout decides its versions (directory scans then leave it alone).
+    pub managed: bool,
+    /// A version some tenants run instead of the live one.
+    pub canary_version: Option<String>,
+    /// The tenants that run the canary.
+    pub canary_tenants: Vec<u64>,
     pub world: Option<World>,
     pub hooks: Vec<Hook>,
     pub grants: Vec<Grant>,
@@ -85,6 +91,7 @@ fn counts(slot: &Slot, hook: Hook) -> HookCounts {
 
 fn info(slot: &Slot) -> PluginInfo {
     let v = slot.current.load_full();
+    let canary = slot.canary.load_full();
     let manifest = v.as_ref().map(|v| &v.manifest);
     let breakers_open = slot.breaker.open();
     let breaker = if breakers_open == 0 { "closed" } else { "open" };
@@ -105,6 +112,9 @@ fn info(slot: &Slot) -> PluginInfo {
         breakers_open,
         last_error: slot.last_error.lock().clone(),
         previous_version: slot.previous.lock().as_ref().map(|p| p.version.to_string()),
+        managed: slot.managed.load(Ordering::SeqCst),
+        canary_version: canary.as_ref().map(|c| c.version.version.to_string()),
+        canary_tenants: canary.as_ref().map(|c| c.tenants.iter().map(|t| t.0).collect()).unwrap_or_default(),
         world: manifest.map(|m| m.world),
         hooks: manifest.map(|m| m.world.hooks().to_vec()).unwrap_or_default(),
         grants: manifest.map(|m| m.grants.clone()).unwrap_or_default(),
@@ -157,6 +167,9 @@ mod tests {
             breakers_open: 1,
             last_error: None,
             previous_version: None,
+            managed: false,
+            canary_version: None,
+            canary_tenants: Vec::new(),
             world: Some(World::PublishFilter),
             hooks: vec![Hook::BeforePublish],
             grants: vec![Grant::Log],

@@ -12,7 +12,7 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
 wasmtime::component::bindgen!({
-    path: "../../wit",
+    path: "../../plugins/sdk/wit",
     world: "full",
     imports: { default: async | trappable },
     exports: { default: async },
@@ -24,7 +24,7 @@ macro_rules! hook_world {
         $(#[$doc])*
         pub(crate) mod $module {
             wasmtime::component::bindgen!({
-                path: "../../wit",
+                path: "../../plugins/sdk/wit",
                 world: $world,
                 imports: { default: async | trappable },
                 exports: { default: async },

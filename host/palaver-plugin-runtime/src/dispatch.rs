@@ -65,6 +65,12 @@ fn begin(slot: &Slot, hook: Hook, tenant: TenantId) -> Option<(Admission, Instan
 }
 
 impl PluginRegistry {
+    /// The latest fault of a call into plugin `name` (`<version> <hook>: <kind>: <message>`; a panic's message
+    /// comes first when the plugin grants `log`), or `None` if no call faulted or there is no such plugin.
+    pub fn last_fault(&self, name: &str) -> Option<String> {
+        self.slot(name).ok()?.metrics.last_fault.lock().clone()
+    }
+
     fn scope(&self, v: &PluginVersion, hook: Hook, tenant: TenantId) -> CallScope {
         let n = self.requests.fetch_add(1, Ordering::Relaxed);
         let generation = self.tenants.generation();
@@ -141,6 +147,7 @@ impl PluginRegistry {
             Err(fault) => {
                 slot.breaker.record(tenant, admission, false);
                 m.fault(fault.kind);
+                *slot.metrics.last_fault.lock() = Some(format!("{} {hook}: {fault}", v.version));
                 tracing::warn!(
                     plugin = %slot.name, version = %v.version, %hook, %tenant, kind = fault.kind.as_str(),
                     error = %fault.message, "plugin call failed; its instance was discarded"

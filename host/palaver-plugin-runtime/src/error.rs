@@ -79,6 +79,9 @@ pub enum RegistryError {
     /// `scan-file` always fails closed; a tenant cannot make it fail open.
     #[error("plugin {0:?}: scan-file always fails closed")]
     ScanFailsClosed(String),
+    /// A cluster rollout decides this plugin's versions; files and local rollbacks do not.
+    #[error("plugin {0:?} follows its cluster rollout: change the rollout (PUT /v1/admin/plugins/{0}/rollout)")]
+    Managed(String),
     /// The directory watcher could not be started.
     #[error("cannot start the watcher: {0}")]
     Watch(String),
@@ -171,16 +174,47 @@ impl Fault {
     }
 
     /// Classifies a wasmtime error. A limit the host enforced itself (memory, host calls) left a hint in the store,
-    /// which wins over the generic trap wasmtime reports for it.
-    pub(crate) fn from_wasmtime(err: &wasmtime::Error, hint: Option<FaultKind>) -> Fault {
+    /// which wins over the generic trap wasmtime reports for it. `said` is the last line the call logged at error
+    /// level: a guest built with `panic = "abort"` traps on `unreachable`, so the panic's message reaches the host
+    /// only that way (the SDK's panic hook logs it), and it goes first, before the backtrace.
+    pub(crate) fn from_wasmtime(err: &wasmtime::Error, hint: Option<FaultKind>, said: Option<&str>) -> Fault {
         let kind = hint.unwrap_or_else(|| match err.downcast_ref::<wasmtime::Trap>() {
             Some(wasmtime::Trap::OutOfFuel) => FaultKind::Fuel,
             Some(wasmtime::Trap::Interrupt) => FaultKind::Deadline,
             _ => FaultKind::Trap,
         });
-        // The root cause carries the guest's panic text or the trap code; the context chain adds the backtrace.
-        let mut message = format!("{err:#}");
+        // The root cause carries the trap code; the context chain adds the backtrace.
+        let mut message = match said {
+            Some(line) => format!("the plugin logged {line:?}; {err:#}"),
+            None => format!("{err:#}"),
+        };
         message.truncate(message.floor_char_boundary(1024));
         Fault { kind, message }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fault_quotes_what_the_plugin_logged_first() {
+        let err = wasmtime::Error::new(wasmtime::Trap::UnreachableCodeReached);
+        let plain = Fault::from_wasmtime(&err, None, None);
+        assert_eq!(plain.kind, FaultKind::Trap);
+        let said = Fault::from_wasmtime(&err, None, Some("panicked at src/lib.rs:1:1: boom"));
+        assert_eq!(said.kind, FaultKind::Trap);
+        assert!(said.message.starts_with("the plugin logged \"panicked at src/lib.rs:1:1: boom\"; "), "{said}");
+        assert!(said.message.ends_with(&plain.message), "{said}");
+        // A limit the host enforced names the fault, whatever was logged.
+        let hinted = Fault::from_wasmtime(&err, Some(FaultKind::HostCalls), Some("x"));
+        assert_eq!(hinted.kind, FaultKind::HostCalls);
+        // The message stays bounded, cut on a character boundary, the logged line first.
+        let long = Fault::from_wasmtime(&err, None, Some(&"é".repeat(2000)));
+        assert!(
+            long.message.len() <= 1024 && long.message.starts_with("the plugin logged \"é"),
+            "{}",
+            long.message.len()
+        );
     }
 }

@@ -9,11 +9,12 @@ use crate::bindings::head_text;
 use crate::dispatch::Ran;
 use crate::error::CommandError;
 use crate::manifest::{FailurePolicy, Hook};
-use crate::registry::PluginRegistry;
+use crate::registry::{PluginRegistry, Slot};
+use crate::version::PluginVersion;
 use palaver_api::Reason;
 use palaver_core::ports::{
-    PublishContext, PublishHook, PublishVerdict, PushContext, PushDecision, PushHook, ScanContext, ScanHook,
-    ScanVerdict,
+    ClientCommandDoc, ClientCommandState, PublishContext, PublishHook, PublishVerdict, PushContext, PushDecision,
+    PushHook, ScanContext, ScanHook, ScanVerdict,
 };
 use palaver_core::{TenantId, UserId};
 use serde::Serialize;
@@ -71,7 +72,7 @@ impl PluginHooks {
     /// True if a plugin enabled for `tenant` handles business command `name`: a lookup, no call.
     pub fn handles_command(&self, tenant: TenantId, name: &str) -> bool {
         self.registry.order.load_full().iter().any(|slot| {
-            slot.current.load_full().is_some_and(|v| {
+            slot.version_for(tenant).is_some_and(|v| {
                 v.manifest.handles_command(name)
                     && self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default)
             })
@@ -88,28 +89,103 @@ impl PluginHooks {
     ) -> Result<CommandOutcome, CommandError> {
         let order = self.registry.order.load_full();
         for slot in order.iter() {
-            let Some(v) = slot.current.load_full() else { continue };
+            let Some(v) = slot.version_for(ctx.tenant) else { continue };
             let m = &v.manifest;
             if !m.handles_command(name) || !self.registry.tenants.enabled(ctx.tenant, &slot.name, m.enabled_by_default)
             {
                 continue;
             }
-            let args = args.to_string();
-            return Ok(match self.registry.run_command_on(slot, &v, ctx, name, &args).await {
-                Ran::Done(o) => o,
-                Ran::Failed(_) | Ran::Skipped => {
-                    match self.registry.policy_for(slot, &v, Hook::OnCommand, ctx.tenant) {
-                        FailurePolicy::Open => CommandOutcome::Ok(Value::Null),
-                        FailurePolicy::Closed => CommandOutcome::Rejected {
-                            code: Reason::PluginUnavailable.status(),
-                            reason_code: Reason::PluginUnavailable.name().to_owned(),
-                            message: format!("plugin {} is unavailable; try again later", slot.name),
-                        },
-                    }
-                }
-            });
+            return Ok(self.command_on(slot, &v, ctx, name, args).await);
         }
         Err(CommandError::UnknownCommand(name.to_owned()))
+    }
+
+    /// Runs `name` on one plugin version; a fault or a skip answers with the hook's failure policy.
+    async fn command_on(
+        &self,
+        slot: &Slot,
+        v: &Arc<PluginVersion>,
+        ctx: &CommandContext,
+        name: &str,
+        args: &Value,
+    ) -> CommandOutcome {
+        let args = args.to_string();
+        match self.registry.run_command_on(slot, v, ctx, name, &args).await {
+            Ran::Done(o) => o,
+            Ran::Failed(_) | Ran::Skipped => match self.registry.policy_for(slot, v, Hook::OnCommand, ctx.tenant) {
+                FailurePolicy::Open => CommandOutcome::Ok(Value::Null),
+                FailurePolicy::Closed => CommandOutcome::Rejected {
+                    code: Reason::PluginUnavailable.status(),
+                    reason_code: Reason::PluginUnavailable.name().to_owned(),
+                    message: format!("plugin {} is unavailable; try again later", slot.name),
+                },
+            },
+        }
+    }
+
+    /// Whether plugin `plugin` offers `command` to clients (its manifest's `client_commands`), and whether it
+    /// runs for `tenant`: a lookup, no call.
+    pub fn client_command(&self, tenant: TenantId, plugin: &str, command: &str) -> ClientCommandState {
+        let order = self.registry.order.load_full();
+        let Some((slot, v)) = order
+            .iter()
+            .find(|s| s.name == plugin)
+            .and_then(|s| s.version_for(tenant).map(|v| (s, v)))
+            .filter(|(_, v)| v.manifest.client_commands.contains_key(command))
+        else {
+            return ClientCommandState::Unknown;
+        };
+        if self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default) {
+            ClientCommandState::On
+        } else {
+            ClientCommandState::Off
+        }
+    }
+
+    /// Runs a command plugin `plugin` offers to clients, with the client's arguments, on the plugin's live
+    /// version. [`CommandError::UnknownCommand`] if the plugin does not offer it or is off for the tenant.
+    pub async fn run_client_command(
+        &self,
+        ctx: &CommandContext,
+        plugin: &str,
+        command: &str,
+        args: &Value,
+    ) -> Result<CommandOutcome, CommandError> {
+        let order = self.registry.order.load_full();
+        let found = order.iter().find(|s| s.name == plugin).and_then(|s| s.version_for(ctx.tenant).map(|v| (s, v)));
+        match found {
+            Some((slot, v))
+                if v.manifest.client_commands.contains_key(command)
+                    && self.registry.tenants.enabled(ctx.tenant, &slot.name, v.manifest.enabled_by_default) =>
+            {
+                Ok(self.command_on(slot, &v, ctx, command, args).await)
+            }
+            _ => Err(CommandError::UnknownCommand(command.to_owned())),
+        }
+    }
+
+    /// Every command the live plugin versions offer to clients, by plugin and name.
+    pub fn client_commands(&self) -> Vec<ClientCommandDoc> {
+        let order = self.registry.order.load_full();
+        let mut docs: Vec<ClientCommandDoc> = order
+            .iter()
+            .filter_map(|s| s.current.load_full())
+            .flat_map(|v| {
+                v.manifest
+                    .client_commands
+                    .iter()
+                    .map(|(name, c)| ClientCommandDoc {
+                        plugin: v.manifest.name.clone(),
+                        command: name.clone(),
+                        summary: c.summary.clone(),
+                        args: c.args.clone(),
+                        result: c.result.clone(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        docs.sort_by(|a, b| (&a.plugin, &a.command).cmp(&(&b.plugin, &b.command)));
+        docs
     }
 
     /// The verdict of every enabled plugin on one message, combined. palaver-core's `Hold` carries no content, so
@@ -125,7 +201,7 @@ impl PluginHooks {
         let mut text: Option<(String, Option<String>)> = None;
         let mut rewritten: Option<(Value, Option<Map<String, Value>>)> = None;
         for slot in order.iter() {
-            let Some(v) = slot.current.load_full() else { continue };
+            let Some(v) = slot.version_for(ctx.tenant) else { continue };
             if !v.manifest.has_hook(Hook::BeforePublish)
                 || !self.registry.tenants.enabled(ctx.tenant, &slot.name, v.manifest.enabled_by_default)
             {
@@ -173,7 +249,7 @@ impl PushHook for PluginHooks {
         let mut rewritten: Option<palaver_core::ports::PushMessage> = None;
         let mut delay: Option<u64> = None;
         for slot in order.iter() {
-            let Some(v) = slot.current.load_full() else { continue };
+            let Some(v) = slot.version_for(tenant) else { continue };
             if !v.manifest.has_hook(Hook::BeforePush)
                 || !self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default)
             {
@@ -198,7 +274,7 @@ impl PushHook for PluginHooks {
 
     fn filters(&self, tenant: TenantId) -> bool {
         self.registry.order.load_full().iter().any(|slot| {
-            slot.current.load_full().is_some_and(|v| {
+            slot.version_for(tenant).is_some_and(|v| {
                 v.manifest.has_hook(Hook::BeforePush)
                     && self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default)
             })
@@ -214,7 +290,7 @@ impl PushHook for PluginHooks {
 impl ScanHook for PluginHooks {
     fn scans(&self, tenant: TenantId) -> bool {
         self.registry.order.load_full().iter().any(|slot| {
-            slot.current.load_full().is_some_and(|v| {
+            slot.version_for(tenant).is_some_and(|v| {
                 v.manifest.has_hook(Hook::ScanFile)
                     && self.registry.tenants.enabled(tenant, &slot.name, v.manifest.enabled_by_default)
             })
@@ -225,7 +301,7 @@ impl ScanHook for PluginHooks {
         let order = self.registry.order.load_full();
         let mut verdict = ScanVerdict::Clean;
         for slot in order.iter() {
-            let Some(v) = slot.current.load_full() else { continue };
+            let Some(v) = slot.version_for(ctx.tenant) else { continue };
             if !v.manifest.has_hook(Hook::ScanFile)
                 || !self.registry.tenants.enabled(ctx.tenant, &slot.name, v.manifest.enabled_by_default)
             {

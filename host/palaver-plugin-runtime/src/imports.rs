@@ -287,8 +287,13 @@ impl notifications::Host for StoreData {
 
 impl log::Host for StoreData {
     async fn log(&mut self, level: LogLevel, mut message: String) -> wasmtime::Result<()> {
-        self.count_host_call()?;
         message.truncate(message.floor_char_boundary(self.scope.max_log_bytes));
+        // Kept before the host-call count, so that a panic's message (the SDK's panic hook logs it at error level
+        // just before the trap) reaches the fault even when this call is the one past the cap.
+        if matches!(level, LogLevel::Error) {
+            self.last_error_line = Some(message.clone());
+        }
+        self.count_host_call()?;
         let s = &self.scope;
         let (tenant, plugin, version, request) = (s.tenant, &*s.plugin, &*s.version, &s.request_id);
         match level {

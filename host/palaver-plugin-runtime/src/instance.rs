@@ -41,9 +41,10 @@ pub(crate) struct Done<T> {
     pub(crate) fuel: u64,
 }
 
-fn trap_or(kind: FaultKind, e: &wasmtime::Error, hint: Option<FaultKind>) -> Fault {
+fn trap_or(kind: FaultKind, e: &wasmtime::Error, data: Option<&StoreData>) -> Fault {
+    let hint = data.and_then(StoreData::fault_hint);
     if hint.is_some() || e.downcast_ref::<wasmtime::Trap>().is_some() {
-        Fault::from_wasmtime(e, hint)
+        Fault::from_wasmtime(e, hint, data.and_then(|d| d.last_error_line.as_deref()))
     } else {
         Fault::new(kind, format!("{e:#}"))
     }
@@ -73,7 +74,7 @@ impl PluginVersion {
         // Instantiation runs guest code (data segments, start functions), so the same fuel and deadline apply.
         let instance = match self.pre.instantiate_async(&mut store).await {
             Ok(i) => i,
-            Err(e) => return Err(trap_or(FaultKind::Instantiate, &e, store.data().fault_hint())),
+            Err(e) => return Err(trap_or(FaultKind::Instantiate, &e, Some(store.data()))),
         };
         Ok(Live { store, instance, publish: None, command: None, push: None, scan: None, uses: 0 })
     }
@@ -121,7 +122,7 @@ impl PluginVersion {
         };
         let result = guest.call_judge(&mut live.store, ctx, content, head).await;
         let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
-        let raw = result.map_err(|e| Fault::from_wasmtime(&e, live.store.data().fault_hint()))?;
+        let raw = result.map_err(|e| live.store.data().fault(&e))?;
         let size = verdict_size(&raw);
         if size > limits.max_output_bytes {
             let cap = limits.max_output_bytes;
@@ -158,7 +159,7 @@ impl PluginVersion {
         };
         let result = guest.call_filter(&mut live.store, push).await;
         let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
-        let raw = result.map_err(|e| Fault::from_wasmtime(&e, live.store.data().fault_hint()))?;
+        let raw = result.map_err(|e| live.store.data().fault(&e))?;
         let size = bindings::decision_size(&raw);
         if size > limits.max_output_bytes {
             let cap = limits.max_output_bytes;
@@ -199,7 +200,7 @@ impl PluginVersion {
         };
         let result = guest.call_scan(&mut live.store, file).await;
         let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
-        let raw = result.map_err(|e| Fault::from_wasmtime(&e, live.store.data().fault_hint()))?;
+        let raw = result.map_err(|e| live.store.data().fault(&e))?;
         let size = bindings::scan_verdict_size(&raw);
         if size > limits.max_output_bytes {
             let cap = limits.max_output_bytes;
@@ -237,7 +238,7 @@ impl PluginVersion {
         };
         let result = guest.call_handle(&mut live.store, ctx, name, args).await;
         let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
-        let raw = result.map_err(|e| Fault::from_wasmtime(&e, live.store.data().fault_hint()))?;
+        let raw = result.map_err(|e| live.store.data().fault(&e))?;
         let size = outcome_size(&raw);
         if size > limits.max_output_bytes {
             let cap = limits.max_output_bytes;

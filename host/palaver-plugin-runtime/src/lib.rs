@@ -1,7 +1,7 @@
 //! Palaver's plugin runtime: business logic as sandboxed WebAssembly components behind the host's hook ports.
 //!
-//! A plugin is a component built against the `palaver:plugin@0.1.2` WIT package (`wit/` at the repository root)
-//! plus a TOML manifest beside it. The runtime:
+//! A plugin is a component built against the `palaver:plugin@0.1.2` WIT package (`plugins/sdk/wit/`, inside the
+//! SDK's crate) plus a TOML manifest beside it. The runtime:
 //!
 //! - keeps **one wasmtime `Engine`** per process with fuel, epoch interruption (a ticker thread advances the
 //!   epoch), the pooling allocator and, when configured, wasmtime's disk cache of compiled code keyed by the
@@ -44,7 +44,7 @@
 //! | `config` | [`RuntimeConfig`], [`Limits`], [`BreakerConfig`], [`PoolingConfig`], [`KvQuota`] |
 //! | `manifest`, `settings`, `fixtures` | the manifest beside each component, its settings schema, its golden fixtures |
 //! | `runtime` | the engine, the epoch ticker, the compile step (with wasmtime's disk cache) |
-//! | `bindings`, `imports` | `bindgen!` of `wit/`, the linker of granted imports, the host side of each import |
+//! | `bindings`, `imports` | `bindgen!` of `plugins/sdk/wit/`, the linker of granted imports, the host side of each import |
 //! | `version` | the load gate: header, hash, imports against grants, exports against the world, `InstancePre` |
 //! | `instance`, `store` | one call: instance checkout (warm or fresh), fuel, deadline, caps, the effect buffer |
 //! | `registry`, `dispatch`, `tenants` | loaded plugins, swaps, rollback; one call end to end; per-tenant choices |
@@ -78,6 +78,7 @@ mod kv;
 mod manifest;
 mod metrics;
 mod registry;
+mod rollout;
 mod runtime;
 mod services;
 mod settings;
@@ -95,9 +96,11 @@ pub use fixtures::{Expect, Fixture};
 pub use hooks::{CommandContext, CommandOutcome, PluginHooks, UNAVAILABLE};
 pub use kv::{KvError, KvOp, KvScope, KvUsage, MemoryKv, PluginKv};
 pub use manifest::{
-    FailurePolicy, Grant, Hook, HookConfig, Hooks, InstanceMode, InstancePolicy, LimitsOverride, Manifest, World,
+    ClientCommand, FailurePolicy, Grant, Hook, HookConfig, Hooks, InstanceMode, InstancePolicy, LimitsOverride,
+    Manifest, World,
 };
 pub use registry::{LoadOutcome, LoadReport, PluginRegistry, Rollback};
+pub use rollout::{ReleaseRef, RolloutApplied, RolloutTarget};
 pub use services::{Clock, HostServices, ManualClock, SystemClock};
 pub use settings::{SettingSpec, SettingType, SettingsSchema};
 pub use tenants::TenantChoice;

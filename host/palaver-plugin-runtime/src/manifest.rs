@@ -48,6 +48,26 @@ pub struct Manifest {
     /// Golden inputs and the verdicts they must give; all must pass before a version goes live.
     #[serde(default)]
     pub fixtures: Vec<Fixture>,
+    /// The commands clients may run themselves (`POST /v1/im/plugins/{plugin}/commands/{command}`), by name.
+    /// Only these: a command the host runs with facts of its own (`friend.request.create`) is never one, so a
+    /// client can never hand a plugin forged facts.
+    #[serde(default)]
+    pub client_commands: std::collections::BTreeMap<String, ClientCommand>,
+}
+
+/// A command offered to clients.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientCommand {
+    /// One sentence for the OpenAPI document.
+    pub summary: String,
+    /// JSON Schema of the request body, shown in the OpenAPI document. The host checks only that the body is a
+    /// JSON object; the plugin checks its fields.
+    #[serde(default)]
+    pub args: Option<serde_json::Value>,
+    /// JSON Schema of the result, shown in the OpenAPI document.
+    #[serde(default)]
+    pub result: Option<serde_json::Value>,
 }
 
 fn default_priority() -> i32 {
@@ -336,6 +356,35 @@ impl Manifest {
             return bad("instance.max_invocations must be at least 1".to_owned());
         }
         validate_schema(&self.settings).map_err(LoadError::Manifest)?;
+        for (name, c) in &self.client_commands {
+            // The name is a path segment of the route: keep it to characters that need no escaping.
+            let shaped = !name.is_empty()
+                && name.len() <= 64
+                && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
+            if !shaped {
+                return bad(format!("client command {name:?} must be 1-64 lower-case letters, digits, '.', '-', '_'"));
+            }
+            if !self.handles_command(name) {
+                return bad(format!("client command {name:?} is not a command this plugin handles (on-command)"));
+            }
+            // The host's commands and their namespaces (`friend.…`, `group.…`) are the host's: the host runs
+            // them with facts it gathered, and a future host command must not collide with a plugin's.
+            let space = name.split('.').next().unwrap_or_default();
+            if palaver_api::CommandName::ALL.iter().any(|c| c.name().split('.').next() == Some(space)) {
+                return bad(format!(
+                    "client command {name:?} is in the host's namespace {space:?}: clients reach host commands \
+                     through their own /v1/im routes"
+                ));
+            }
+            if c.summary.trim().is_empty() {
+                return bad(format!("client command {name:?} needs a summary"));
+            }
+            for (what, schema) in [("args", &c.args), ("result", &c.result)] {
+                if schema.as_ref().is_some_and(|s| !s.is_object()) {
+                    return bad(format!("client command {name:?}: {what} must be a JSON Schema table"));
+                }
+            }
+        }
         for f in &self.fixtures {
             if !self.has_hook(f.hook) {
                 return bad(format!("fixture {:?} calls hook {} that the world does not export", f.name, f.hook));
@@ -353,6 +402,33 @@ mod tests {
     use super::*;
 
     const BASE: &str = "name = \"m\"\nversion = \"1.2.3\"\nworld = \"full\"\n";
+
+    #[test]
+    fn client_commands_are_the_plugins_own_and_described() {
+        let with = |extra: &str| Manifest::parse(&format!("{BASE}{extra}"));
+        let m = with("[client_commands.\"m.hi\"]\nsummary = \"Say hi.\"\nargs = { type = \"object\" }\n").unwrap();
+        assert_eq!(m.client_commands["m.hi"].args, Some(serde_json::json!({ "type": "object" })));
+        let refused = |extra: &str, why: &str| {
+            let e = with(extra).unwrap_err().to_string();
+            assert!(e.contains(why), "{extra}: {e}");
+        };
+        refused("[client_commands.\"other.hi\"]\nsummary = \"x\"\n", "not a command this plugin handles");
+        refused("[client_commands.\"m.hi\"]\nsummary = \" \"\n", "needs a summary");
+        refused("[client_commands.\"m/hi\"]\nsummary = \"x\"\n", "lower-case");
+        refused("[client_commands.\"m.hi\"]\nsummary = \"x\"\nargs = \"object\"\n", "JSON Schema table");
+        refused("[client_commands.\"m.hi\"]\nsummary = \"x\"\nmethod = \"GET\"\n", "unknown field");
+        // A host command (run with facts the host gathers) or its namespace is never a client command.
+        let friends = "name = \"friends\"\nversion = \"1.0.0\"\nworld = \"command-handler\"\n\
+                       [hooks.on-command]\ncommands = [\"friend.request.create\", \"friend.extra\"]\n";
+        for name in ["friend.request.create", "friend.extra"] {
+            let e = Manifest::parse(&format!("{friends}[client_commands.\"{name}\"]\nsummary = \"x\"\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("host's namespace"), "{name}: {e}");
+        }
+        let publish_only = "name = \"m\"\nversion = \"1.0.0\"\nworld = \"publish-filter\"\n";
+        assert!(Manifest::parse(&format!("{publish_only}[client_commands.\"m.hi\"]\nsummary = \"x\"\n")).is_err());
+    }
 
     #[test]
     fn defaults_follow_the_hook() {

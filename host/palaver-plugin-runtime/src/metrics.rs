@@ -124,6 +124,9 @@ pub(crate) struct PluginMetrics {
     pub(crate) effect_errors: AtomicU64,
     /// Calls run again because their key-value writes met a concurrent call's.
     pub(crate) kv_retries: AtomicU64,
+    /// The latest call fault, as logged (version, hook, kind and message, a panic's message first): what a
+    /// plugin's author needs to see first, without the node's logs ([`crate::PluginRegistry::last_fault`]).
+    pub(crate) last_fault: parking_lot::Mutex<Option<String>>,
 }
 
 impl PluginMetrics {

@@ -17,10 +17,10 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use palaver_core::TenantId;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// One plugin, across its versions.
 pub(crate) struct Slot {
@@ -35,9 +35,29 @@ pub(crate) struct Slot {
     pub(crate) metrics: PluginMetrics,
     /// Failure policies set at run time, overriding the manifest's, by `Hook as usize`.
     pub(crate) policy: Mutex<[Option<FailurePolicy>; Hook::ALL.len()]>,
+    /// A version some tenants run instead of `current` (a canary rollout).
+    pub(crate) canary: ArcSwapOption<CanaryVersion>,
+    /// Set while a cluster rollout decides the versions: directory scans leave the plugin alone.
+    pub(crate) managed: AtomicBool,
+}
+
+/// A canary: the version and the tenants that run it.
+pub(crate) struct CanaryVersion {
+    pub(crate) version: Arc<PluginVersion>,
+    pub(crate) tenants: BTreeSet<TenantId>,
 }
 
 impl Slot {
+    /// The version `tenant`'s calls run: the canary's for its tenants, else the live one.
+    pub(crate) fn version_for(&self, tenant: TenantId) -> Option<Arc<PluginVersion>> {
+        if let Some(c) = self.canary.load().as_ref()
+            && c.tenants.contains(&tenant)
+        {
+            return Some(c.version.clone());
+        }
+        self.current.load_full()
+    }
+
     /// The failure policy of `hook` for version `v`, before any tenant's choice.
     pub(crate) fn policy(&self, v: &PluginVersion, hook: Hook) -> FailurePolicy {
         self.policy.lock()[hook as usize].unwrap_or_else(|| v.manifest.policy(hook))
@@ -78,7 +98,7 @@ pub struct PluginRegistry {
     pub(crate) tenants: TenantTable,
     dirs: Mutex<Vec<PathBuf>>,
     /// Loads run one at a time, so two reloads of a plugin never interleave their swaps.
-    load_lock: Mutex<()>,
+    pub(crate) load_lock: Mutex<()>,
     pub(crate) requests: AtomicU64,
 }
 
@@ -115,7 +135,7 @@ impl PluginRegistry {
         self.slots.read().get(name).cloned().ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))
     }
 
-    fn slot_or_create(&self, name: &str) -> Arc<Slot> {
+    pub(crate) fn slot_or_create(&self, name: &str) -> Arc<Slot> {
         if let Some(s) = self.slots.read().get(name) {
             return s.clone();
         }
@@ -132,17 +152,26 @@ impl PluginRegistry {
                     breaker: Breakers::new(self.rt.config.breaker),
                     metrics: PluginMetrics::default(),
                     policy: Mutex::new([None; Hook::ALL.len()]),
+                    canary: ArcSwapOption::empty(),
+                    managed: AtomicBool::new(false),
                 })
             })
             .clone()
     }
 
-    fn rebuild_order(&self) {
+    pub(crate) fn rebuild_order(&self) {
+        // A plugin with only a canary runs for the canary's tenants; its priority is then the canary's.
         let mut live: Vec<(i32, Arc<Slot>)> = self
             .slots
             .read()
             .values()
-            .filter_map(|s| s.current.load_full().map(|v| (v.manifest.priority, s.clone())))
+            .filter_map(|s| {
+                let priority = match s.current.load_full() {
+                    Some(v) => v.manifest.priority,
+                    None => s.canary.load().as_ref()?.version.manifest.priority,
+                };
+                Some((priority, s.clone()))
+            })
             .collect();
         live.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
         self.order.store(Arc::new(live.into_iter().map(|(_, s)| s).collect()));
@@ -179,7 +208,12 @@ impl PluginRegistry {
                 best.insert(name, (key, path));
             }
         }
-        for (_, (_, path)) in best {
+        for (name, (_, path)) in best {
+            // A cluster rollout decides this plugin's versions; the directory's copy waits until it is handed back.
+            if self.slot(&name).is_ok_and(|s| s.managed.load(Ordering::SeqCst)) {
+                tracing::debug!(plugin = %name, path = %path.display(), "left to its rollout");
+                continue;
+            }
             match self.load_file(&path) {
                 Ok(o) => report.loaded.push(o),
                 Err(e) => report.refused.push((path, e.to_string())),
@@ -213,6 +247,9 @@ impl PluginRegistry {
             RegistryError::Load(e)
         };
         let manifest = Manifest::from_file(manifest_path).map_err(fail)?;
+        if self.slot(&manifest.name).is_ok_and(|s| s.managed.load(Ordering::SeqCst)) {
+            return Err(RegistryError::Managed(manifest.name));
+        }
         let file = manifest
             .component
             .clone()
@@ -233,7 +270,7 @@ impl PluginRegistry {
         self.load_file(&source)
     }
 
-    fn refused(&self, slot: &Slot, e: &LoadError) {
+    pub(crate) fn refused(&self, slot: &Slot, e: &LoadError) {
         *slot.last_error.lock() = Some(e.to_string());
         slot.metrics.loads_refused.fetch_add(1, Ordering::Relaxed);
     }
@@ -284,7 +321,7 @@ impl PluginRegistry {
 
     /// The load gate: compile, check imports against grants and exports against the world, check stored tenant
     /// settings against the new schema, run the golden fixtures.
-    fn gate(&self, manifest: Manifest, wasm: &[u8]) -> Result<PluginVersion, LoadError> {
+    pub(crate) fn gate(&self, manifest: Manifest, wasm: &[u8]) -> Result<PluginVersion, LoadError> {
         let v = PluginVersion::build(&self.rt, manifest, wasm)?;
         for (tenant, values) in self.tenants.settings_of(&v.manifest.name) {
             validate_values(&v.manifest.settings, &values)
@@ -299,6 +336,9 @@ impl PluginRegistry {
     pub fn rollback(&self, name: &str) -> Result<Rollback, RegistryError> {
         let _g = self.load_lock.lock();
         let slot = self.slot(name)?;
+        if slot.managed.load(Ordering::SeqCst) {
+            return Err(RegistryError::Managed(name.to_owned()));
+        }
         let prev = slot.previous.lock().take().ok_or_else(|| RegistryError::NoPrevious(name.to_owned()))?;
         prev.set_retired(false);
         let cur = slot.current.swap(Some(prev.clone()));
@@ -345,7 +385,7 @@ impl PluginRegistry {
 
     /// The settings a call of the plugin for the tenant sees: defaults merged with the tenant's values.
     pub fn settings(&self, tenant: TenantId, name: &str) -> Result<Value, RegistryError> {
-        let v = self.slot(name)?.current.load_full().ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))?;
+        let v = self.slot(name)?.version_for(tenant).ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))?;
         Ok(Value::Object(resolve(&v.manifest.settings, self.tenants.settings(tenant, name).as_ref())))
     }
 

@@ -4,7 +4,7 @@
 
 use crate::config::KvQuota;
 use crate::effects::{EventTarget, PluginEvent, PluginNotification};
-use crate::error::FaultKind;
+use crate::error::{Fault, FaultKind};
 use crate::kv::{KvOp, KvScope, KvUsage};
 use crate::services::HostServices;
 use palaver_core::TenantId;
@@ -92,6 +92,9 @@ pub(crate) struct StoreData {
     pub(crate) hint: Option<FaultKind>,
     /// What the key-value scope holds with this call's buffered writes applied, once the call wrote.
     pub(crate) kv_usage: Option<KvUsage>,
+    /// The last line the call logged at error level. A trap shows the host no more than a backtrace, so a fault
+    /// quotes this line: the SDK's panic hook logs the panic's message there just before the trap.
+    pub(crate) last_error_line: Option<String>,
 }
 
 impl StoreData {
@@ -103,6 +106,7 @@ impl StoreData {
             buffer: EffectBuffer::default(),
             hint: None,
             kv_usage: None,
+            last_error_line: None,
         }
     }
 
@@ -113,11 +117,18 @@ impl StoreData {
         self.buffer = EffectBuffer::default();
         self.hint = None;
         self.kv_usage = None;
+        self.last_error_line = None;
     }
 
     /// The fault a limit enforced by the host stopped the call with, if any.
     pub(crate) fn fault_hint(&self) -> Option<FaultKind> {
         if self.memory.exceeded { Some(FaultKind::Memory) } else { self.hint }
+    }
+
+    /// The fault a wasmtime error stopped the call with, classified by the host's hint and quoting the last
+    /// error line the call logged (a panic's message).
+    pub(crate) fn fault(&self, err: &wasmtime::Error) -> Fault {
+        Fault::from_wasmtime(err, self.fault_hint(), self.last_error_line.as_deref())
     }
 
     pub(crate) fn kv_scope(&self) -> KvScope<'_> {

@@ -457,6 +457,11 @@ pub struct PluginsConfig {
     pub kv_max_keys: u64,
     /// The most bytes (keys and values added up) one plugin may keep in its key-value store for one tenant.
     pub kv_max_bytes: u64,
+    /// The largest plugin upload (`POST /v1/admin/plugins`, the whole form), in bytes.
+    pub max_upload_bytes: usize,
+    /// Keys whose ed25519 signature an upload must carry, by key id: base64 of the 32-byte public key. Empty:
+    /// uploads need no signature (a signed one is still checked against none and refused).
+    pub trusted_keys: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for PluginsConfig {
@@ -468,6 +473,8 @@ impl Default for PluginsConfig {
             watch_interval_ms: 1000,
             kv_max_keys: 10_000,
             kv_max_bytes: 4 << 20,
+            max_upload_bytes: 8 << 20,
+            trusted_keys: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -839,6 +846,17 @@ impl Config {
         }
         if self.plugins.watch_interval_ms < 50 {
             return bad("plugins.watch_interval_ms must be at least 50".into());
+        }
+        if !(64 * 1024..=16 << 20).contains(&self.plugins.max_upload_bytes) {
+            return bad(
+                "plugins.max_upload_bytes must be between 64 KiB and 16 MiB (what the stores keep of one component)"
+                    .into(),
+            );
+        }
+        for (id, key) in &self.plugins.trusted_keys {
+            if crate::plugin_rollout::public_key(key).is_none() {
+                return bad(format!("plugins.trusted_keys.{id} is not the base64 of a 32-byte ed25519 public key"));
+            }
         }
         if self.plugins.kv_max_keys == 0 || self.plugins.kv_max_bytes < 1024 {
             return bad("plugins.kv_max_keys must be at least 1 and plugins.kv_max_bytes at least 1024".into());

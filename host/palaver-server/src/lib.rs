@@ -12,6 +12,7 @@ mod every;
 pub mod files;
 pub mod jwt_keys;
 pub mod otlp;
+mod plugin_rollout;
 mod plugins;
 mod plugins_admin;
 pub mod push;

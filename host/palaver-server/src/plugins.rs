@@ -3,13 +3,17 @@
 //! the admin API over the registry.
 
 use crate::config::Config;
+use crate::plugin_rollout::Rollouts;
 use crate::plugins_admin::{load_report, word};
 use anyhow::Context;
 use palaver_api::bodies::admin as a;
-use palaver_core::ports::{BusinessRules, PluginChoiceStore, PluginKv, RuleVerdict};
+use palaver_core::ports::{
+    BusinessRules, ClientCommandDoc, ClientCommandState, PluginChoiceStore, PluginKv, PluginReleaseStore, RuleVerdict,
+};
 use palaver_core::ports::{PublishHook, PushHook, ScanHook, SubscriptionStore, TopicStore, UserStore};
 use palaver_core::{TenantId, UserId};
 use palaver_gateway::Admin;
+use palaver_gateway::{AdminRefusal, PluginUpload};
 use palaver_plugin_runtime::{
     DirWatcher, EffectError, Effects, EventTarget, FailurePolicy, Hook, HostServices, KvQuota, LoadOutcome, LoadReport,
     PluginEvent, PluginHooks, PluginNotification, PluginRegistry, PortsDirectory, RuntimeConfig, SystemClock,
@@ -67,6 +71,8 @@ pub(crate) struct Plugins {
     dir: PathBuf,
     /// Where tenants' choices are stored for every node.
     choices: Arc<dyn PluginChoiceStore>,
+    /// Uploaded releases and the cluster's rollouts.
+    pub(crate) rollouts: Arc<Rollouts>,
     _watcher: Option<DirWatcher>,
     _reconcile: AbortOnDrop,
 }
@@ -86,6 +92,7 @@ impl Plugins {
         cfg: &Config,
         kv: Arc<dyn PluginKv>,
         choices: Arc<dyn PluginChoiceStore>,
+        releases: Arc<dyn PluginReleaseStore>,
         users: Arc<dyn UserStore>,
         topics: Arc<dyn TopicStore>,
         subs: Arc<dyn SubscriptionStore>,
@@ -123,27 +130,50 @@ impl Plugins {
         } else {
             None
         };
-        // The tenants' stored choices, before the node serves; then whatever other nodes store, every second.
+        // The cluster's rollouts and the tenants' stored choices, before the node serves (rollouts first: a choice
+        // is checked against the version it will meet); then whatever other nodes store, every second.
+        let rollouts = Arc::new(Rollouts::new(
+            registry.clone(),
+            releases,
+            &cfg.server.node_id,
+            &p.trusted_keys,
+            p.max_upload_bytes,
+        ));
+        rollouts.catch_up().await.map_err(anyhow::Error::msg).context("loading plugin rollouts")?;
         let applied = Arc::new(AtomicI64::new(0));
         catch_up(&registry, choices.as_ref(), &applied)
             .await
             .map_err(anyhow::Error::msg)
             .context("loading plugin choices")?;
+        rollouts.report().await;
         let reconcile = tokio::spawn({
             let (registry, choices, applied) = (Arc::downgrade(&registry), choices.clone(), applied.clone());
+            let rollouts = Arc::downgrade(&rollouts);
             async move {
                 let mut tick = tokio::time::interval(RECONCILE_EVERY);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     tick.tick().await;
-                    let Some(registry) = registry.upgrade() else { return };
+                    let (Some(registry), Some(rollouts)) = (registry.upgrade(), rollouts.upgrade()) else { return };
+                    if let Err(e) = rollouts.catch_up().await {
+                        tracing::warn!(error = %e, "plugin rollouts not refreshed; retrying");
+                    }
                     if let Err(e) = catch_up(&registry, choices.as_ref(), &applied).await {
                         tracing::warn!(error = %e, "plugin choices not refreshed; retrying");
                     }
+                    rollouts.report().await;
                 }
             }
         });
-        Ok(Some(Plugins { registry, effects, dir, choices, _watcher: watcher, _reconcile: AbortOnDrop(reconcile) }))
+        Ok(Some(Plugins {
+            registry,
+            effects,
+            dir,
+            choices,
+            rollouts,
+            _watcher: watcher,
+            _reconcile: AbortOnDrop(reconcile),
+        }))
     }
 
     /// The publish hook that runs the plugins.
@@ -186,9 +216,22 @@ fn log_report(report: &LoadReport) {
 
 #[async_trait::async_trait]
 impl Admin for Plugins {
-    fn plugins(&self) -> a::PluginList {
+    async fn plugins(&self) -> a::PluginList {
         let plugins = self.registry.list().into_iter().map(crate::plugins_admin::plugin).collect();
-        a::PluginList { dir: self.dir.display().to_string(), plugins }
+        let (rollouts, nodes) = self.rollouts.cluster().await;
+        a::PluginList { dir: self.dir.display().to_string(), plugins, rollouts, nodes }
+    }
+
+    fn upload_limit(&self) -> usize {
+        self.rollouts.max_upload()
+    }
+
+    async fn upload(&self, upload: PluginUpload) -> Result<a::PluginReleased, AdminRefusal> {
+        self.rollouts.upload(upload).await
+    }
+
+    async fn set_rollout(&self, name: &str, change: &a::RolloutChange) -> Result<a::PluginRolloutInfo, AdminRefusal> {
+        self.rollouts.set_rollout(name, change).await
     }
 
     async fn rescan(&self) -> a::LoadReport {
@@ -205,7 +248,12 @@ impl Admin for Plugins {
         }
     }
 
+    /// A plugin a rollout manages rolls back for the whole cluster (and stays rolled back); a directory's plugin
+    /// on this node alone.
     async fn rollback(&self, name: &str) -> Result<a::RolledBack, String> {
+        if let Some(cluster) = self.rollouts.rollback(name).await {
+            return cluster;
+        }
         let r = self.registry.rollback(name).map_err(|e| e.to_string())?;
         Ok(a::RolledBack { name: r.name, from: r.from, to: r.to })
     }
@@ -354,6 +402,33 @@ impl BusinessRules for PluginRules {
             }
             Err(CommandError::UnknownCommand(_)) => RuleVerdict::NoRules,
         }
+    }
+
+    fn client_command(&self, tenant: TenantId, plugin: &str, command: &str) -> ClientCommandState {
+        PluginHooks::new(self.registry.clone()).client_command(tenant, plugin, command)
+    }
+
+    async fn run_client_command(
+        &self,
+        tenant: TenantId,
+        actor: UserId,
+        plugin: &str,
+        command: &str,
+        args: &Value,
+    ) -> RuleVerdict {
+        use palaver_plugin_runtime::{CommandContext, CommandError, CommandOutcome};
+        let ctx = CommandContext::new(tenant, actor);
+        match PluginHooks::new(self.registry.clone()).run_client_command(&ctx, plugin, command, args).await {
+            Ok(CommandOutcome::Ok(v)) => RuleVerdict::Allow(v),
+            Ok(CommandOutcome::Rejected { code, reason_code, message }) => {
+                RuleVerdict::Refuse { status: code, reason: reason_code, message }
+            }
+            Err(CommandError::UnknownCommand(_)) => RuleVerdict::NoRules,
+        }
+    }
+
+    fn client_commands(&self) -> Vec<ClientCommandDoc> {
+        PluginHooks::new(self.registry.clone()).client_commands()
     }
 }
 

@@ -12,9 +12,9 @@ use base64::engine::general_purpose::STANDARD;
 use palaver_core::TenantId;
 use palaver_core::ports::{
     AuditStore, BlobStore, BusinessPorts, CallStore, CommandStore, CredentialStore, DeviceStore, FileStore, GroupStore,
-    HealthCheck, MessageStore, NoHooks, NoRules, NotificationStore, OutboxStore, PluginChoiceStore, PluginKv, Ports,
-    PushDedup, RelationStore, ReportStore, SettingsStore, SubscriptionStore, TaskQueue, TenantStore, TopicStore,
-    UserStore,
+    HealthCheck, MessageStore, NoHooks, NoRules, NotificationStore, OutboxStore, PluginChoiceStore, PluginKv,
+    PluginReleaseStore, Ports, PushDedup, RelationStore, ReportStore, SettingsStore, SubscriptionStore, TaskQueue,
+    TenantStore, TopicStore, UserStore,
 };
 use palaver_gateway::apikey::{DEMO_KEY, RegistryKeys, SaltedKeys, TenantResolver, decode_salt};
 use palaver_gateway::{Gateway, GatewayConfig};
@@ -149,6 +149,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let (storage, tenants, backend) = open_storage(&cfg, salt).await?;
     let (outbox, audit) = (storage.outbox.clone(), storage.audit.clone());
     let (plugin_kv, plugin_choices) = (storage.plugin_kv.clone(), storage.plugin_choices.clone());
+    let plugin_releases = storage.plugin_releases.clone();
     let blobs = cfg.files.open(&cfg.server.data_dir).context("opening the file store")?;
     tracing::info!(store = blobs.kind(), "file store open");
     if cfg.store.kind == StoreKind::Mysql && cfg.files.store == crate::files::FileStoreKind::Fs {
@@ -164,9 +165,16 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         Some(c) => Some(claim_node_id(&cfg, c.nodes.as_ref()).await?),
         None => None,
     };
-    let plugins =
-        Plugins::start(&cfg, plugin_kv, plugin_choices, ports.users.clone(), ports.topics.clone(), ports.subs.clone())
-            .await?;
+    let plugins = Plugins::start(
+        &cfg,
+        plugin_kv,
+        plugin_choices,
+        plugin_releases,
+        ports.users.clone(),
+        ports.topics.clone(),
+        ports.subs.clone(),
+    )
+    .await?;
     if let Some(p) = &plugins {
         ports.hooks = p.hook();
         ports.push_hook = p.push_hook();
@@ -331,6 +339,8 @@ struct Storage {
     plugin_kv: Arc<dyn PluginKv>,
     /// Tenants' plugin choices, in the control database (or the SQLite file).
     plugin_choices: Arc<dyn PluginChoiceStore>,
+    /// Uploaded plugin releases and the cluster's rollouts, in the same place.
+    plugin_releases: Arc<dyn PluginReleaseStore>,
 }
 
 impl Storage {
@@ -338,12 +348,13 @@ impl Storage {
     where
         S: UserStore + TopicStore + SubscriptionStore + MessageStore + RelationStore + GroupStore + NotificationStore,
         S: OutboxStore + AuditStore + CommandStore + ReportStore + DeviceStore + CallStore + SettingsStore + FileStore,
-        S: CredentialStore + PluginKv + PluginChoiceStore + 'static,
+        S: CredentialStore + PluginKv + PluginChoiceStore + PluginReleaseStore + 'static,
     {
         Storage {
             credentials: store.clone(),
             plugin_kv: store.clone(),
             plugin_choices: store.clone(),
+            plugin_releases: store.clone(),
             users: store.clone(),
             topics: store.clone(),
             subs: store.clone(),

@@ -78,8 +78,8 @@ async fn the_openapi_document_and_the_admin_router_agree_and_every_route_takes_t
         }
     }
     assert_eq!(
-        operations, 24,
-        "plugins, tenant plugins, push settings, file settings, account settings, accounts and tokens, user actions, commands, \
+        operations, 26,
+        "plugins (releases and rollouts too), tenant plugins, push settings, file settings, account settings, accounts and tokens, user actions, commands, \
          reports, held messages"
     );
 

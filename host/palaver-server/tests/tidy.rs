@@ -213,7 +213,7 @@ fn markdown_docs(root: &Path) -> Vec<PathBuf> {
         "deploy/README.md",
         "tests/e2e/README.md",
         "migrations/mysql/README.md",
-        "wit/README.md",
+        "plugins/sdk/wit/README.md",
         "plugins/README.md",
     ]
     .iter()
@@ -235,8 +235,8 @@ fn markdown_docs(root: &Path) -> Vec<PathBuf> {
 /// (`host/…`, `docs/…`, …) or a crate folder (`palaver-gateway/src/ws.rs`, read under `host/`). A `{a,b}` group
 /// expands to each path; at a placeholder (`…`, `*`, `<`, `{`) only the folders before it must exist.
 fn named_paths(span: &str) -> Vec<String> {
-    const TOP: [&str; 10] =
-        ["host/", "xtask/", "scripts/", "deploy/", "docs/", "migrations/", "tests/", "plugins/", "wit/", "examples/"];
+    const TOP: [&str; 9] =
+        ["host/", "xtask/", "scripts/", "deploy/", "docs/", "migrations/", "tests/", "plugins/", "examples/"];
     let word = span.split_whitespace().next().unwrap_or("");
     let word = word.trim_end_matches([',', '.', ':', ';', ')']);
     let path = if TOP.iter().any(|t| word.starts_with(t)) {

@@ -26,10 +26,16 @@
 //! [`testing::Harness`] in plain `cargo test`. The plugin value lives as long as its instance: use it as a cache
 //! (compiled rules, say), never as the truth, since the host may drop an instance at any call. Durable state goes
 //! into [`Context::kv`].
+//!
+//! A panic traps the call (plugins are built with `panic = "abort"`). When the plugin's `plugin.toml` grants
+//! `log`, the export macros install a panic hook that reports the panic's message to the host first, so that it
+//! shows in the host's log and in the fault it records; without the grant the component does not import `log`
+//! and the host sees the trap alone (see `panic.rs` for why).
 
 extern crate self as palaver_plugin_sdk;
 
 mod host;
+mod panic;
 mod push;
 mod scan;
 #[cfg(not(target_arch = "wasm32"))]
@@ -86,11 +92,16 @@ pub mod __private {
     };
     use serde_json::Value;
 
+    pub use crate::panic::grants_log;
     pub use wit_bindgen;
 
-    /// The plugin value of this instance, created on first use.
-    pub fn instance<P: Default>(slot: &mut Option<P>) -> &mut P {
-        slot.get_or_insert_with(P::default)
+    /// The plugin value of this instance, created on first use. Creating it first installs the panic hook that
+    /// reports a panic's message to the host, when `REPORT_PANICS` (the manifest grants `log`; see `panic.rs`).
+    pub fn instance<P: Default, const REPORT_PANICS: bool>(slot: &mut Option<P>) -> &mut P {
+        slot.get_or_insert_with(|| {
+            crate::panic::install::<REPORT_PANICS>();
+            P::default()
+        })
     }
 
     /// `before-publish`, from the wire types to the plugin and back.
@@ -145,6 +156,18 @@ pub mod __private {
     }
 }
 
+/// `const __REPORT_PANICS: bool`: whether the manifest beside the crate being built (`plugin.toml`, read at
+/// compile time) grants `log`, which decides whether the SDK reports panics through it (see `panic.rs`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __report_panics {
+    () => {
+        const __REPORT_PANICS: bool = ::palaver_plugin_sdk::__private::grants_log(::core::include_str!(
+            ::core::concat!(::core::env!("CARGO_MANIFEST_DIR"), "/plugin.toml")
+        ));
+    };
+}
+
 /// Exports a [`PublishFilter`] as a component of world `publish-filter`.
 #[macro_export]
 macro_rules! publish_filter {
@@ -155,6 +178,7 @@ macro_rules! publish_filter {
             use ::palaver_plugin_sdk::bindings::publish_filter::exports::palaver::plugin::before_publish as __bp;
             use ::palaver_plugin_sdk::bindings::wit as __wit;
             struct __Export;
+            $crate::__report_panics!();
             ::std::thread_local! {
                 static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
             }
@@ -162,7 +186,7 @@ macro_rules! publish_filter {
                 fn judge(ctx: __wit::PublishContext, content: String, head: Option<String>) -> __wit::Verdict {
                     __PLUGIN.with_borrow_mut(|p| {
                         ::palaver_plugin_sdk::__private::judge(
-                            ::palaver_plugin_sdk::__private::instance(p),
+                            ::palaver_plugin_sdk::__private::instance::<_, __REPORT_PANICS>(p),
                             ctx,
                             content,
                             head,
@@ -206,13 +230,17 @@ macro_rules! __export_one {
         const _: () = {
             use ::palaver_plugin_sdk::bindings::$world::exports::palaver::plugin::$iface as __i;
             struct __Export;
+            $crate::__report_panics!();
             ::std::thread_local! {
                 static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
             }
             impl __i::Guest for __Export {
                 fn $f($arg: __i::$in) -> __i::$out {
                     __PLUGIN.with_borrow_mut(|p| {
-                        ::palaver_plugin_sdk::__private::$f(::palaver_plugin_sdk::__private::instance(p), $arg)
+                        ::palaver_plugin_sdk::__private::$f(
+                            ::palaver_plugin_sdk::__private::instance::<_, __REPORT_PANICS>(p),
+                            $arg,
+                        )
                     })
                 }
             }
@@ -231,6 +259,7 @@ macro_rules! command_handler {
             use ::palaver_plugin_sdk::bindings::command_handler::exports::palaver::plugin::on_command as __oc;
             use ::palaver_plugin_sdk::bindings::wit as __wit;
             struct __Export;
+            $crate::__report_panics!();
             ::std::thread_local! {
                 static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
             }
@@ -238,7 +267,7 @@ macro_rules! command_handler {
                 fn handle(ctx: __wit::CallContext, name: String, args: String) -> __wit::CommandOutcome {
                     __PLUGIN.with_borrow_mut(|p| {
                         ::palaver_plugin_sdk::__private::handle(
-                            ::palaver_plugin_sdk::__private::instance(p),
+                            ::palaver_plugin_sdk::__private::instance::<_, __REPORT_PANICS>(p),
                             ctx,
                             name,
                             args,
@@ -263,6 +292,7 @@ macro_rules! full_plugin {
             use ::palaver_plugin_sdk::bindings::publish_filter::exports::palaver::plugin::before_publish as __bp;
             use ::palaver_plugin_sdk::bindings::wit as __wit;
             struct __Export;
+            $crate::__report_panics!();
             ::std::thread_local! {
                 static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
             }
@@ -270,7 +300,7 @@ macro_rules! full_plugin {
                 fn judge(ctx: __wit::PublishContext, content: String, head: Option<String>) -> __wit::Verdict {
                     __PLUGIN.with_borrow_mut(|p| {
                         ::palaver_plugin_sdk::__private::judge(
-                            ::palaver_plugin_sdk::__private::instance(p),
+                            ::palaver_plugin_sdk::__private::instance::<_, __REPORT_PANICS>(p),
                             ctx,
                             content,
                             head,
@@ -282,7 +312,7 @@ macro_rules! full_plugin {
                 fn handle(ctx: __wit::CallContext, name: String, args: String) -> __wit::CommandOutcome {
                     __PLUGIN.with_borrow_mut(|p| {
                         ::palaver_plugin_sdk::__private::handle(
-                            ::palaver_plugin_sdk::__private::instance(p),
+                            ::palaver_plugin_sdk::__private::instance::<_, __REPORT_PANICS>(p),
                             ctx,
                             name,
                             args,
@@ -310,7 +340,7 @@ pub mod bindings {
     /// The host imports, shared by every world.
     pub mod platform {
         wit_bindgen::generate!({
-            path: "../../wit",
+            path: "wit",
             world: "palaver:plugin/platform",
             runtime_path: "::palaver_plugin_sdk::__private::wit_bindgen::rt",
             generate_all,
@@ -323,7 +353,7 @@ pub mod bindings {
             $(#[$doc])*
             pub mod $module {
                 wit_bindgen::generate!({
-                    path: "../../wit",
+                    path: "wit",
                     world: $world,
                     with: {
                         "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
@@ -375,4 +405,21 @@ pub mod bindings {
 
     /// The shared WIT types, under a short name.
     pub use platform::palaver::plugin::types as wit;
+}
+
+#[cfg(test)]
+mod tests {
+    /// The WIT package travels with the crate: every `generate!` reads `wit` inside it, never a path out of it, so
+    /// the SDK builds wherever its crate is (a path dependency of a plugin in another repository, or a package).
+    #[test]
+    fn the_wit_files_are_inside_the_crate() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert!(dir.join("wit/worlds.wit").is_file());
+        let paths: Vec<&str> = include_str!("lib.rs")
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("path: \""))
+            .map(|rest| rest.split('"').next().unwrap_or(rest))
+            .collect();
+        assert_eq!(paths, ["wit", "wit"], "the paths given to wit_bindgen::generate!");
+    }
 }

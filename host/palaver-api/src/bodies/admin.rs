@@ -46,6 +46,11 @@ PluginInfo {
     last_error: Option<String>,
     /// The version a rollback would bring back.
     previous_version: Option<String>,
+    /// Whether a cluster rollout decides its versions (directory scans then leave it alone).
+    managed: bool,
+    /// A version some tenants run instead of the live one, and those tenants.
+    canary_version: Option<String>,
+    canary_tenants: Vec<u64>,
     /// `publish-filter`, `command-handler`, `full` or `push-filter`.
     world: Option<String>,
     /// `before-publish`, `on-command`, `before-push`.
@@ -73,8 +78,71 @@ PluginInfo {
     instantiations: u64,
 });
 body!(response
-    /// `GET /v1/admin/plugins`: the plugins directory and every plugin.
-    PluginList { dir: String, plugins: Vec<PluginInfo> });
+/// `GET /v1/admin/plugins`: the plugins directory and every plugin on this node; the cluster's rollouts and what
+/// every node said it runs.
+PluginList {
+    dir: String,
+    plugins: Vec<PluginInfo>,
+    rollouts: Vec<PluginRolloutInfo>,
+    nodes: Vec<NodePluginStatus>,
+});
+body!(response
+/// A version some tenants run before everyone does.
+CanaryInfo {
+    version: String,
+    tenants: Vec<u64>,
+});
+body!(response
+/// Which uploaded versions of a plugin run across the cluster.
+PluginRolloutInfo {
+    plugin: String,
+    /// The version every tenant outside the canary runs; `null`: each node's plugins directory decides.
+    live: Option<String>,
+    canary: Option<CanaryInfo>,
+    /// Rises with every change; a node that has applied it says so in its status.
+    revision: i64,
+    updated_at_ms: i64,
+});
+body!(response
+/// What one node runs of one plugin, as it last said.
+NodePluginStatus {
+    node: String,
+    plugin: String,
+    live: Option<String>,
+    canary: Option<String>,
+    /// Why the node does not run what the rollout names, if it does not.
+    error: Option<String>,
+    /// The rollout revision the node has applied.
+    revision: i64,
+    at_ms: i64,
+});
+body!(response
+/// `POST /v1/admin/plugins`: the stored release and the rollout it started.
+PluginReleased {
+    name: String,
+    version: String,
+    sha256: String,
+    size: u64,
+    /// The trusted key whose signature was checked, if the upload was signed.
+    signed_by: Option<String>,
+    /// `false`: this exact release was stored already.
+    stored: bool,
+    rollout: PluginRolloutInfo,
+});
+body!(request
+/// `PUT /v1/admin/plugins/{name}/rollout`: the whole new rollout. `live` names an uploaded version every tenant
+/// outside the canary runs (`null` hands the plugin back to each node's directory); `canary` an uploaded version
+/// the listed tenants run first (`null`: none).
+RolloutChange {
+    live: Option<String>,
+    canary: Option<CanaryChange>,
+});
+body!(request
+/// A canary: an uploaded version and the tenants that run it.
+CanaryChange {
+    version: Option<String>,
+    tenants: Option<Vec<u64>>,
+});
 body!(response
 /// One manifest a load looked at: a new version went live (`changed`), or the same one already was.
 PluginLoad {

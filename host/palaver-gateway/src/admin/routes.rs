@@ -12,6 +12,8 @@ use schemars::{Schema, SchemaGenerator};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Op {
     Plugins,
+    Upload,
+    Rollout,
     Rescan,
     Reload,
     Rollback,
@@ -59,6 +61,28 @@ pub(crate) const ROUTES: &[Route] = &[
         "Every plugin, its state and counters.",
         None,
         schema::<a::PluginList>,
+        &[],
+    ),
+    r(
+        "POST",
+        "/plugins",
+        Op::Upload,
+        PLUGINS,
+        "Upload a plugin release once for the whole cluster (multipart form: `manifest` TOML, `component` .wasm, \
+         optional `signature` base64 ed25519, optional `tenants` for a canary); every node runs it within seconds.",
+        None,
+        schema::<a::PluginReleased>,
+        &[],
+    ),
+    r(
+        "PUT",
+        "/plugins/{name}/rollout",
+        Op::Rollout,
+        PLUGINS,
+        "Choose which uploaded versions run: `live` for everyone, `canary` for a few tenants first; an older `live` \
+         is a rollback that survives restarts.",
+        Some(body::<a::RolloutChange>()),
+        schema::<a::PluginRolloutInfo>,
         &[],
     ),
     r(
@@ -293,6 +317,8 @@ impl Operation for Op {
     fn operation_id(self) -> &'static str {
         match self {
             Op::Plugins => "admin.plugins.list",
+            Op::Upload => "admin.plugin.upload",
+            Op::Rollout => "admin.plugin.rollout",
             Op::Rescan => "admin.plugins.rescan",
             Op::Reload => "admin.plugin.reload",
             Op::Rollback => "admin.plugin.rollback",

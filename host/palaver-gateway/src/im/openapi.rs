@@ -29,6 +29,20 @@ pub(crate) fn document() -> Value {
     for route in crate::admin::routes::ROUTES {
         add(&mut paths, route, &mut generator, &error);
     }
+    // The plugin upload is a multipart form, which the route table's JSON bodies do not describe.
+    if let Some(upload) = paths.get_mut("/v1/admin/plugins").and_then(|p| p.get_mut("post")) {
+        upload["requestBody"] = json!({ "required": true, "content": { "multipart/form-data": { "schema": {
+            "type": "object",
+            "required": ["manifest", "component"],
+            "properties": {
+                "manifest": { "type": "string", "description": "the plugin's TOML manifest" },
+                "component": { "type": "string", "format": "binary", "description": "the WebAssembly component" },
+                "signature": { "type": "string", "description": "base64 ed25519 signature by a trusted key \
+                    (`plugins.trusted_keys`) of `palaver-plugin-release:1\\n<sha256 of manifest>\\n<sha256 of component>\\n`" },
+                "tenants": { "type": "string", "description": "comma-separated tenant ids: a canary for them first" }
+            }
+        }}}});
+    }
     let schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
     json!({
         "openapi": "3.1.0",
@@ -55,6 +69,37 @@ pub(crate) fn document() -> Value {
         },
         "paths": paths,
     })
+}
+
+/// Adds the commands plugins offer to clients, one path each (`/v1/im/plugins/{plugin}/commands/{command}`),
+/// with the body and result schemas their manifests give (any JSON object and any JSON value otherwise).
+pub(crate) fn add_plugin_commands(doc: &mut Value, commands: &[palaver_core::ports::ClientCommandDoc]) {
+    let error = json!({ "$ref": format!("#{COMPONENTS}/ErrorBody") });
+    let refused = json!({ "description": "refused", "content": { "application/json": { "schema": error } } });
+    let Some(paths) = doc["paths"].as_object_mut() else { return };
+    for c in commands {
+        let path = format!("{}{}", <palaver_api::CommandName as crate::route::Operation>::PREFIX, super::PLUGIN_ROUTE)
+            .replace("{plugin}", &c.plugin)
+            .replace("{command}", &c.command);
+        let args = c.args.clone().unwrap_or_else(|| json!({ "type": "object" }));
+        let result = c.result.clone().unwrap_or_else(|| json!({}));
+        paths.insert(
+            path,
+            json!({ "post": {
+                "operationId": format!("plugin.{}.{}", c.plugin, c.command),
+                "tags": [format!("plugin {}", c.plugin)],
+                "summary": c.summary,
+                "security": [{ "apiKey": [], "token": [] }],
+                "requestBody": { "required": false, "content": { "application/json": { "schema": args } } },
+                "responses": {
+                    "200": { "description": "the command's result",
+                             "content": { "application/json": { "schema": result } } },
+                    "400": refused, "401": refused, "403": refused, "404": refused, "409": refused,
+                    "413": refused, "429": refused, "500": refused, "503": refused
+                }
+            }}),
+        );
+    }
 }
 
 fn add<E: Endpoint>(paths: &mut Map<String, Value>, route: &E, generator: &mut SchemaGenerator, error: &Value) {
@@ -120,7 +165,8 @@ mod tests {
         assert!(branches.iter().all(typed), "{path}: untyped 200 {ok}");
         let err = resolve(doc, &op["responses"]["404"]["content"]["application/json"]["schema"]);
         assert_eq!(err["required"], json!(["code", "reason", "message"]), "{path}");
-        assert_eq!(op.get("requestBody").is_some(), route.request().is_some());
+        // A JSON body exactly where the route reads one; the plugin upload's multipart form is described apart.
+        assert_eq!(op["requestBody"]["content"].get("application/json").is_some(), route.request().is_some());
         if route.request().is_some() {
             let body = resolve(doc, &op["requestBody"]["content"]["application/json"]["schema"]);
             assert!(body["properties"].as_object().is_some_and(|p| !p.is_empty()), "{path}: {body}");
@@ -145,6 +191,7 @@ mod tests {
         for r in text.split("\"$ref\":\"").skip(1).map(|t| &t[..t.find('"').unwrap()]) {
             assert!(doc.pointer(r.trim_start_matches('#')).is_some(), "dangling {r}");
         }
+        assert!(doc.pointer(&format!("{COMPONENTS}/ErrorBody")).is_some(), "plugin commands' error schema");
         let reasons = &doc["components"]["schemas"]["Reason"]["enum"];
         assert_eq!(reasons.as_array().map(Vec::len), Some(palaver_api::Reason::ALL.len()));
     }

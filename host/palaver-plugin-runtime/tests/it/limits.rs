@@ -7,8 +7,8 @@ use crate::common::{ACTOR, config, env, env_with};
 use palaver_core::TenantId;
 use palaver_core::ports::PublishVerdict;
 use palaver_plugin_runtime::{
-    BreakerConfig, CommandContext, CommandOutcome, FailurePolicy, FaultKind, Hook, KvError, KvOp, KvQuota, KvScope,
-    KvUsage, PluginKv, PluginState,
+    BreakerConfig, CommandContext, CommandOutcome, Expect, FailurePolicy, FaultKind, Fixture, Hook, KvError, KvOp,
+    KvQuota, KvScope, KvUsage, PluginKv, PluginState,
 };
 use serde_json::json;
 use std::sync::Arc;
@@ -39,6 +39,46 @@ async fn a_trap_discards_the_instance_and_its_effects_and_fails_closed() {
     assert_eq!(e.effects.notifications()[0].1.user, ACTOR);
     let info = e.info("trap");
     assert_eq!((info.calls, info.faults, info.state), (2, 1, PluginState::Active));
+}
+
+/// A panic traps (the guest is built with `panic = "abort"`), which by itself shows the host only a backtrace. The
+/// trap plugin grants `log`, so the SDK's panic hook reports the message: the fault quotes it (the registry's
+/// `last_fault` and the fault's log line), and a golden fixture that panics refuses the version with it in
+/// `last_error`.
+#[tokio::test]
+async fn a_panic_message_reaches_the_fault_and_the_load_refusal() {
+    let e = env();
+    e.load("trap-1.0.0");
+    assert_eq!(e.registry.last_fault("trap"), None);
+    assert!(unavailable(&e.publish("boom").await));
+    let fault = e.registry.last_fault("trap").expect("the fault is kept");
+    assert!(fault.starts_with("1.0.0 before-publish: trap: "), "{fault}");
+    assert!(
+        fault.contains("panicked at") && fault.contains("src/lib.rs") && fault.contains("boom requested"),
+        "{fault}"
+    );
+    let ctx = CommandContext::new(TenantId(1), ACTOR);
+    e.hooks.run_command(&ctx, "trap.boom", &json!({})).await.unwrap();
+    let fault = e.registry.last_fault("trap").unwrap();
+    assert!(fault.contains("on-command: trap: ") && fault.contains("boom requested"), "{fault}");
+
+    let refused = e.load_edited("trap-1.0.0", |m| {
+        m.version = "1.0.1".to_owned();
+        m.fixtures.push(Fixture {
+            name: "boom is fine".to_owned(),
+            hook: Hook::BeforePublish,
+            content: Some(json!("boom")),
+            head: None,
+            topic_kind: None,
+            settings: None,
+            command: None,
+            args: None,
+            expect: Expect::Allow,
+        });
+    });
+    assert!(refused.is_err());
+    let last_error = e.info("trap").last_error.expect("the refusal is listed");
+    assert!(last_error.contains("boom is fine") && last_error.contains("boom requested"), "{last_error}");
 }
 
 #[tokio::test]

@@ -79,6 +79,9 @@ async fn a_trap_or_a_bad_rewrite_keeps_the_push_and_is_counted() {
     e.load("push-fault-1.0.0");
     assert_eq!(decide(&e, "boom").await, PushDecision::Keep, "before-push fails open");
     assert_eq!(push_faults(&e, FaultKind::Trap), 1);
+    // Its manifest does not grant `log`, so its component does not import it and the SDK cannot report the panic.
+    let fault = e.registry.last_fault("push-fault").expect("the fault is kept");
+    assert!(fault.contains("before-push: trap:") && !fault.contains("boom requested"), "{fault}");
     assert_eq!(decide(&e, "relocate").await, PushDecision::Keep, "a rewrite of `topic` is refused");
     assert_eq!(push_faults(&e, FaultKind::InvalidOutput), 1);
     // The next call gets a fresh instance.

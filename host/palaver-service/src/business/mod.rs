@@ -8,6 +8,7 @@
 //!
 //! [`BusinessRules`]: palaver_core::ports::BusinessRules
 
+mod client;
 mod friends;
 pub(crate) mod gate;
 mod group;
@@ -73,16 +74,16 @@ impl From<crate::ServiceError> for BizError {
 /// A refusal from the rules: a reason in the table keeps it (the table's status wins over the plugin's, so a
 /// reason always means one status); any other reason is shown as `RULE_REFUSED` (or `PLUGIN_UNAVAILABLE` for
 /// a 5xx) with the plugin's name for it in the message, so a client only ever sees reasons of the table.
-fn refusal(command: CommandName, status: u16, reason: &str, message: String) -> BizError {
+fn refusal(command: impl std::fmt::Display, status: u16, reason: &str, message: String) -> BizError {
     match Reason::parse(reason) {
         Some(r) => {
             if r.status() != status {
-                tracing::warn!(%command, %reason, status, "rule refused with a status its reason does not have");
+                tracing::warn!(command = %command, %reason, status, "rule refused with a status its reason does not have");
             }
             BizError::new(r, message)
         }
         None => {
-            tracing::warn!(%command, %reason, "rule refused with a reason outside the table");
+            tracing::warn!(command = %command, %reason, "rule refused with a reason outside the table");
             let r = if status >= 500 { Reason::PluginUnavailable } else { Reason::RuleRefused };
             BizError::new(r, format!("{reason}: {message}"))
         }

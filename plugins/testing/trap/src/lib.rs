@@ -1,6 +1,6 @@
 //! A test plugin that writes a key, an event and a notification on every call and then panics when the message
 //! (or command) says `boom`: the host must discard the effects of a call that trapped and keep those of one that
-//! did not.
+//! did not. Its manifest grants `log`, so the SDK reports the panic's message (`boom requested`) to the host.
 
 use palaver_plugin_sdk::{
     Command, CommandHandler, CommandOutcome, Context, Host, Message, Notification, PublishFilter, Verdict, json,
