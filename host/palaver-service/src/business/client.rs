@@ -21,8 +21,7 @@ impl Service {
         command: &str,
         args: Value,
     ) -> BizResult<Value> {
-        let rules = &self.inner.ports.business.rules;
-        match rules.client_command(tenant, plugin, command) {
+        match self.inner.client_command(tenant, plugin, command) {
             ClientCommandState::On => {}
             ClientCommandState::Off => return Err(off(plugin, command)),
             ClientCommandState::Unknown => {
@@ -34,8 +33,7 @@ impl Service {
         }
         let span = tracing::debug_span!("plugin_command", plugin, command, tenant = tenant.0);
         let started = std::time::Instant::now();
-        let verdict = rules.run_client_command(tenant, actor, plugin, command, &args).instrument(span).await;
-        self.inner.metrics.rule_call(started.elapsed());
+        let verdict = self.inner.run_client_command(tenant, actor, plugin, command, &args).instrument(span).await;
         let result = match verdict {
             RuleVerdict::Allow(v) => Ok(v),
             RuleVerdict::Refuse { status, reason, message } => Err(refusal(command, status, &reason, message)),
@@ -53,7 +51,7 @@ impl Service {
 
     /// Every command the node's plugins offer to clients, for the API's OpenAPI document.
     pub fn client_commands(&self) -> Vec<ClientCommandDoc> {
-        self.inner.ports.business.rules.client_commands()
+        self.inner.client_commands()
     }
 }
 

@@ -7,7 +7,7 @@ use crate::delivery::fanout::SHARED_MEMBERS_MAX_AGE_MS;
 use crate::error::{ServiceError, ServiceResult};
 use palaver_api::facts::P2pSendFacts;
 use palaver_api::{CommandName, Facts, Reason};
-use palaver_core::ports::RuleVerdict;
+use palaver_core::ports::{ClientCommandDoc, ClientCommandState, RuleVerdict};
 use palaver_core::{TenantId, UnixMillis, UserId};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -94,5 +94,30 @@ impl Inner {
     /// True if some rule set of `tenant` holds `command`: a business command no plugin decides is off.
     pub(crate) fn rules_hold(&self, tenant: TenantId, command: CommandName) -> bool {
         self.ports.business.rules.available(tenant, command.name())
+    }
+
+    /// Whether plugin `plugin` offers `command` to clients, and runs for `tenant`.
+    pub(crate) fn client_command(&self, tenant: TenantId, plugin: &str, command: &str) -> ClientCommandState {
+        self.ports.business.rules.client_command(tenant, plugin, command)
+    }
+
+    /// Runs a plugin's client command with the client's `args`, timing it for `palaver_business_rule_*`.
+    pub(crate) async fn run_client_command(
+        &self,
+        tenant: TenantId,
+        actor: UserId,
+        plugin: &str,
+        command: &str,
+        args: &Value,
+    ) -> RuleVerdict {
+        let started = std::time::Instant::now();
+        let verdict = self.ports.business.rules.run_client_command(tenant, actor, plugin, command, args).await;
+        self.metrics.rule_call(started.elapsed());
+        verdict
+    }
+
+    /// Every command the node's plugins offer to clients.
+    pub(crate) fn client_commands(&self) -> Vec<ClientCommandDoc> {
+        self.ports.business.rules.client_commands()
     }
 }
