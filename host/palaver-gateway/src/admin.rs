@@ -112,7 +112,10 @@ pub(crate) async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<
     let (tenant, name) = (param("tenant"), param("name"));
     if route.op == Op::Upload {
         // A multipart form, not a JSON body.
-        let upload = match releases::read(req, admin.upload_limit().max(1)).await {
+        if admin.upload_limit() == 0 {
+            return error(Reason::PluginsOff, "no plugins on this node");
+        }
+        let upload = match releases::read(req, admin.upload_limit()).await {
             Ok(u) => u,
             Err(resp) => return resp,
         };

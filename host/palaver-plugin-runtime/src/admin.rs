@@ -50,6 +50,9 @@ pub struct PluginInfo {
     pub last_error: Option<String>,
     /// The version a rollback would bring back.
     pub previous_version: Option<String>,
+    /// The latest fault of a call, with what the plugin logged at error level before it (a panic's message):
+    /// `"<version> <hook>: <fault>"`. Kept after the plugin is healthy again; `last_error` is about loads.
+    pub last_fault: Option<String>,
     /// Whether a cluster rollout decides its versions (directory scans then leave it alone).
     pub managed: bool,
     /// A version some tenants run instead of the live one.
@@ -112,6 +115,7 @@ fn info(slot: &Slot) -> PluginInfo {
         breakers_open,
         last_error: slot.last_error.lock().clone(),
         previous_version: slot.previous.lock().as_ref().map(|p| p.version.to_string()),
+        last_fault: slot.metrics.last_fault.lock().clone(),
         managed: slot.managed.load(Ordering::SeqCst),
         canary_version: canary.as_ref().map(|c| c.version.version.to_string()),
         canary_tenants: canary.as_ref().map(|c| c.tenants.iter().map(|t| t.0).collect()).unwrap_or_default(),
@@ -167,6 +171,7 @@ mod tests {
             breakers_open: 1,
             last_error: None,
             previous_version: None,
+            last_fault: None,
             managed: false,
             canary_version: None,
             canary_tenants: Vec::new(),

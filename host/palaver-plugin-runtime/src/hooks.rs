@@ -95,12 +95,13 @@ impl PluginHooks {
             {
                 continue;
             }
-            return Ok(self.command_on(slot, &v, ctx, name, args).await);
+            return Ok(self.command_on(slot, &v, ctx, name, args, false).await);
         }
         Err(CommandError::UnknownCommand(name.to_owned()))
     }
 
-    /// Runs `name` on one plugin version; a fault or a skip answers with the hook's failure policy.
+    /// Runs `name` on one plugin version; a fault or a skip answers with the hook's failure policy, or always
+    /// fails closed (`closed`): a client's own command has nothing to let through, so `null` would read as success.
     async fn command_on(
         &self,
         slot: &Slot,
@@ -108,13 +109,14 @@ impl PluginHooks {
         ctx: &CommandContext,
         name: &str,
         args: &Value,
+        closed: bool,
     ) -> CommandOutcome {
         let args = args.to_string();
         match self.registry.run_command_on(slot, v, ctx, name, &args).await {
             Ran::Done(o) => o,
             Ran::Failed(_) | Ran::Skipped => match self.registry.policy_for(slot, v, Hook::OnCommand, ctx.tenant) {
-                FailurePolicy::Open => CommandOutcome::Ok(Value::Null),
-                FailurePolicy::Closed => CommandOutcome::Rejected {
+                FailurePolicy::Open if !closed => CommandOutcome::Ok(Value::Null),
+                FailurePolicy::Open | FailurePolicy::Closed => CommandOutcome::Rejected {
                     code: Reason::PluginUnavailable.status(),
                     reason_code: Reason::PluginUnavailable.name().to_owned(),
                     message: format!("plugin {} is unavailable; try again later", slot.name),
@@ -158,18 +160,19 @@ impl PluginHooks {
                 if v.manifest.client_commands.contains_key(command)
                     && self.registry.tenants.enabled(ctx.tenant, &slot.name, v.manifest.enabled_by_default) =>
             {
-                Ok(self.command_on(slot, &v, ctx, command, args).await)
+                Ok(self.command_on(slot, &v, ctx, command, args, true).await)
             }
             _ => Err(CommandError::UnknownCommand(command.to_owned())),
         }
     }
 
-    /// Every command the live plugin versions offer to clients, by plugin and name.
+    /// Every command the plugin versions that run (live and canary) offer to clients, by plugin and name; a
+    /// command both offer is listed once, as the live version describes it.
     pub fn client_commands(&self) -> Vec<ClientCommandDoc> {
         let order = self.registry.order.load_full();
         let mut docs: Vec<ClientCommandDoc> = order
             .iter()
-            .filter_map(|s| s.current.load_full())
+            .flat_map(|s| s.versions())
             .flat_map(|v| {
                 v.manifest
                     .client_commands
@@ -184,7 +187,9 @@ impl PluginHooks {
                     .collect::<Vec<_>>()
             })
             .collect();
+        // A stable sort keeps the live version's entry first of two equal ones.
         docs.sort_by(|a, b| (&a.plugin, &a.command).cmp(&(&b.plugin, &b.command)));
+        docs.dedup_by(|b, a| a.plugin == b.plugin && a.command == b.command);
         docs
     }
 

@@ -336,6 +336,11 @@ impl Manifest {
         if parts.len() != 3 || parts.iter().any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_digit())) {
             return bad(format!("version {:?} is not MAJOR.MINOR.PATCH", self.version));
         }
+        // Stored with every release: bounded, and free of characters a path or a header would need escaped.
+        let suffix_ok = self.version.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
+        if self.version.len() > 64 || !suffix_ok {
+            return bad(format!("version {:?} must be at most 64 letters, digits, '.', '-' or '+'", self.version));
+        }
         for hook in Hook::ALL {
             if self.hook_config(hook).is_some() && !self.has_hook(hook) {
                 return bad(format!("hook {hook} is configured but world {:?} does not export it", self.world));

@@ -48,6 +48,11 @@ pub(crate) struct CanaryVersion {
 }
 
 impl Slot {
+    /// The versions that run for some tenant: the live one and the canary.
+    pub(crate) fn versions(&self) -> Vec<Arc<PluginVersion>> {
+        self.current.load_full().into_iter().chain(self.canary.load().as_ref().map(|c| c.version.clone())).collect()
+    }
+
     /// The version `tenant`'s calls run: the canary's for its tenants, else the live one.
     pub(crate) fn version_for(&self, tenant: TenantId) -> Option<Arc<PluginVersion>> {
         if let Some(c) = self.canary.load().as_ref()
@@ -278,6 +283,10 @@ impl PluginRegistry {
     fn install(&self, manifest: Manifest, wasm: &[u8], source: Option<PathBuf>) -> Result<LoadOutcome, RegistryError> {
         let _g = self.load_lock.lock();
         let slot = self.slot_or_create(&manifest.name);
+        // Checked again under the lock: a rollout applied while this load waited for it keeps its versions.
+        if slot.managed.load(Ordering::SeqCst) {
+            return Err(RegistryError::Managed(manifest.name));
+        }
         let hash = sha256_hex(wasm);
         if let Some(cur) = slot.current.load_full()
             && cur.hash == hash
@@ -375,9 +384,11 @@ impl PluginRegistry {
     /// `None` goes back to the defaults.
     pub fn set_settings(&self, tenant: TenantId, name: &str, settings: Option<Value>) -> Result<(), RegistryError> {
         let slot = self.slot(name)?;
-        if let (Some(v), Some(s)) = (slot.current.load_full(), &settings) {
-            validate_values(&v.manifest.settings, s)
-                .map_err(|message| RegistryError::Settings { plugin: name.to_owned(), message })?;
+        if let Some(s) = &settings {
+            for v in slot.versions() {
+                validate_values(&v.manifest.settings, s)
+                    .map_err(|message| RegistryError::Settings { plugin: name.to_owned(), message })?;
+            }
         }
         self.tenants.set_settings(tenant, name, settings);
         Ok(())
@@ -398,9 +409,11 @@ impl PluginRegistry {
     /// the live version's schema, and each failure policy is one the hook allows.
     pub fn check_choice(&self, choice: &TenantChoice) -> Result<(), RegistryError> {
         let slot = self.slot(&choice.plugin)?;
-        if let (Some(v), Some(s)) = (slot.current.load_full(), &choice.settings) {
-            validate_values(&v.manifest.settings, s)
-                .map_err(|message| RegistryError::Settings { plugin: choice.plugin.clone(), message })?;
+        if let Some(s) = &choice.settings {
+            for v in slot.versions() {
+                validate_values(&v.manifest.settings, s)
+                    .map_err(|message| RegistryError::Settings { plugin: choice.plugin.clone(), message })?;
+            }
         }
         for (hook, policy) in &choice.failure {
             fixed_policy_allows(&choice.plugin, *hook, Some(*policy))?;
@@ -428,7 +441,7 @@ impl PluginRegistry {
     /// The failure policy each hook of the live version has for `tenant`, all choices applied.
     pub fn failure_policies(&self, tenant: TenantId, name: &str) -> Result<Vec<(Hook, FailurePolicy)>, RegistryError> {
         let slot = self.slot(name)?;
-        let v = slot.current.load_full().ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))?;
+        let v = slot.version_for(tenant).ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))?;
         Ok(v.manifest.world.hooks().iter().map(|&h| (h, self.policy_for(&slot, &v, h, tenant))).collect())
     }
 

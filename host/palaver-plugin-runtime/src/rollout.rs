@@ -67,11 +67,13 @@ impl PluginRegistry {
         {
             live_v.set_retired(false);
             let old = slot.current.swap(Some(live_v.clone()));
-            if let Some(old) = &old {
+            // The old live version stops pooling, unless it stays on as the canary.
+            if let Some(old) = &old
+                && !canary_v.as_ref().is_some_and(|(c, _)| Arc::ptr_eq(c, old))
+            {
                 old.set_retired(true);
             }
             *slot.previous.lock() = old;
-            slot.breaker.reset();
             changed = true;
         }
         let same_canary = match (slot.canary.load().as_ref(), &canary_v) {
@@ -98,6 +100,8 @@ impl PluginRegistry {
         *slot.last_error.lock() = None;
         let live_now = slot.current.load_full().map(|v| v.version.to_string());
         if changed {
+            // Breakers are per tenant, not per version: a new version (live or canary) starts with closed ones.
+            slot.breaker.reset();
             self.rebuild_order();
             tracing::info!(
                 plugin = %name,
@@ -145,6 +149,13 @@ impl PluginRegistry {
         let v = self.gate(manifest.clone(), component)?;
         v.set_retired(true);
         Ok(v.hash.clone())
+    }
+
+    /// Records that a release of plugin `name` could not be applied here (a manifest this host cannot read, say):
+    /// the plugin's `last_error`, which the node reports.
+    pub fn refuse_release(&self, name: &str, why: &str) {
+        let slot = self.slot_or_create(name);
+        self.refused(&slot, &LoadError::Manifest(why.to_owned()));
     }
 
     /// Whether a rollout decides plugin `name`'s versions on this node.

@@ -125,10 +125,28 @@ impl Rollouts {
         if rollout.live.is_some() && live.is_none() {
             return Ok(());
         }
+        // A node with trusted keys runs only releases the uploading node checked against one of them.
+        if !self.trusted.is_empty() {
+            for r in live.iter().chain(canary.as_ref().map(|(r, _)| r)) {
+                if !r.signed_by.as_ref().is_some_and(|k| self.trusted.contains_key(k)) {
+                    let why = format!("release {}@{} is not signed by a key this node trusts", r.name, r.version);
+                    tracing::warn!(plugin = %r.name, version = %r.version, "{why}; the node keeps what it runs");
+                    self.registry.refuse_release(&rollout.plugin, &why);
+                    return Ok(());
+                }
+            }
+        }
         let (registry, plugin) = (self.registry.clone(), rollout.plugin.clone());
         // Compiling a new version takes milliseconds to seconds: keep it off the async workers.
         let applied = tokio::task::spawn_blocking(move || -> Result<_, String> {
-            let parse = |r: &PluginRelease| Manifest::parse(&r.manifest).map_err(|e| e.to_string());
+            // A manifest this host cannot read (a newer key, say) is a refusal like any other: recorded, reported.
+            let parse = |r: &PluginRelease| {
+                Manifest::parse(&r.manifest).map_err(|e| {
+                    let why = format!("release {}@{}: {e}", r.name, r.version);
+                    registry.refuse_release(&plugin, &why);
+                    why
+                })
+            };
             let live_m = live.as_ref().map(parse).transpose()?;
             let canary_m = canary.as_ref().map(|(r, _)| parse(r)).transpose()?;
             let live_ref =
@@ -234,16 +252,33 @@ impl Rollouts {
             uploaded_at: now_millis(),
         };
         let size = release.component.len() as u64;
-        let stored = self.store.put_plugin_release(&release).await.map_err(|e| match e {
-            StoreError::Conflict(_) => refuse(
+        let conflict = |what: &str| {
+            refuse(
                 Reason::ReleaseConflict,
                 format!(
-                    "{}@{} was uploaded before with another component; give the new one a new version",
+                    "{}@{} was uploaded before with another {what}; give the new one a new version",
                     release.name, release.version
                 ),
-            ),
+            )
+        };
+        let stored = self.store.put_plugin_release(&release).await.map_err(|e| match e {
+            StoreError::Conflict(_) => conflict("component"),
             e => unavailable(e),
         })?;
+        // The same version again must be the same release: a manifest changed under an old version would be
+        // gated here but never run (every node runs the stored one).
+        let mut signed_by = signed_by;
+        if !stored {
+            match self.store.plugin_release(&release.name, &release.version).await.map_err(unavailable)? {
+                Some(earlier) if earlier.manifest != release.manifest => return Err(conflict("manifest")),
+                Some(earlier) => signed_by = earlier.signed_by,
+                None => {}
+            }
+        }
+        // Built on the latest stored rollouts, not on what this node applied a moment ago.
+        if let Err(e) = self.catch_up().await {
+            return Err(refuse(Reason::Unavailable, format!("the plugin store is unavailable: {e}")));
+        }
         let current = self.state.lock().await.rollouts.get(&manifest.name).cloned();
         let rollout = match u.canary {
             // Its tenants run it first; everyone else keeps what runs now.
@@ -304,8 +339,25 @@ impl Rollouts {
                 Some(Canary { version: version.clone(), tenants: tenant_list(tenants)? })
             }
         };
+        if change.live.is_none() && canary.is_none() {
+            // Handing a plugin back to the directories is for a plugin a rollout manages.
+            let known = self.state.lock().await.rollouts.contains_key(name);
+            let uploaded = !self.store.plugin_releases(name).await.map_err(unavailable)?.is_empty();
+            if !known && !uploaded {
+                return Err(AdminRefusal::new(Reason::ReleaseNotFound, format!("no release of {name:?} was uploaded")));
+            }
+        }
         for version in change.live.iter().chain(canary.as_ref().map(|c| &c.version)) {
             match self.store.plugin_release(name, version).await {
+                Ok(Some(r))
+                    if !self.trusted.is_empty()
+                        && !r.signed_by.as_ref().is_some_and(|k| self.trusted.contains_key(k)) =>
+                {
+                    return Err(AdminRefusal::new(
+                        Reason::SignatureInvalid,
+                        format!("{name}@{version} is not signed by a trusted key (plugins.trusted_keys)"),
+                    ));
+                }
                 Ok(Some(_)) => {}
                 Ok(None) => {
                     return Err(AdminRefusal::new(
@@ -325,6 +377,10 @@ impl Rollouts {
     /// this node ran before, else the release uploaded before it), for every node, and stays after restarts.
     /// `None`: the plugin is the directory's, rolled back on this node alone.
     pub(crate) async fn rollback(&self, name: &str) -> Option<Result<a::RolledBack, String>> {
+        // From the latest stored rollout, not from what this node applied a moment ago.
+        if let Err(e) = self.catch_up().await {
+            tracing::warn!(error = %e, "rolling back from the rollouts this node has applied");
+        }
         let current = self.state.lock().await.rollouts.get(name).cloned()?;
         let from = current.live.clone()?;
         let releases = match self.store.plugin_releases(name).await {

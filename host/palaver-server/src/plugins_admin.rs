@@ -35,6 +35,7 @@ pub(crate) fn plugin(p: PluginInfo) -> a::PluginInfo {
         breakers_open: p.breakers_open as u64,
         last_error: p.last_error,
         previous_version: p.previous_version,
+        last_fault: p.last_fault,
         managed: p.managed,
         canary_version: p.canary_version,
         canary_tenants: p.canary_tenants,

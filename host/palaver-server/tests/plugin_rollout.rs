@@ -178,6 +178,15 @@ async fn uploads_are_signed_checked_stored_and_a_rollback_outlives_restarts_and_
     let (status, v) =
         upload(addr, &[("manifest", v1b.as_bytes()), ("component", &c1b), ("signature", sig.as_bytes())]).await;
     assert_eq!((status, v["reason"].as_str()), (409, Some("RELEASE_CONFLICT")), "{v}");
+    // So is its manifest: one changed under the same version would be gated here but never run anywhere.
+    let v1c = v1.replace("description = ", "description = \"changed\"\n# was: ");
+    let sig = base64::engine::general_purpose::STANDARD.encode(key.sign(signed_message(&v1c, &c1).as_bytes()));
+    let (status, v) =
+        upload(addr, &[("manifest", v1c.as_bytes()), ("component", &c1), ("signature", sig.as_bytes())]).await;
+    assert_eq!((status, v["reason"].as_str()), (409, Some("RELEASE_CONFLICT")), "{v}");
+    assert!(v["message"].as_str().unwrap().contains("manifest"), "{v}");
+    let (status, v) = admin(addr, "PUT", "/v1/admin/plugins/nothing-uploaded/rollout", r#"{"live":null}"#).await;
+    assert_eq!((status, v["reason"].as_str()), (404, Some("RELEASE_NOT_FOUND")), "{v}");
     // A release that fails its own fixtures is refused before it is stored.
     let (v2, c2) = release("2.0.0");
     let broken = unpinned(&v2)

@@ -46,6 +46,9 @@ PluginInfo {
     last_error: Option<String>,
     /// The version a rollback would bring back.
     previous_version: Option<String>,
+    /// The latest fault of a call (`"<version> <hook>: <fault>"`), with what the plugin logged at error level
+    /// before it, such as a panic's message.
+    last_fault: Option<String>,
     /// Whether a cluster rollout decides its versions (directory scans then leave it alone).
     managed: bool,
     /// A version some tenants run instead of the live one, and those tenants.

@@ -7,6 +7,7 @@
 //! - `loading`: the load gate's refusals, the disk cache, directories;
 //! - `push`: `before-push` decisions, fail-open faults, 0.1.0 and 0.1.1 components on the 0.1.2 host;
 //! - `reload`: hot reload under load, in-flight calls, bad uploads, rollback, the watcher;
+//! - `rollout`: cluster rollouts applied to one registry: canaries, refusals, a managed plugin's directory;
 //! - `scan`: `scan-file` verdicts (the file-policy plugin), order and the strictest verdict, fail-closed faults.
 
 mod calls;
@@ -16,4 +17,5 @@ mod limits;
 mod loading;
 mod push;
 mod reload;
+mod rollout;
 mod scan;
