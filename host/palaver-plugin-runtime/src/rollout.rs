@@ -157,16 +157,4 @@ impl PluginRegistry {
         let slot = self.slot_or_create(name);
         self.refused(&slot, &LoadError::Manifest(why.to_owned()));
     }
-
-    /// Whether a rollout decides plugin `name`'s versions on this node.
-    pub fn managed(&self, name: &str) -> bool {
-        self.slot(name).is_ok_and(|s| s.managed.load(Ordering::SeqCst))
-    }
-
-    /// The canary version plugin `name` runs for some tenants, if any, and those tenants.
-    pub fn canary(&self, name: &str) -> Option<(String, Vec<TenantId>)> {
-        let slot = self.slot(name).ok()?;
-        let c = slot.canary.load_full()?;
-        Some((c.version.version.to_string(), c.tenants.iter().copied().collect()))
-    }
 }

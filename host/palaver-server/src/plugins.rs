@@ -393,15 +393,8 @@ impl BusinessRules for PluginRules {
     }
 
     async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &Value) -> RuleVerdict {
-        use palaver_plugin_runtime::{CommandContext, CommandError, CommandOutcome};
-        let ctx = CommandContext::new(tenant, actor);
-        match PluginHooks::new(self.registry.clone()).run_command(&ctx, command, input).await {
-            Ok(CommandOutcome::Ok(v)) => RuleVerdict::Allow(v),
-            Ok(CommandOutcome::Rejected { code, reason_code, message }) => {
-                RuleVerdict::Refuse { status: code, reason: reason_code, message }
-            }
-            Err(CommandError::UnknownCommand(_)) => RuleVerdict::NoRules,
-        }
+        let ctx = palaver_plugin_runtime::CommandContext::new(tenant, actor);
+        verdict(PluginHooks::new(self.registry.clone()).run_command(&ctx, command, input).await)
     }
 
     fn client_command(&self, tenant: TenantId, plugin: &str, command: &str) -> ClientCommandState {
@@ -416,19 +409,26 @@ impl BusinessRules for PluginRules {
         command: &str,
         args: &Value,
     ) -> RuleVerdict {
-        use palaver_plugin_runtime::{CommandContext, CommandError, CommandOutcome};
-        let ctx = CommandContext::new(tenant, actor);
-        match PluginHooks::new(self.registry.clone()).run_client_command(&ctx, plugin, command, args).await {
-            Ok(CommandOutcome::Ok(v)) => RuleVerdict::Allow(v),
-            Ok(CommandOutcome::Rejected { code, reason_code, message }) => {
-                RuleVerdict::Refuse { status: code, reason: reason_code, message }
-            }
-            Err(CommandError::UnknownCommand(_)) => RuleVerdict::NoRules,
-        }
+        let ctx = palaver_plugin_runtime::CommandContext::new(tenant, actor);
+        verdict(PluginHooks::new(self.registry.clone()).run_client_command(&ctx, plugin, command, args).await)
     }
 
     fn client_commands(&self) -> Vec<ClientCommandDoc> {
         PluginHooks::new(self.registry.clone()).client_commands()
+    }
+}
+
+/// A plugin command's outcome as the rules port says it; no plugin for it means no rules.
+fn verdict(
+    outcome: Result<palaver_plugin_runtime::CommandOutcome, palaver_plugin_runtime::CommandError>,
+) -> RuleVerdict {
+    use palaver_plugin_runtime::{CommandError, CommandOutcome};
+    match outcome {
+        Ok(CommandOutcome::Ok(v)) => RuleVerdict::Allow(v),
+        Ok(CommandOutcome::Rejected { code, reason_code, message }) => {
+            RuleVerdict::Refuse { status: code, reason: reason_code, message }
+        }
+        Err(CommandError::UnknownCommand(_)) => RuleVerdict::NoRules,
     }
 }
 

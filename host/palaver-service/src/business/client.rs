@@ -3,7 +3,7 @@
 //! and its answer is the result. The host still authenticates the actor, bounds the body, times the call and
 //! maps every refusal onto the reasons table, as for its own commands.
 
-use super::{BizError, BizResult, refusal};
+use super::{BizError, BizResult, outcome, refusal};
 use crate::Service;
 use palaver_api::Reason;
 use palaver_core::ports::{ClientCommandDoc, ClientCommandState, RuleVerdict};
@@ -40,12 +40,7 @@ impl Service {
             // Disabled or unloaded between the lookup and the call.
             RuleVerdict::NoRules => Err(off(plugin, command)),
         };
-        let outcome = match &result {
-            Ok(_) => "ok",
-            Err(e) if e.status() < 500 => "refused",
-            Err(_) => "failed",
-        };
-        self.inner.metrics.business_command(outcome, started.elapsed());
+        self.inner.metrics.business_command(outcome(&result), started.elapsed());
         result
     }
 

@@ -125,12 +125,7 @@ impl Service {
         }
         .instrument(span)
         .await;
-        let outcome = match &result {
-            Ok(_) => "ok",
-            Err(e) if e.status() < 500 => "refused",
-            Err(_) => "failed",
-        };
-        self.inner.metrics.business_command(outcome, started.elapsed());
+        self.inner.metrics.business_command(outcome(&result), started.elapsed());
         result
     }
 
@@ -156,6 +151,15 @@ impl Service {
         source_topic: Option<String>,
     ) -> BizResult<i64> {
         notices::store(&self.inner, tenant, user, kind, content, source_topic, None).await
+    }
+}
+
+/// How a command ended, as `palaver_business_commands_total` counts it: `ok`, `refused` (4xx) or `failed`.
+fn outcome(result: &BizResult<Value>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(e) if e.status() < 500 => "refused",
+        Err(_) => "failed",
     }
 }
 
