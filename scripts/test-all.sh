@@ -61,7 +61,7 @@ cargo test --locked --workspace
 
 step "end-to-end: tinode-sdk against target/debug/palaver on the embedded store, deployable plugins loaded"
 # target/plugins/deploy holds only the plugins a node may run (moderation, friends, governance, quiet-hours,
-# file-policy; those off by default stay off); the test components in target/plugins (traps, loops, memory
+# file-policy, access-rules; those off by default stay off); the test components in target/plugins (traps, loops, memory
 # bombs) are for the runtime's own tests.
 moderation_dir="$PWD/target/plugins/deploy"
 (
@@ -91,7 +91,7 @@ kafka_run="e2e_$(date +%s)"
 export PALAVER_KAFKA__GROUP_ID="$kafka_run"
 export PALAVER_KAFKA__TOPICS="{ admin_command = \"$kafka_run.im.admin.command\", admin_result = \"$kafka_run.im.admin.command.result\", \
 admin_event = \"$kafka_run.im.admin.event\", audit = \"$kafka_run.im.audit\", push = \"$kafka_run.im.push.task\", \
-file_security = \"$kafka_run.im.file.security\", dead_letter = \"$kafka_run.im.dlq\" }"
+file_security = \"$kafka_run.im.file.security\", plugin_event = \"$kafka_run.im.plugin.event\", dead_letter = \"$kafka_run.im.dlq\" }"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 for node in 1 2; do

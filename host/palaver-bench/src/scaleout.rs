@@ -33,13 +33,14 @@ pub(crate) struct ScaleoutArgs {
 }
 
 /// The queue roles' default topic names (`[kafka.topics]`), each of which a run prefixes with its own tag.
-pub(crate) const TOPIC_ROLES: [(&str, &str); 7] = [
+pub(crate) const TOPIC_ROLES: [(&str, &str); 8] = [
     ("admin_command", "im.admin.command"),
     ("admin_result", "im.admin.command.result"),
     ("admin_event", "im.admin.event"),
     ("audit", "im.audit"),
     ("push", "im.push.task"),
     ("file_security", "im.file.security"),
+    ("plugin_event", "im.plugin.event"),
     ("dead_letter", "im.dlq"),
 ];
 

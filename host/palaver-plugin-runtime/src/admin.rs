@@ -76,6 +76,10 @@ pub struct PluginInfo {
     pub on_command: HookCounts,
     pub before_push: HookCounts,
     pub scan_file: HookCounts,
+    pub after_publish: HookCounts,
+    pub on_account: HookCounts,
+    pub on_login: HookCounts,
+    pub before_subscribe: HookCounts,
     pub loads: u64,
     pub load_refusals: u64,
     /// Instances created for the live version (fixtures included): with warm instances far fewer than calls.
@@ -106,6 +110,9 @@ fn info(slot: &Slot) -> PluginInfo {
     let (bp, oc, push) =
         (counts(slot, Hook::BeforePublish), counts(slot, Hook::OnCommand), counts(slot, Hook::BeforePush));
     let scan = counts(slot, Hook::ScanFile);
+    let (after_publish, on_account) = (counts(slot, Hook::AfterPublish), counts(slot, Hook::OnAccount));
+    let (on_login, before_subscribe) = (counts(slot, Hook::OnLogin), counts(slot, Hook::BeforeSubscribe));
+    let later = [&after_publish, &on_account, &on_login, &before_subscribe];
     PluginInfo {
         name: slot.name.clone(),
         version: v.as_ref().map(|v| v.version.to_string()),
@@ -127,12 +134,16 @@ fn info(slot: &Slot) -> PluginInfo {
         enabled_by_default: manifest.map(|m| m.enabled_by_default),
         loaded_at_ms: v.as_ref().map(|v| v.loaded_at_ms),
         source: slot.source.lock().as_ref().map(|p| p.display().to_string()),
-        calls: bp.calls + oc.calls + push.calls + scan.calls,
-        faults: bp.faults + oc.faults + push.faults + scan.faults,
+        calls: bp.calls + oc.calls + push.calls + scan.calls + later.iter().map(|c| c.calls).sum::<u64>(),
+        faults: bp.faults + oc.faults + push.faults + scan.faults + later.iter().map(|c| c.faults).sum::<u64>(),
         before_publish: bp,
         on_command: oc,
         before_push: push,
         scan_file: scan,
+        after_publish,
+        on_account,
+        on_login,
+        before_subscribe,
         loads: slot.metrics.loads_ok.load(Ordering::Relaxed),
         load_refusals: slot.metrics.loads_refused.load(Ordering::Relaxed),
         instantiations: v.as_ref().map_or(0, |v| v.instantiations.load(Ordering::Relaxed)),
@@ -194,6 +205,10 @@ mod tests {
             on_command: HookCounts::default(),
             before_push: HookCounts::default(),
             scan_file: HookCounts::default(),
+            after_publish: HookCounts::default(),
+            on_account: HookCounts::default(),
+            on_login: HookCounts::default(),
+            before_subscribe: HookCounts::default(),
             loads: 1,
             load_refusals: 0,
             instantiations: 2,

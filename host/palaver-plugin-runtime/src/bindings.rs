@@ -6,7 +6,8 @@
 
 use crate::manifest::Grant;
 use crate::store::StoreData;
-use palaver_core::TopicKind;
+use palaver_core::ports::{AccountChange, GateVerdict, JoinContext, LoginContext, PluginEvent};
+use palaver_core::{AccessMode, TenantId, TopicKind};
 use serde_json::{Map, Value};
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
@@ -37,6 +38,7 @@ macro_rules! hook_world {
                     "palaver:plugin/log": super::palaver::plugin::log,
                     "palaver:plugin/clock": super::palaver::plugin::clock,
                     "palaver:plugin/settings": super::palaver::plugin::settings,
+                    "palaver:plugin/http": super::palaver::plugin::http,
                 },
             });
         }
@@ -53,17 +55,30 @@ hook_world!(
     scan,
     "file-scanner"
 );
+hook_world!(
+    /// World `listener` (0.1.3): the `after-publish` and `on-account` exports.
+    listener,
+    "listener"
+);
+hook_world!(
+    /// World `gate` (0.1.3): the `on-login` and `before-subscribe` exports.
+    gate,
+    "gate"
+);
 
 pub(crate) use exports::palaver::plugin::{before_publish, on_command};
+pub(crate) use gate::exports::palaver::plugin::{before_subscribe, on_login};
+pub(crate) use listener::exports::palaver::plugin::{after_publish, on_account};
 use palaver::plugin::types;
 pub(crate) use push::exports::palaver::plugin::before_push;
 pub(crate) use scan::exports::palaver::plugin::scan_file;
 
 /// The WIT package and version the host implements. Components built against it or an earlier patch of 0.1 load
-/// (0.1.1 added `before-push` and world `push-filter`, 0.1.2 `scan-file` and world `file-scanner`; wasmtime
-/// matches `@0.1.0` and `@0.1.1` names to the host's `@0.1.2`).
+/// (0.1.1 added `before-push` and world `push-filter`, 0.1.2 `scan-file` and world `file-scanner`, 0.1.3
+/// `after-publish`, `on-account`, `on-login`, `before-subscribe`, worlds `listener` and `gate`, and the `http`
+/// import; wasmtime matches `@0.1.0` to `@0.1.2` names to the host's `@0.1.3`).
 pub(crate) const PACKAGE: &str = "palaver:plugin";
-pub(crate) const VERSION: (u64, u64, u64) = (0, 1, 2);
+pub(crate) const VERSION: (u64, u64, u64) = (0, 1, 3);
 
 pub(crate) fn topic_kind_to_wit(kind: TopicKind) -> types::TopicKind {
     match kind {
@@ -99,6 +114,7 @@ pub(crate) fn linker(engine: &Engine, grants: &[Grant]) -> wasmtime::Result<Link
             Grant::Settings => {
                 palaver::plugin::settings::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?;
             }
+            Grant::Http => palaver::plugin::http::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut l, identity)?,
         }
     }
     Ok(l)
@@ -356,6 +372,202 @@ pub(crate) fn scan_verdict_from_wit(v: scan_file::ScanVerdict) -> palaver_core::
     }
 }
 
+/// The most bytes of a gate's rejection reason or a listener's error the host keeps; a longer one is cut on a
+/// character boundary. A gate's reason reaches the client's ctrl, a listener's the dead-letter record.
+pub(crate) const MAX_REASON_BYTES: usize = 256;
+
+/// A call context of the calls the host makes on a user's behalf: `node` when the caller named none.
+fn call_context(tenant: TenantId, actor: String, session: &str, node: &str, request_id: String) -> types::CallContext {
+    types::CallContext { tenant: tenant.0, actor, session: session.to_owned(), node: node.to_owned(), request_id }
+}
+
+/// The login as an `on-login` gate receives it; `node` stands in when the caller named none.
+pub(crate) fn login_info(ctx: &LoginContext, node: &str, request_id: String) -> on_login::LoginInfo {
+    let node = if ctx.node.is_empty() { node } else { &ctx.node };
+    on_login::LoginInfo {
+        call: call_context(ctx.tenant, ctx.user.to_string(), &ctx.session, node, request_id),
+        scheme: ctx.scheme.clone(),
+        remote_addr: ctx.remote_addr.clone(),
+        user_agent: ctx.user_agent.clone(),
+    }
+}
+
+/// The bytes of a login's input, for its per-KiB allowances.
+pub(crate) fn login_info_size(l: &on_login::LoginInfo) -> usize {
+    l.scheme.len() + l.remote_addr.len() + l.user_agent.len()
+}
+
+/// A gate's answer to a login, checked: a code outside 400–599 is malformed; the reason is bounded.
+pub(crate) fn login_verdict_from_wit(r: Result<(), types::Rejection>) -> Result<GateVerdict, String> {
+    match r {
+        Ok(()) => Ok(GateVerdict::Allow),
+        Err(r) => {
+            check_code(r.code)?;
+            Ok(GateVerdict::Reject { code: r.code, reason: truncate_reason(r.reason, MAX_REASON_BYTES) })
+        }
+    }
+}
+
+/// The bytes a login answer returns, for the output cap.
+pub(crate) fn login_verdict_size(r: &Result<(), types::Rejection>) -> usize {
+    r.as_ref().err().map_or(0, |r| r.reason.len())
+}
+
+/// The join as a `before-subscribe` gate receives it, with `given` the mode as the gates before it left it.
+pub(crate) fn join_info(ctx: &JoinContext, given: &str, node: &str, request_id: String) -> before_subscribe::JoinInfo {
+    let node = if ctx.node.is_empty() { node } else { &ctx.node };
+    before_subscribe::JoinInfo {
+        ctx: types::PublishContext {
+            call: call_context(ctx.tenant, ctx.user.to_string(), &ctx.session, node, request_id),
+            topic: ctx.topic.clone(),
+            topic_kind: topic_kind_to_wit(ctx.kind),
+        },
+        want: ctx.want.clone(),
+        given: given.to_owned(),
+    }
+}
+
+/// The bytes of a join's input, for its per-KiB allowances.
+pub(crate) fn join_info_size(j: &before_subscribe::JoinInfo) -> usize {
+    j.ctx.topic.len() + j.want.len() + j.given.len()
+}
+
+/// The bytes a join verdict returns, for the output cap.
+pub(crate) fn join_verdict_size(v: &before_subscribe::JoinVerdict) -> usize {
+    match v {
+        before_subscribe::JoinVerdict::Allow => 0,
+        before_subscribe::JoinVerdict::Reject(r) => r.reason.len(),
+        before_subscribe::JoinVerdict::Restrict(m) => m.len(),
+    }
+}
+
+/// A mode a gate restricts a join to: a whole mode in Tinode's letters (`JRP`, `N`), not a change (`-W`), and
+/// within `given`, since a gate may only take rights away.
+pub(crate) fn restriction(mode: &str, given: AccessMode) -> Result<AccessMode, String> {
+    let m = mode.trim();
+    if m.starts_with(['+', '-']) {
+        return Err(format!("restrict mode {mode:?} is a change, not a mode"));
+    }
+    let parsed = match AccessMode::parse(m) {
+        Ok(Some(parsed)) => parsed,
+        Ok(None) => return Err("restrict mode is empty (`N` is the mode without rights)".to_owned()),
+        Err(e) => return Err(format!("restrict mode: {e}")),
+    };
+    if !parsed.within(given) {
+        return Err(format!("restrict mode {parsed} has rights the host did not give ({given})"));
+    }
+    Ok(parsed)
+}
+
+/// A gate's verdict on a join, checked against `given`: a restriction is normalised to canonical letters.
+pub(crate) fn join_verdict_from_wit(
+    v: before_subscribe::JoinVerdict,
+    given: AccessMode,
+) -> Result<GateVerdict, String> {
+    Ok(match v {
+        before_subscribe::JoinVerdict::Allow => GateVerdict::Allow,
+        before_subscribe::JoinVerdict::Reject(r) => {
+            check_code(r.code)?;
+            GateVerdict::Reject { code: r.code, reason: truncate_reason(r.reason, MAX_REASON_BYTES) }
+        }
+        before_subscribe::JoinVerdict::Restrict(m) => {
+            GateVerdict::Restrict { mode: restriction(&m, given)?.to_string() }
+        }
+    })
+}
+
+/// The kind of a stored topic name; a name palaver-core does not classify is a group unless it says `p2p`.
+fn kind_of(topic: &str) -> TopicKind {
+    palaver_core::topic_kind(topic).unwrap_or(if topic.starts_with("p2p") { TopicKind::P2p } else { TopicKind::Group })
+}
+
+/// A listener's input, its JSON serialised once for all the listeners of one delivery.
+pub(crate) enum EventText {
+    Published { content: String, head: Option<String> },
+    Account { public: Option<String> },
+}
+
+impl EventText {
+    pub(crate) fn of(event: &PluginEvent) -> EventText {
+        match event {
+            PluginEvent::Published { content, head, .. } => {
+                EventText::Published { content: content.to_string(), head: head_text(head.as_ref()) }
+            }
+            PluginEvent::Account { public, .. } => EventText::Account { public: public.as_ref().map(Value::to_string) },
+        }
+    }
+}
+
+/// A stored message as an `after-publish` listener receives it; `None` for an account event.
+pub(crate) fn published_message(
+    event: &PluginEvent,
+    text: &EventText,
+    attempt: u32,
+    node: &str,
+    request_id: String,
+) -> Option<after_publish::PublishedMessage> {
+    let (PluginEvent::Published { tenant, topic, seq, ts, from, .. }, EventText::Published { content, head }) =
+        (event, text)
+    else {
+        return None;
+    };
+    Some(after_publish::PublishedMessage {
+        ctx: types::PublishContext {
+            call: call_context(*tenant, from.to_string(), "", node, request_id),
+            topic: topic.clone(),
+            topic_kind: topic_kind_to_wit(kind_of(topic)),
+        },
+        seq: *seq,
+        ts_ms: u64::try_from(*ts).unwrap_or(0),
+        content: content.clone(),
+        head: head.clone(),
+        attempt,
+    })
+}
+
+/// The bytes of a stored message's input, for its per-KiB allowances.
+pub(crate) fn published_message_size(m: &after_publish::PublishedMessage) -> usize {
+    m.ctx.topic.len() + m.content.len() + m.head.as_ref().map_or(0, String::len)
+}
+
+/// An account change as an `on-account` listener receives it; `None` for a message event.
+pub(crate) fn account_event(
+    event: &PluginEvent,
+    text: &EventText,
+    attempt: u32,
+    node: &str,
+    request_id: String,
+) -> Option<on_account::AccountEvent> {
+    let (PluginEvent::Account { tenant, user, actor, change, ts, tags, .. }, EventText::Account { public }) =
+        (event, text)
+    else {
+        return None;
+    };
+    Some(on_account::AccountEvent {
+        call: call_context(*tenant, actor.to_string(), "", node, request_id),
+        user: user.to_string(),
+        change: match change {
+            AccountChange::Created => on_account::AccountChange::Created,
+            AccountChange::Updated => on_account::AccountChange::Updated,
+            AccountChange::Deleted => on_account::AccountChange::Deleted,
+        },
+        ts_ms: u64::try_from(*ts).unwrap_or(0),
+        public: public.clone(),
+        tags: tags.clone(),
+        attempt,
+    })
+}
+
+/// The bytes of an account change's input, for its per-KiB allowances.
+pub(crate) fn account_event_size(e: &on_account::AccountEvent) -> usize {
+    e.public.as_ref().map_or(0, String::len) + e.tags.iter().map(String::len).sum::<usize>()
+}
+
+/// A listener's answer with its error bounded.
+pub(crate) fn listener_result_from_wit(r: Result<(), String>) -> Result<(), String> {
+    r.map_err(|reason| truncate_reason(reason, MAX_REASON_BYTES))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,5 +593,60 @@ mod tests {
         assert!(matches!(&v, ScanVerdict::Blocked { reason } if reason.len() == MAX_SCAN_REASON_BYTES), "{v:?}");
         let v = scan_verdict_from_wit(scan_file::ScanVerdict::Review("too big".to_owned()));
         assert_eq!(v, ScanVerdict::Review { reason: "too big".to_owned() });
+    }
+
+    #[test]
+    fn restrictions_only_take_rights_away() {
+        let given = AccessMode::GROUP_AUTH; // JRWPS
+        assert_eq!(restriction("JRP", given).map(|m| m.to_string()), Ok("JRP".to_owned()));
+        assert_eq!(restriction(" prj ", given).map(|m| m.to_string()), Ok("JRP".to_owned()), "any order and case");
+        assert_eq!(restriction("N", given), Ok(AccessMode::NONE));
+        assert_eq!(restriction("JRWPS", given), Ok(given));
+        for (bad, why) in [
+            ("JRWPSD", "rights the host did not give"),
+            ("-W", "a change"),
+            ("+D", "a change"),
+            ("", "empty"),
+            ("JX", "invalid access mode"),
+        ] {
+            let e = restriction(bad, given).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        let v = join_verdict_from_wit(before_subscribe::JoinVerdict::Restrict("SRJ".to_owned()), given);
+        assert_eq!(v, Ok(GateVerdict::Restrict { mode: "JRS".to_owned() }), "normalised");
+    }
+
+    #[test]
+    fn gate_refusals_need_a_refusal_code_and_keep_a_bounded_reason() {
+        let r = |code| Err(types::Rejection { code, reason: "é".repeat(300) });
+        assert!(login_verdict_from_wit(r(200)).is_err());
+        assert!(login_verdict_from_wit(r(600)).is_err());
+        let Ok(GateVerdict::Reject { code: 403, reason }) = login_verdict_from_wit(r(403)) else {
+            panic!("a 403 is a refusal")
+        };
+        assert_eq!(reason.len(), MAX_REASON_BYTES);
+        assert_eq!(login_verdict_from_wit(Ok(())), Ok(GateVerdict::Allow));
+        let reject = before_subscribe::JoinVerdict::Reject(types::Rejection { code: 302, reason: String::new() });
+        assert!(join_verdict_from_wit(reject, AccessMode::GROUP_AUTH).is_err());
+        assert_eq!(listener_result_from_wit(Err("x".repeat(1000))).unwrap_err().len(), MAX_REASON_BYTES);
+    }
+
+    #[test]
+    fn a_published_event_carries_its_kind_attempt_and_json() {
+        let event = PluginEvent::Published {
+            tenant: TenantId(3),
+            topic: "grpAbc".to_owned(),
+            seq: 9,
+            ts: 1_000,
+            from: palaver_core::UserId(1),
+            content: serde_json::json!({ "txt": "hi" }),
+            head: None,
+        };
+        let text = EventText::of(&event);
+        let m = published_message(&event, &text, 2, "n1", "r".to_owned()).expect("a message event");
+        assert_eq!((m.seq, m.ts_ms, m.attempt, m.content.as_str()), (9, 1_000, 2, r#"{"txt":"hi"}"#));
+        assert!(matches!(m.ctx.topic_kind, types::TopicKind::Group));
+        assert_eq!((m.ctx.call.tenant, m.ctx.call.session.as_str(), m.ctx.call.node.as_str()), (3, "", "n1"));
+        assert!(account_event(&event, &text, 2, "n1", "r".to_owned()).is_none());
     }
 }

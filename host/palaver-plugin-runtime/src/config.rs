@@ -59,6 +59,14 @@ impl Limits {
     /// path): a command's budget, and the per-KiB allowances cover the head the host passes (64 KiB by default).
     pub const SCAN: Limits = Limits::COMMAND;
 
+    /// The defaults for the gates (`on-login`, `before-subscribe`), which sit on a login's or a join's path: as
+    /// small as `before-publish`'s.
+    pub const GATE: Limits = Limits::PUBLISH;
+
+    /// The defaults for the listeners (`after-publish`, `on-account`), called by the event worker off any request
+    /// path: a command's budget.
+    pub const LISTENER: Limits = Limits::COMMAND;
+
     /// These limits with a manifest's overrides applied.
     pub fn with_overrides(self, o: &LimitsOverride) -> Limits {
         Limits {
@@ -143,6 +151,10 @@ pub struct RuntimeConfig {
     pub push_limits: Limits,
     /// Limits of `scan-file` calls.
     pub scan_limits: Limits,
+    /// Limits of `on-login` and `before-subscribe` calls.
+    pub gate_limits: Limits,
+    /// Limits of `after-publish` and `on-account` calls.
+    pub listener_limits: Limits,
     /// The circuit breaker of every plugin.
     pub breaker: BreakerConfig,
     /// The longest log line a plugin may write; longer ones are cut.
@@ -167,6 +179,8 @@ impl Default for RuntimeConfig {
             command_limits: Limits::COMMAND,
             push_limits: Limits::PUSH,
             scan_limits: Limits::SCAN,
+            gate_limits: Limits::GATE,
+            listener_limits: Limits::LISTENER,
             breaker: BreakerConfig::default(),
             max_log_bytes: 1024,
             max_effects: 64,

@@ -2,7 +2,10 @@
 //! the version the call pinned, commit the buffered effects if it succeeded, and count everything. A fault is
 //! logged and counted here; what it means for the message or command is the caller's failure policy.
 
-use crate::bindings::{file_info, on_command, publish_context, push_info};
+use crate::bindings::{
+    EventText, account_event, file_info, join_info, login_info, on_command, publish_context, published_message,
+    push_info,
+};
 use crate::breaker::Admission;
 use crate::error::{Fault, FaultKind};
 use crate::hooks::CommandOutcome;
@@ -14,8 +17,11 @@ use crate::registry::{PluginRegistry, Slot};
 use crate::settings::resolve;
 use crate::store::{CallScope, EffectBuffer};
 use crate::version::PluginVersion;
-use palaver_core::TenantId;
-use palaver_core::ports::{PublishContext, PublishVerdict, PushContext, PushDecision, ScanContext, ScanVerdict};
+use palaver_core::ports::{
+    GateVerdict, JoinContext, LoginContext, PluginEvent, PublishContext, PublishVerdict, PushContext, PushDecision,
+    ScanContext, ScanVerdict,
+};
+use palaver_core::{AccessMode, TenantId};
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -49,6 +55,15 @@ struct Call<'a> {
     tenant: TenantId,
     admission: Admission,
     started: Instant,
+}
+
+/// The verdict counter's name for a gate's answer.
+fn gate_outcome(v: &GateVerdict) -> Outcome {
+    match v {
+        GateVerdict::Allow => Outcome::Allow,
+        GateVerdict::Reject { .. } => Outcome::Reject,
+        GateVerdict::Restrict { .. } => Outcome::Restrict,
+    }
 }
 
 /// Asks the breaker whether `hook` may run for `tenant` and counts the answer: `None` when it is skipped, else
@@ -89,7 +104,20 @@ impl PluginRegistry {
             max_effects: self.rt.config.max_effects,
             max_log_bytes: self.rt.config.max_log_bytes,
             kv_quota: self.rt.config.kv_quota,
+            http: self.http_scope(v, tenant),
         }
+    }
+
+    /// What a call of `v` for `tenant` may reach over HTTP: the manifest's policy narrowed by the tenant's list.
+    fn http_scope(&self, v: &PluginVersion, tenant: TenantId) -> Option<crate::http::HttpScope> {
+        let policy = v.http.clone()?;
+        let metrics = self.slot(&v.manifest.name).ok()?.metrics.http.clone();
+        Some(crate::http::HttpScope {
+            policy,
+            tenant: self.tenants.http_allow(tenant, &v.manifest.name),
+            client: self.rt.http.clone(),
+            metrics,
+        })
     }
 
     /// Applies a successful call's effects: key-value writes first (a conflict fails the attempt), then events
@@ -265,6 +293,82 @@ impl PluginRegistry {
             ScanVerdict::Review { .. } => Outcome::Review,
         })
         .await
+    }
+
+    /// Runs one plugin's `on-login` on the version `v` the caller pinned.
+    pub(crate) async fn run_login(&self, slot: &Slot, v: &Arc<PluginVersion>, ctx: &LoginContext) -> Ran<GateVerdict> {
+        let Some((admission, started)) = begin(slot, Hook::OnLogin, ctx.tenant) else {
+            return Ran::Skipped;
+        };
+        let result = self
+            .committed(slot, ctx.tenant, || {
+                let scope = self.scope(v, Hook::OnLogin, ctx.tenant);
+                let wit = login_info(ctx, &self.rt.config.node, scope.request_id.clone());
+                async move { v.login(&self.rt, scope, &wit).await }
+            })
+            .await;
+        let call = Call { slot, v, hook: Hook::OnLogin, tenant: ctx.tenant, admission, started };
+        self.finish(call, result, gate_outcome).await
+    }
+
+    /// Runs one plugin's `before-subscribe` on the version `v` the caller pinned, on the join with mode `given`
+    /// (as the gates before it left it).
+    pub(crate) async fn run_join(
+        &self,
+        slot: &Slot,
+        v: &Arc<PluginVersion>,
+        ctx: &JoinContext,
+        given: AccessMode,
+    ) -> Ran<GateVerdict> {
+        let Some((admission, started)) = begin(slot, Hook::BeforeSubscribe, ctx.tenant) else {
+            return Ran::Skipped;
+        };
+        let text = given.to_string();
+        let result = self
+            .committed(slot, ctx.tenant, || {
+                let scope = self.scope(v, Hook::BeforeSubscribe, ctx.tenant);
+                let wit = join_info(ctx, &text, &self.rt.config.node, scope.request_id.clone());
+                async move { v.join(&self.rt, scope, &wit, given).await }
+            })
+            .await;
+        let call = Call { slot, v, hook: Hook::BeforeSubscribe, tenant: ctx.tenant, admission, started };
+        self.finish(call, result, gate_outcome).await
+    }
+
+    /// Runs one plugin's listener hook for `event` (`after-publish` or `on-account`) on the version `v` the
+    /// caller pinned; `text` is the event's JSON, serialised once for every listener.
+    pub(crate) async fn run_listener(
+        &self,
+        slot: &Slot,
+        v: &Arc<PluginVersion>,
+        event: &PluginEvent,
+        text: &EventText,
+        attempt: u32,
+    ) -> Ran<Result<(), String>> {
+        let (tenant, hook) = (event.tenant(), crate::listeners::hook_of(event.kind()));
+        let Some((admission, started)) = begin(slot, hook, tenant) else {
+            return Ran::Skipped;
+        };
+        let node = &self.rt.config.node;
+        let result = self
+            .committed(slot, tenant, || {
+                let scope = self.scope(v, hook, tenant);
+                let id = scope.request_id.clone();
+                let (msg, acc) = (
+                    published_message(event, text, attempt, node, id.clone()),
+                    account_event(event, text, attempt, node, id),
+                );
+                async move {
+                    match (msg, acc) {
+                        (Some(m), _) => v.after_publish(&self.rt, scope, &m).await,
+                        (None, Some(a)) => v.on_account(&self.rt, scope, &a).await,
+                        (None, None) => Err(Fault::new(FaultKind::Instantiate, "the event and its text disagree")),
+                    }
+                }
+            })
+            .await;
+        let call = Call { slot, v, hook, tenant, admission, started };
+        self.finish(call, result, |r| if r.is_ok() { Outcome::Ok } else { Outcome::Err }).await
     }
 
     /// Runs one plugin's `on-command` on the version `v` the caller pinned.

@@ -73,12 +73,19 @@ pub enum RegistryError {
     /// Tenant settings do not validate against the plugin's schema.
     #[error("invalid settings for plugin {plugin:?}: {message}")]
     Settings { plugin: String, message: String },
+    /// A tenant's HTTP allow-list is not within the plugin's, or the plugin does not use outbound HTTP.
+    #[error("invalid http_allow for plugin {plugin:?}: {message}")]
+    HttpAllow { plugin: String, message: String },
     /// `before-push` always fails open; a tenant cannot make it fail closed.
     #[error("plugin {0:?}: before-push always fails open")]
     PushFailsOpen(String),
     /// `scan-file` always fails closed; a tenant cannot make it fail open.
     #[error("plugin {0:?}: scan-file always fails closed")]
     ScanFailsClosed(String),
+    /// `after-publish` and `on-account` always fail closed (a fault is a failed delivery, retried); a tenant cannot
+    /// make them fail open.
+    #[error("plugin {0:?}: after-publish and on-account always fail closed")]
+    ListenerFailsClosed(String),
     /// A cluster rollout decides this plugin's versions; files and local rollbacks do not.
     #[error("plugin {0:?} follows its cluster rollout: change the rollout (PUT /v1/admin/plugins/{0}/rollout)")]
     Managed(String),

@@ -2,7 +2,7 @@
 //! every fixture on the new version, in isolation (a scratch key-value store, an empty directory, effects
 //! recorded and dropped), and refuses the version if any fixture faults or disagrees.
 
-use crate::bindings::{self, publish_context};
+use crate::bindings::{self, EventText, publish_context};
 use crate::effects::RecordingEffects;
 use crate::error::LoadError;
 use crate::hooks::CommandOutcome;
@@ -12,8 +12,10 @@ use crate::services::HostServices;
 use crate::settings::{resolve, validate_values};
 use crate::store::CallScope;
 use crate::version::PluginVersion;
-use palaver_core::ports::{PublishContext, PublishVerdict};
-use palaver_core::{TenantId, TopicKind, UserId};
+use palaver_core::ports::{
+    AccountChange, GateVerdict, JoinContext, LoginContext, PluginEvent, PublishContext, PublishVerdict,
+};
+use palaver_core::{AccessMode, TenantId, TopicKind, UserId};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -27,14 +29,37 @@ pub struct Fixture {
     pub name: String,
     #[serde(default = "default_hook")]
     pub hook: Hook,
-    /// `before-publish`: the message content (a string or a Drafty object).
+    /// `before-publish`, `after-publish`: the message content (a string or a Drafty object).
     #[serde(default)]
     pub content: Option<Value>,
     #[serde(default)]
     pub head: Option<Map<String, Value>>,
-    /// `before-publish`: `group` (default) or `p2p`.
+    /// `before-publish`, `after-publish`, `before-subscribe`: `group` (default) or `p2p`.
     #[serde(default)]
     pub topic_kind: Option<String>,
+    /// `on-login`: the client's address (default empty: unknown), the scheme (default `basic`), the user agent.
+    #[serde(default)]
+    pub remote_addr: Option<String>,
+    #[serde(default)]
+    pub scheme: Option<String>,
+    #[serde(default)]
+    pub user_agent: Option<String>,
+    /// `before-subscribe`: the mode asked for (default empty) and the mode the host grants (default `JRWPS` for a
+    /// group, `JRWPA` for a one-to-one topic).
+    #[serde(default)]
+    pub want: Option<String>,
+    #[serde(default)]
+    pub given: Option<String>,
+    /// `on-account`: `created` (default), `updated` or `deleted`; the public profile; the tags.
+    #[serde(default)]
+    pub change: Option<AccountChange>,
+    #[serde(default)]
+    pub public: Option<Value>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    /// `after-publish`, `on-account`: the delivery's attempt (default 1).
+    #[serde(default)]
+    pub attempt: Option<u32>,
     /// The tenant settings the call runs with (defaults fill the rest).
     #[serde(default)]
     pub settings: Option<Value>,
@@ -48,6 +73,33 @@ pub struct Fixture {
 
 fn default_hook() -> Hook {
     Hook::BeforePublish
+}
+
+impl Fixture {
+    /// A fixture of `hook` with no input of its own (every input key at its default), expecting `expect`: fill in
+    /// the keys a test needs with struct update syntax.
+    pub fn new(name: impl Into<String>, hook: Hook, expect: Expect) -> Fixture {
+        Fixture {
+            name: name.into(),
+            hook,
+            content: None,
+            head: None,
+            topic_kind: None,
+            remote_addr: None,
+            scheme: None,
+            user_agent: None,
+            want: None,
+            given: None,
+            change: None,
+            public: None,
+            tags: None,
+            attempt: None,
+            settings: None,
+            command: None,
+            args: None,
+            expect,
+        }
+    }
 }
 
 /// The verdict a fixture expects. Fields left out are not compared.
@@ -80,6 +132,17 @@ pub enum Expect {
         #[serde(default)]
         reason_code: Option<String>,
     },
+    /// `before-subscribe`: the join goes on with this mode (compared as a set of letters).
+    Restrict {
+        #[serde(default)]
+        mode: Option<String>,
+    },
+    /// A listener's `err`.
+    Err {
+        /// A substring of the reason.
+        #[serde(default)]
+        reason: Option<String>,
+    },
 }
 
 /// Runs every fixture of `v`; the first failure refuses the version.
@@ -107,28 +170,29 @@ fn run_one(rt: &Runtime, v: &PluginVersion, f: &Fixture) -> Result<(), String> {
         max_effects: rt.config.max_effects,
         max_log_bytes: rt.config.max_log_bytes,
         kv_quota: rt.config.kv_quota,
+        // A fixture reaches no network: the `http` import answers `denied`.
+        http: None,
     };
     let actor = UserId(0x0123_4567_89ab_cdef);
+    let kind = match f.topic_kind.as_deref() {
+        None | Some("group") => TopicKind::Group,
+        Some("p2p") => TopicKind::P2p,
+        Some(other) => return Err(format!("topic_kind {other:?} is neither group nor p2p")),
+    };
+    let topic =
+        if kind == TopicKind::P2p { palaver_core::p2p_name(actor, UserId(42)) } else { "grpFixture".to_owned() };
+    let content = || f.content.clone().unwrap_or(Value::String(String::new()));
     match f.hook {
         Hook::BeforePublish => {
-            let kind = match f.topic_kind.as_deref() {
-                None | Some("group") => TopicKind::Group,
-                Some("p2p") => TopicKind::P2p,
-                Some(other) => return Err(format!("topic_kind {other:?} is neither group nor p2p")),
-            };
             let ctx = PublishContext {
                 tenant: TenantId::DEFAULT,
-                topic: if kind == TopicKind::P2p {
-                    palaver_core::p2p_name(actor, UserId(42))
-                } else {
-                    "grpFixture".to_owned()
-                },
+                topic,
                 kind,
                 from: actor,
                 session: "fixture".to_owned(),
                 node: rt.config.node.clone(),
             };
-            let content = f.content.clone().unwrap_or(Value::String(String::new())).to_string();
+            let content = content().to_string();
             let head = bindings::head_text(f.head.as_ref());
             let wit = publish_context(&ctx, scope.request_id.clone());
             let done =
@@ -136,6 +200,79 @@ fn run_one(rt: &Runtime, v: &PluginVersion, f: &Fixture) -> Result<(), String> {
             compare_verdict(&f.expect, &done.value)
         }
         Hook::BeforePush | Hook::ScanFile => Err(format!("{} has no golden fixtures", f.hook)),
+        Hook::OnLogin => {
+            let ctx = LoginContext {
+                tenant: TenantId::DEFAULT,
+                user: actor,
+                session: "fixture".to_owned(),
+                node: rt.config.node.clone(),
+                scheme: f.scheme.clone().unwrap_or_else(|| "basic".to_owned()),
+                remote_addr: f.remote_addr.clone().unwrap_or_default(),
+                user_agent: f.user_agent.clone().unwrap_or_default(),
+            };
+            let wit = bindings::login_info(&ctx, &rt.config.node, scope.request_id.clone());
+            let done = block_on(v.login(rt, scope, &wit)).map_err(|e| format!("faulted: {e}"))?;
+            compare_gate(&f.expect, &done.value)
+        }
+        Hook::BeforeSubscribe => {
+            let default = if kind == TopicKind::P2p { AccessMode::P2P } else { AccessMode::GROUP_AUTH };
+            let given = match f.given.as_deref() {
+                None => default,
+                Some(g) => AccessMode::parse(g)
+                    .ok()
+                    .flatten()
+                    .filter(|_| !g.trim().starts_with(['+', '-']))
+                    .ok_or_else(|| format!("given {g:?} is not an access mode"))?,
+            };
+            let ctx = JoinContext {
+                tenant: TenantId::DEFAULT,
+                topic,
+                kind,
+                user: actor,
+                session: "fixture".to_owned(),
+                node: rt.config.node.clone(),
+                want: f.want.clone().unwrap_or_default(),
+                given: given.to_string(),
+            };
+            let wit = bindings::join_info(&ctx, &ctx.given, &rt.config.node, scope.request_id.clone());
+            let done = block_on(v.join(rt, scope, &wit, given)).map_err(|e| format!("faulted: {e}"))?;
+            compare_gate(&f.expect, &done.value)
+        }
+        Hook::AfterPublish | Hook::OnAccount => {
+            let event = if f.hook == Hook::AfterPublish {
+                PluginEvent::Published {
+                    tenant: TenantId::DEFAULT,
+                    topic,
+                    seq: 1,
+                    ts: 0,
+                    from: actor,
+                    content: content(),
+                    head: f.head.clone(),
+                }
+            } else {
+                PluginEvent::Account {
+                    tenant: TenantId::DEFAULT,
+                    user: actor,
+                    actor,
+                    change: f.change.unwrap_or(AccountChange::Created),
+                    ts: 0,
+                    public: f.public.clone(),
+                    tags: f.tags.clone().unwrap_or_default(),
+                }
+            };
+            let text = EventText::of(&event);
+            let (attempt, node, id) = (f.attempt.unwrap_or(1), &rt.config.node, scope.request_id.clone());
+            let done = match (
+                bindings::published_message(&event, &text, attempt, node, id.clone()),
+                bindings::account_event(&event, &text, attempt, node, id),
+            ) {
+                (Some(m), _) => block_on(v.after_publish(rt, scope, &m)),
+                (None, Some(a)) => block_on(v.on_account(rt, scope, &a)),
+                (None, None) => return Err("the event has no input".to_owned()),
+            }
+            .map_err(|e| format!("faulted: {e}"))?;
+            compare_listener(&f.expect, &done.value)
+        }
         Hook::OnCommand => {
             let name = f.command.as_deref().ok_or("an on-command fixture needs `command`")?;
             let args = f.args.clone().unwrap_or(Value::Null).to_string();
@@ -177,6 +314,31 @@ fn compare_outcome(expect: &Expect, got: &CommandOutcome) -> Result<(), String> 
         (Expect::Rejected { code, reason_code }, CommandOutcome::Rejected { code: c, reason_code: r, .. }) => {
             code.is_none_or(|code| code == *c) && reason_code.as_ref().is_none_or(|x| x == r)
         }
+        _ => false,
+    };
+    if ok { Ok(()) } else { mismatch(expect, got) }
+}
+
+fn compare_gate(expect: &Expect, got: &GateVerdict) -> Result<(), String> {
+    let mode = |m: &str| AccessMode::parse(m).ok().flatten();
+    let ok = match (expect, got) {
+        (Expect::Allow, GateVerdict::Allow) => true,
+        (Expect::Reject { code, reason }, GateVerdict::Reject { code: c, reason: r }) => {
+            code.is_none_or(|code| code == *c) && reason.as_ref().is_none_or(|s| r.contains(s.as_str()))
+        }
+        (Expect::Restrict { mode: want }, GateVerdict::Restrict { mode: m }) => {
+            want.as_deref().is_none_or(|w| mode(w).is_some() && mode(w) == mode(m))
+        }
+        _ => false,
+    };
+    if ok { Ok(()) } else { mismatch(expect, got) }
+}
+
+fn compare_listener(expect: &Expect, got: &Result<(), String>) -> Result<(), String> {
+    let ok = match (expect, got) {
+        // A listener returns no result: a fixture that expects one cannot pass.
+        (Expect::Ok { result }, Ok(())) => result.is_none(),
+        (Expect::Err { reason }, Err(r)) => reason.as_ref().is_none_or(|s| r.contains(s.as_str())),
         _ => false,
     };
     if ok { Ok(()) } else { mismatch(expect, got) }
@@ -230,6 +392,33 @@ mod tests {
         let ok = CommandOutcome::Ok(json!({ "n": 1 }));
         assert!(compare_outcome(&Expect::Ok { result: Some(json!({ "n": 1 })) }, &ok).is_ok());
         assert!(compare_outcome(&Expect::Ok { result: Some(json!({ "n": 2 })) }, &ok).is_err());
+    }
+
+    #[test]
+    fn gate_and_listener_fixtures_parse_and_compare() {
+        let f: Fixture = toml::from_str(
+            "name = \"n\"\nhook = \"before-subscribe\"\ngiven = \"JRWPS\"\nexpect = { verdict = \"restrict\", mode = \"JRPS\" }\n",
+        )
+        .unwrap();
+        assert_eq!(f.hook, Hook::BeforeSubscribe);
+        let restrict = |m: &str| GateVerdict::Restrict { mode: m.to_owned() };
+        assert!(compare_gate(&f.expect, &restrict("JRPS")).is_ok());
+        assert!(compare_gate(&f.expect, &restrict("SPRJ")).is_ok(), "letters compare as a set");
+        assert!(compare_gate(&f.expect, &restrict("JRWPS")).is_err());
+        assert!(compare_gate(&f.expect, &GateVerdict::Allow).is_err());
+        let reject = GateVerdict::Reject { code: 403, reason: "not from 10.1.2.3".to_owned() };
+        assert!(
+            compare_gate(&Expect::Reject { code: Some(403), reason: Some("10.1.2.3".to_owned()) }, &reject).is_ok()
+        );
+        let f: Fixture = toml::from_str(
+            "name = \"n\"\nhook = \"on-account\"\nchange = \"deleted\"\nexpect = { verdict = \"err\" }\n",
+        )
+        .unwrap();
+        assert_eq!(f.change, Some(AccountChange::Deleted));
+        assert!(compare_listener(&f.expect, &Err("down".to_owned())).is_ok());
+        assert!(compare_listener(&f.expect, &Ok(())).is_err());
+        assert!(compare_listener(&Expect::Ok { result: None }, &Ok(())).is_ok());
+        assert!(compare_listener(&Expect::Ok { result: Some(json!(1)) }, &Ok(())).is_err());
     }
 
     #[test]

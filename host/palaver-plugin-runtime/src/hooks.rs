@@ -3,7 +3,8 @@
 //! plugin sees the content as the one before it left it), and a faulted or skipped plugin answers with its
 //! failure policy for the tenant: fail-closed (the default) rejects with a retryable 503, fail-open acts as allow.
 //! The same type is the `PushHook` port, over the plugins' `before-push` (always fail-open), and the `ScanHook`
-//! port, over the plugins' `scan-file` (always fail-closed).
+//! port, over the plugins' `scan-file` (always fail-closed), and, in `gates.rs` and `listeners.rs`, the `GateHook`
+//! and `EventHook` ports.
 
 use crate::bindings::head_text;
 use crate::dispatch::Ran;

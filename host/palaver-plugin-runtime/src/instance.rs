@@ -3,7 +3,8 @@
 //! effects. Any fault drops the instance: a trap poisons a wasmtime store, so it is never reused.
 
 use crate::bindings::{
-    self, before_publish, before_push, on_command, outcome_size, scan_file, verdict_from_wit, verdict_size,
+    self, after_publish, before_publish, before_push, before_subscribe, on_account, on_command, on_login, outcome_size,
+    scan_file, verdict_from_wit, verdict_size,
 };
 use crate::config::Limits;
 use crate::error::{Fault, FaultKind};
@@ -12,7 +13,8 @@ use crate::manifest::{Hook, InstanceMode};
 use crate::runtime::Runtime;
 use crate::store::{CallScope, EffectBuffer, StoreData};
 use crate::version::PluginVersion;
-use palaver_core::ports::PublishVerdict;
+use palaver_core::AccessMode;
+use palaver_core::ports::{GateVerdict, PublishVerdict};
 use serde_json::Value;
 use wasmtime::Store;
 use wasmtime::component::Instance;
@@ -29,6 +31,10 @@ pub(crate) struct Live {
     command: Option<on_command::Guest>,
     push: Option<before_push::Guest>,
     scan: Option<scan_file::Guest>,
+    published: Option<after_publish::Guest>,
+    account: Option<on_account::Guest>,
+    login: Option<on_login::Guest>,
+    join: Option<before_subscribe::Guest>,
     uses: u32,
 }
 
@@ -59,6 +65,7 @@ impl PluginVersion {
         let ticks = rt.config.deadline_ticks(limits.deadline);
         let arm = |store: &mut Store<StoreData>| {
             store.set_epoch_deadline(ticks);
+            store.data_mut().wait_until = Some(crate::http::wait_until(limits.deadline));
             store.set_fuel(limits.fuel).map_err(|e| Fault::new(FaultKind::Instantiate, format!("{e:#}")))
         };
         if let Some(mut live) = reused {
@@ -76,7 +83,19 @@ impl PluginVersion {
             Ok(i) => i,
             Err(e) => return Err(trap_or(FaultKind::Instantiate, &e, Some(store.data()))),
         };
-        Ok(Live { store, instance, publish: None, command: None, push: None, scan: None, uses: 0 })
+        Ok(Live {
+            store,
+            instance,
+            publish: None,
+            command: None,
+            push: None,
+            scan: None,
+            published: None,
+            account: None,
+            login: None,
+            join: None,
+            uses: 0,
+        })
     }
 
     /// Returns a healthy instance to the warm pool, unless it has served its quota or the pool is full.
@@ -212,6 +231,138 @@ impl PluginVersion {
         Ok(Done { value, effects, fuel })
     }
 
+    /// The end of a call that returned: fuel burned, the output cap, the output checked by `convert` (a refusal
+    /// is an `invalid-output` fault), and the effects to commit; the instance goes back to the pool.
+    fn conclude<R, T>(
+        &self,
+        mut live: Live,
+        limits: Limits,
+        result: wasmtime::Result<R>,
+        size: fn(&R) -> usize,
+        convert: impl FnOnce(R) -> Result<T, String>,
+    ) -> Result<Done<T>, Fault> {
+        let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
+        let raw = result.map_err(|e| live.store.data().fault(&e))?;
+        let n = size(&raw);
+        if n > limits.max_output_bytes {
+            let cap = limits.max_output_bytes;
+            return Err(Fault::new(FaultKind::OutputSize, format!("answer of {n} bytes exceeds the cap of {cap}")));
+        }
+        let value = convert(raw).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
+        let effects = live.store.data_mut().take_effects();
+        self.checkin(live);
+        Ok(Done { value, effects, fuel })
+    }
+
+    /// Calls `on-login`: `Allow`, or `Reject` with a checked code and a bounded reason.
+    pub(crate) async fn login(
+        &self,
+        rt: &Runtime,
+        scope: CallScope,
+        info: &on_login::LoginInfo,
+    ) -> Result<Done<GateVerdict>, Fault> {
+        let Some(indices) = &self.login else {
+            return Err(Fault::new(FaultKind::Instantiate, "the component does not export on-login"));
+        };
+        let limits = self.limits(Hook::OnLogin).for_input(bindings::login_info_size(info), rt.config.max_input_bytes);
+        let mut live = self.checkout(rt, scope, limits).await?;
+        let guest = match &live.login {
+            Some(g) => g.clone(),
+            None => {
+                let g = indices
+                    .load(&mut live.store, &live.instance)
+                    .map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                live.login = Some(g.clone());
+                g
+            }
+        };
+        let result = guest.call_check(&mut live.store, info).await;
+        self.conclude(live, limits, result, bindings::login_verdict_size, bindings::login_verdict_from_wit)
+    }
+
+    /// Calls `before-subscribe`; a restriction comes back checked against `given` (the mode the join's `given`
+    /// says), so a mode with a right `given` lacks is an `invalid-output` fault.
+    pub(crate) async fn join(
+        &self,
+        rt: &Runtime,
+        scope: CallScope,
+        info: &before_subscribe::JoinInfo,
+        given: AccessMode,
+    ) -> Result<Done<GateVerdict>, Fault> {
+        let Some(indices) = &self.join else {
+            return Err(Fault::new(FaultKind::Instantiate, "the component does not export before-subscribe"));
+        };
+        let limits =
+            self.limits(Hook::BeforeSubscribe).for_input(bindings::join_info_size(info), rt.config.max_input_bytes);
+        let mut live = self.checkout(rt, scope, limits).await?;
+        let guest = match &live.join {
+            Some(g) => g.clone(),
+            None => {
+                let g = indices
+                    .load(&mut live.store, &live.instance)
+                    .map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                live.join = Some(g.clone());
+                g
+            }
+        };
+        let result = guest.call_check(&mut live.store, info).await;
+        self.conclude(live, limits, result, bindings::join_verdict_size, |v| bindings::join_verdict_from_wit(v, given))
+    }
+
+    /// Calls `after-publish`: `Ok(())`, or the listener's `err` with its reason bounded.
+    pub(crate) async fn after_publish(
+        &self,
+        rt: &Runtime,
+        scope: CallScope,
+        msg: &after_publish::PublishedMessage,
+    ) -> Result<Done<Result<(), String>>, Fault> {
+        let Some(indices) = &self.published else {
+            return Err(Fault::new(FaultKind::Instantiate, "the component does not export after-publish"));
+        };
+        let input = bindings::published_message_size(msg);
+        let limits = self.limits(Hook::AfterPublish).for_input(input, rt.config.max_input_bytes);
+        let mut live = self.checkout(rt, scope, limits).await?;
+        let guest = match &live.published {
+            Some(g) => g.clone(),
+            None => {
+                let g = indices
+                    .load(&mut live.store, &live.instance)
+                    .map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                live.published = Some(g.clone());
+                g
+            }
+        };
+        let result = guest.call_handle(&mut live.store, msg).await;
+        self.conclude(live, limits, result, listener_answer_size, |r| Ok(bindings::listener_result_from_wit(r)))
+    }
+
+    /// Calls `on-account`: `Ok(())`, or the listener's `err` with its reason bounded.
+    pub(crate) async fn on_account(
+        &self,
+        rt: &Runtime,
+        scope: CallScope,
+        event: &on_account::AccountEvent,
+    ) -> Result<Done<Result<(), String>>, Fault> {
+        let Some(indices) = &self.account else {
+            return Err(Fault::new(FaultKind::Instantiate, "the component does not export on-account"));
+        };
+        let input = bindings::account_event_size(event);
+        let limits = self.limits(Hook::OnAccount).for_input(input, rt.config.max_input_bytes);
+        let mut live = self.checkout(rt, scope, limits).await?;
+        let guest = match &live.account {
+            Some(g) => g.clone(),
+            None => {
+                let g = indices
+                    .load(&mut live.store, &live.instance)
+                    .map_err(|e| trap_or(FaultKind::Instantiate, &e, None))?;
+                live.account = Some(g.clone());
+                g
+            }
+        };
+        let result = guest.call_handle(&mut live.store, event).await;
+        self.conclude(live, limits, result, listener_answer_size, |r| Ok(bindings::listener_result_from_wit(r)))
+    }
+
     /// Calls `on-command`.
     pub(crate) async fn handle(
         &self,
@@ -249,6 +400,11 @@ impl PluginVersion {
         self.checkin(live);
         Ok(Done { value, effects, fuel })
     }
+}
+
+/// The bytes a listener's answer returns, for the output cap.
+fn listener_answer_size(r: &Result<(), String>) -> usize {
+    r.as_ref().err().map_or(0, String::len)
 }
 
 /// A guest command outcome, checked and turned into the runtime's.

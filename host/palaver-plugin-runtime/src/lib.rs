@@ -1,6 +1,6 @@
 //! Palaver's plugin runtime: business logic as sandboxed WebAssembly components behind the host's hook ports.
 //!
-//! A plugin is a component built against the `palaver:plugin@0.1.2` WIT package (`plugins/sdk/wit/`, inside the
+//! A plugin is a component built against the `palaver:plugin@0.1.3` WIT package (`plugins/sdk/wit/`, inside the
 //! SDK's crate) plus a TOML manifest beside it. The runtime:
 //!
 //! - keeps **one wasmtime `Engine`** per process with fuel, epoch interruption (a ticker thread advances the
@@ -31,6 +31,8 @@
 //! ports.hooks = Arc::new(PluginHooks::new(registry.clone()));
 //! ports.push_hook = Arc::new(PluginHooks::new(registry.clone()));   // before-push, for the push worker
 //! ports.scan_hook = Arc::new(PluginHooks::new(registry.clone()));   // scan-file, for the file-security worker
+//! ports.gates = Arc::new(PluginHooks::new(registry.clone()));       // on-login and before-subscribe
+//! ports.listeners = Arc::new(PluginHooks::new(registry.clone()));   // after-publish and on-account, for the event worker
 //! // SIGHUP: registry.rescan(); GET /v1/admin/plugins: registry.list(); /metrics: registry.render_metrics()
 //! ```
 //!
@@ -45,10 +47,12 @@
 //! | `manifest`, `settings`, `fixtures` | the manifest beside each component, its settings schema, its golden fixtures |
 //! | `runtime` | the engine, the epoch ticker, the compile step (with wasmtime's disk cache) |
 //! | `bindings`, `imports` | `bindgen!` of `plugins/sdk/wit/`, the linker of granted imports, the host side of each import |
+//! | `http` | the `http` import: the manifest's `[http]` section, allow-lists and tenants' narrowing, the shared client, caps |
 //! | `version` | the load gate: header, hash, imports against grants, exports against the world, `InstancePre` |
 //! | `instance`, `store` | one call: instance checkout (warm or fresh), fuel, deadline, caps, the effect buffer |
 //! | `registry`, `dispatch`, `tenants` | loaded plugins, swaps, rollback; one call end to end; per-tenant choices |
 //! | `hooks` | [`PluginHooks`]: the `PublishHook`, `PushHook` and `ScanHook` ports and commands, with failure policies |
+//! | `gates`, `listeners` | [`PluginHooks`] as the `GateHook` port (`on-login`, `before-subscribe`) and the `EventHook` port (`after-publish`, `on-account`) |
 //! | `breaker`, `metrics`, `admin` | the circuit breaker, `palaver_plugin_*` metrics, the admin listing |
 //! | `watch` | the plugins-directory watcher |
 //! | `kv`, `directory`, `effects`, `services` | the ports the imports reach, with in-memory implementations |
@@ -71,10 +75,13 @@ mod dispatch;
 mod effects;
 mod error;
 mod fixtures;
+mod gates;
 mod hooks;
+mod http;
 mod imports;
 mod instance;
 mod kv;
+mod listeners;
 mod manifest;
 mod metrics;
 mod registry;
@@ -94,6 +101,7 @@ pub use effects::{EffectError, Effects, EventTarget, NullEffects, PluginEvent, P
 pub use error::{CommandError, Fault, FaultKind, LoadError, RegistryError, RuntimeError};
 pub use fixtures::{Expect, Fixture};
 pub use hooks::{CommandContext, CommandOutcome, PluginHooks, UNAVAILABLE};
+pub use http::HttpSection;
 pub use kv::{KvError, KvOp, KvScope, KvUsage, MemoryKv, PluginKv};
 pub use manifest::{
     ClientCommand, FailurePolicy, Grant, Hook, HookConfig, Hooks, InstanceMode, InstancePolicy, LimitsOverride,

@@ -4,6 +4,7 @@
 
 use crate::error::LoadError;
 use crate::fixtures::Fixture;
+use crate::http::{HttpPolicy, HttpSection};
 use crate::settings::{SettingsSchema, validate_schema};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -36,6 +37,10 @@ pub struct Manifest {
     /// The host interfaces the component may import.
     #[serde(default)]
     pub grants: Vec<Grant>,
+    /// Outbound HTTP (`[http]`): the hosts the plugin may reach and its caps. Required with the `http` grant, and
+    /// refused without it.
+    #[serde(default)]
+    pub http: Option<HttpSection>,
     #[serde(default)]
     pub hooks: Hooks,
     #[serde(default)]
@@ -74,7 +79,8 @@ fn default_priority() -> i32 {
     100
 }
 
-/// The worlds of `palaver:plugin@0.1.2` (`push-filter` since 0.1.1, `file-scanner` since 0.1.2).
+/// The worlds of `palaver:plugin@0.1.3` (`push-filter` since 0.1.1, `file-scanner` since 0.1.2, `listener` and
+/// `gate` since 0.1.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum World {
@@ -83,6 +89,8 @@ pub enum World {
     Full,
     PushFilter,
     FileScanner,
+    Listener,
+    Gate,
 }
 
 impl World {
@@ -94,6 +102,8 @@ impl World {
             World::Full => &[Hook::BeforePublish, Hook::OnCommand],
             World::PushFilter => &[Hook::BeforePush],
             World::FileScanner => &[Hook::ScanFile],
+            World::Listener => &[Hook::AfterPublish, Hook::OnAccount],
+            World::Gate => &[Hook::OnLogin, Hook::BeforeSubscribe],
         }
     }
 }
@@ -106,11 +116,24 @@ pub enum Hook {
     OnCommand,
     BeforePush,
     ScanFile,
+    AfterPublish,
+    OnAccount,
+    OnLogin,
+    BeforeSubscribe,
 }
 
 impl Hook {
     /// Every hook.
-    pub const ALL: [Hook; 4] = [Hook::BeforePublish, Hook::OnCommand, Hook::BeforePush, Hook::ScanFile];
+    pub const ALL: [Hook; 8] = [
+        Hook::BeforePublish,
+        Hook::OnCommand,
+        Hook::BeforePush,
+        Hook::ScanFile,
+        Hook::AfterPublish,
+        Hook::OnAccount,
+        Hook::OnLogin,
+        Hook::BeforeSubscribe,
+    ];
 
     /// The WIT interface name.
     pub fn as_str(self) -> &'static str {
@@ -119,6 +142,10 @@ impl Hook {
             Hook::OnCommand => "on-command",
             Hook::BeforePush => "before-push",
             Hook::ScanFile => "scan-file",
+            Hook::AfterPublish => "after-publish",
+            Hook::OnAccount => "on-account",
+            Hook::OnLogin => "on-login",
+            Hook::BeforeSubscribe => "before-subscribe",
         }
     }
 
@@ -127,22 +154,37 @@ impl Hook {
     /// a broken command must not pretend to have succeeded. A filter that is no safeguard (an enricher, a
     /// translator) says `failure = "open"` in its manifest. `before-push` always fails open: a push is a
     /// convenience, and a broken filter must not silence a tenant's notifications. `scan-file` always fails
-    /// closed: a fault sends the file to review, so a file no judge could look at is never served.
+    /// closed: a fault sends the file to review, so a file no judge could look at is never served. The gates
+    /// (`on-login`, `before-subscribe`) are safeguards like `before-publish`: closed, a fault refuses with a
+    /// retryable 503. The listeners (`after-publish`, `on-account`) always fail closed: a fault is a failed
+    /// delivery the caller retries; failing open would drop the event as if it had been taken.
     pub fn default_policy(self) -> FailurePolicy {
         match self {
             Hook::BeforePush => FailurePolicy::Open,
-            Hook::BeforePublish | Hook::OnCommand | Hook::ScanFile => FailurePolicy::Closed,
+            Hook::BeforePublish
+            | Hook::OnCommand
+            | Hook::ScanFile
+            | Hook::AfterPublish
+            | Hook::OnAccount
+            | Hook::OnLogin
+            | Hook::BeforeSubscribe => FailurePolicy::Closed,
         }
     }
 
     /// The policy this hook always has, whatever a manifest, an operator or a tenant says: `before-push` always
-    /// fails open, `scan-file` always fails closed. `None`: the policy may be chosen.
+    /// fails open; `scan-file`, `after-publish` and `on-account` always fail closed (for a listener: a fault is
+    /// reported to the caller as a failed delivery, which it retries). `None`: the policy may be chosen.
     pub fn fixed_policy(self) -> Option<FailurePolicy> {
         match self {
             Hook::BeforePush => Some(FailurePolicy::Open),
-            Hook::ScanFile => Some(FailurePolicy::Closed),
-            Hook::BeforePublish | Hook::OnCommand => None,
+            Hook::ScanFile | Hook::AfterPublish | Hook::OnAccount => Some(FailurePolicy::Closed),
+            Hook::BeforePublish | Hook::OnCommand | Hook::OnLogin | Hook::BeforeSubscribe => None,
         }
+    }
+
+    /// Whether this hook is a listener's: delivered from the task queue, at least once.
+    pub fn is_listener(self) -> bool {
+        matches!(self, Hook::AfterPublish | Hook::OnAccount)
     }
 }
 
@@ -163,12 +205,22 @@ pub enum Grant {
     Log,
     Clock,
     Settings,
+    /// Outbound HTTP to the hosts of the manifest's `[http] allow` (since 0.1.3).
+    Http,
 }
 
 impl Grant {
     /// Every grant.
-    pub const ALL: [Grant; 7] =
-        [Grant::Kv, Grant::Directory, Grant::Events, Grant::Notifications, Grant::Log, Grant::Clock, Grant::Settings];
+    pub const ALL: [Grant; 8] = [
+        Grant::Kv,
+        Grant::Directory,
+        Grant::Events,
+        Grant::Notifications,
+        Grant::Log,
+        Grant::Clock,
+        Grant::Settings,
+        Grant::Http,
+    ];
 
     /// The WIT interface name.
     pub fn as_str(self) -> &'static str {
@@ -180,6 +232,7 @@ impl Grant {
             Grant::Log => "log",
             Grant::Clock => "clock",
             Grant::Settings => "settings",
+            Grant::Http => "http",
         }
     }
 
@@ -211,6 +264,14 @@ pub struct Hooks {
     pub before_push: Option<HookConfig>,
     #[serde(default, rename = "scan-file")]
     pub scan_file: Option<HookConfig>,
+    #[serde(default, rename = "after-publish")]
+    pub after_publish: Option<HookConfig>,
+    #[serde(default, rename = "on-account")]
+    pub on_account: Option<HookConfig>,
+    #[serde(default, rename = "on-login")]
+    pub on_login: Option<HookConfig>,
+    #[serde(default, rename = "before-subscribe")]
+    pub before_subscribe: Option<HookConfig>,
 }
 
 /// One hook's configuration.
@@ -314,12 +375,32 @@ impl Manifest {
         }
     }
 
+    /// The checked `[http]` section: `None` without the `http` grant. The grant needs a section with a non-empty
+    /// `allow`, and a section needs the grant (a configuration that does nothing is a mistake).
+    pub(crate) fn http_policy(&self) -> Result<Option<HttpPolicy>, LoadError> {
+        let granted = self.grants.contains(&Grant::Http);
+        match &self.http {
+            None if granted => Err(LoadError::Manifest(
+                "grant \"http\" needs an [http] section whose allow lists the hosts the plugin may reach".to_owned(),
+            )),
+            None => Ok(None),
+            Some(_) if !granted => {
+                Err(LoadError::Manifest("[http] is configured but \"http\" is not in grants".to_owned()))
+            }
+            Some(section) => section.policy().map(Some).map_err(LoadError::Manifest),
+        }
+    }
+
     fn hook_config(&self, hook: Hook) -> Option<&HookConfig> {
         match hook {
             Hook::BeforePublish => self.hooks.before_publish.as_ref(),
             Hook::OnCommand => self.hooks.on_command.as_ref(),
             Hook::BeforePush => self.hooks.before_push.as_ref(),
             Hook::ScanFile => self.hooks.scan_file.as_ref(),
+            Hook::AfterPublish => self.hooks.after_publish.as_ref(),
+            Hook::OnAccount => self.hooks.on_account.as_ref(),
+            Hook::OnLogin => self.hooks.on_login.as_ref(),
+            Hook::BeforeSubscribe => self.hooks.before_subscribe.as_ref(),
         }
     }
 
@@ -352,6 +433,11 @@ impl Manifest {
         if self.hook_config(Hook::ScanFile).and_then(|c| c.failure) == Some(FailurePolicy::Open) {
             return bad("scan-file always fails closed (a fault sends the file to review)".to_owned());
         }
+        for hook in [Hook::AfterPublish, Hook::OnAccount] {
+            if self.hook_config(hook).and_then(|c| c.failure) == Some(FailurePolicy::Open) {
+                return bad(format!("{hook} always fails closed (a fault is a failed delivery, retried)"));
+            }
+        }
         if let Some(sha) = &self.sha256
             && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
         {
@@ -361,6 +447,7 @@ impl Manifest {
             return bad("instance.max_invocations must be at least 1".to_owned());
         }
         validate_schema(&self.settings).map_err(LoadError::Manifest)?;
+        self.http_policy()?;
         for (name, c) in &self.client_commands {
             // The name is a path segment of the route: keep it to characters that need no escaping.
             let shaped = !name.is_empty()
@@ -486,6 +573,52 @@ mod tests {
         assert!(Manifest::parse(&closed.replace("closed", "open")).is_err(), "scan-file cannot fail open");
         let fixture = "name = \"s\"\nversion = \"1.0.0\"\nworld = \"file-scanner\"\n[[fixtures]]\nname = \"f\"\nhook = \"scan-file\"\nexpect = { verdict = \"allow\" }\n";
         assert!(Manifest::parse(fixture).is_err(), "scan-file has no golden fixtures");
+    }
+
+    #[test]
+    fn http_needs_its_grant_and_a_list() {
+        let granted = format!("{BASE}grants = [\"http\"]\n");
+        let e = Manifest::parse(&granted).unwrap_err().to_string();
+        assert!(e.contains("needs an [http] section"), "{e}");
+        let e = Manifest::parse(&format!("{granted}[http]\n")).unwrap_err().to_string();
+        assert!(e.contains("at least one host"), "{e}");
+        let e = Manifest::parse(&format!("{BASE}[http]\nallow = [\"a.example\"]\n")).unwrap_err().to_string();
+        assert!(e.contains("not in grants"), "{e}");
+        let e = Manifest::parse(&format!("{granted}[http]\nallow = [\"a.example/x\"]\n")).unwrap_err().to_string();
+        assert!(e.contains("without a path"), "{e}");
+        let e = Manifest::parse(&format!("{granted}[http]\nallow = [\"a.example\"]\nretries = 3\n")).unwrap_err();
+        assert!(e.to_string().contains("unknown field"), "{e}");
+        let m = Manifest::parse(&format!(
+            "{granted}[http]\nallow = [\"127.0.0.1:8080\", \"*.example.org\"]\nmax_requests = 2\nmethods = [\"POST\"]\n"
+        ))
+        .unwrap();
+        let p = m.http_policy().unwrap().unwrap();
+        assert_eq!((p.max_requests, p.methods.as_slice()), (2, ["POST".to_owned()].as_slice()));
+        assert_eq!(p.timeout, std::time::Duration::from_secs(2));
+        assert_eq!(p.max_response_bytes, 256 << 10);
+    }
+
+    #[test]
+    fn listener_and_gate_worlds_export_two_hooks_with_their_policies() {
+        let listener = Manifest::parse("name = \"l\"\nversion = \"1.0.0\"\nworld = \"listener\"\n").unwrap();
+        assert_eq!(listener.world.hooks(), &[Hook::AfterPublish, Hook::OnAccount]);
+        assert_eq!(listener.policy(Hook::AfterPublish), FailurePolicy::Closed);
+        assert_eq!(Hook::OnAccount.fixed_policy(), Some(FailurePolicy::Closed));
+        let open = "name = \"l\"\nversion = \"1.0.0\"\nworld = \"listener\"\n[hooks.on-account]\nfailure = \"open\"\n";
+        let e = Manifest::parse(open).unwrap_err().to_string();
+        assert!(e.contains("on-account always fails closed"), "{e}");
+        let gate = "name = \"g\"\nversion = \"1.0.0\"\nworld = \"gate\"\n[hooks.on-login]\nfailure = \"open\"\n";
+        let gate = Manifest::parse(gate).unwrap();
+        assert_eq!(gate.world.hooks(), &[Hook::OnLogin, Hook::BeforeSubscribe]);
+        assert_eq!(gate.policy(Hook::OnLogin), FailurePolicy::Open, "a gate's policy may be chosen");
+        assert_eq!(gate.policy(Hook::BeforeSubscribe), FailurePolicy::Closed, "closed by default");
+        assert_eq!(Hook::BeforeSubscribe.fixed_policy(), None);
+        let wrong = "name = \"g\"\nversion = \"1.0.0\"\nworld = \"gate\"\n[hooks.after-publish]\n";
+        assert!(Manifest::parse(wrong).is_err(), "a hook of another world");
+        for h in Hook::ALL {
+            let text = serde_json::to_value(h).unwrap();
+            assert_eq!(text, h.as_str(), "serde and WIT names agree");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! encoder, since the set of plugins (and their versions) changes at run time.
 
 use crate::error::FaultKind;
+use crate::http::{HttpMetrics, HttpOutcome};
 use crate::manifest::Hook;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -31,10 +32,14 @@ pub(crate) enum Outcome {
     Clean,
     Blocked,
     Review,
+    /// A gate narrowed a join's mode.
+    Restrict,
+    /// A listener answered `err` (a fault is counted as a fault, not here).
+    Err,
 }
 
 impl Outcome {
-    const ALL: [Outcome; 12] = [
+    const ALL: [Outcome; 14] = [
         Outcome::Allow,
         Outcome::Reject,
         Outcome::Rewrite,
@@ -47,6 +52,8 @@ impl Outcome {
         Outcome::Clean,
         Outcome::Blocked,
         Outcome::Review,
+        Outcome::Restrict,
+        Outcome::Err,
     ];
 
     fn as_str(self) -> &'static str {
@@ -63,6 +70,8 @@ impl Outcome {
             Outcome::Clean => "clean",
             Outcome::Blocked => "blocked",
             Outcome::Review => "review",
+            Outcome::Restrict => "restrict",
+            Outcome::Err => "err",
         }
     }
 }
@@ -119,6 +128,10 @@ pub(crate) struct PluginMetrics {
     pub(crate) command: HookMetrics,
     pub(crate) push: HookMetrics,
     pub(crate) scan: HookMetrics,
+    pub(crate) published: HookMetrics,
+    pub(crate) account: HookMetrics,
+    pub(crate) login: HookMetrics,
+    pub(crate) join: HookMetrics,
     pub(crate) loads_ok: AtomicU64,
     pub(crate) loads_refused: AtomicU64,
     pub(crate) effect_errors: AtomicU64,
@@ -127,6 +140,8 @@ pub(crate) struct PluginMetrics {
     /// The latest call fault, as logged (version, hook, kind and message, a panic's message first): what a
     /// plugin's author needs to see first, without the node's logs ([`crate::PluginRegistry::last_fault`]).
     pub(crate) last_fault: parking_lot::Mutex<Option<String>>,
+    /// Outbound HTTP requests (the `http` import), shared with the calls' scopes.
+    pub(crate) http: std::sync::Arc<HttpMetrics>,
 }
 
 impl PluginMetrics {
@@ -136,6 +151,10 @@ impl PluginMetrics {
             Hook::OnCommand => &self.command,
             Hook::BeforePush => &self.push,
             Hook::ScanFile => &self.scan,
+            Hook::AfterPublish => &self.published,
+            Hook::OnAccount => &self.account,
+            Hook::OnLogin => &self.login,
+            Hook::BeforeSubscribe => &self.join,
         }
     }
 }
@@ -148,6 +167,8 @@ pub(crate) struct Row<'a> {
     pub(crate) breaker_open: usize,
     pub(crate) breaker_trips: u64,
     pub(crate) instantiations: u64,
+    /// Whether the live version grants `http`: only those plugins show the HTTP families.
+    pub(crate) http: bool,
     pub(crate) metrics: &'a PluginMetrics,
 }
 
@@ -214,13 +235,17 @@ pub(crate) fn encode(rows: &[Row<'_>], mut e: DescriptorEncoder<'_>) -> std::fmt
         }
     }
     {
-        let help = "Messages and commands a plugin refused";
+        let help = "Messages, commands, logins and joins a plugin refused";
         let mut m = e.encode_descriptor("palaver_plugin_rejects", help, None, MetricType::Counter)?;
         for r in rows {
             let p = load(&r.metrics.publish.outcomes[Outcome::Reject as usize]);
             let c = load(&r.metrics.command.outcomes[Outcome::Rejected as usize]);
             counter(p, m.encode_family(&[("plugin", r.name), ("hook", "before-publish")])?)?;
             counter(c, m.encode_family(&[("plugin", r.name), ("hook", "on-command")])?)?;
+            for (h, metrics) in [(Hook::OnLogin, &r.metrics.login), (Hook::BeforeSubscribe, &r.metrics.join)] {
+                let n = load(&metrics.outcomes[Outcome::Reject as usize]);
+                counter(n, m.encode_family(&[("plugin", r.name), ("hook", h.as_str())])?)?;
+            }
         }
     }
     {
@@ -230,6 +255,22 @@ pub(crate) fn encode(rows: &[Row<'_>], mut e: DescriptorEncoder<'_>) -> std::fmt
             for h in HOOKS {
                 r.metrics.hook(h).latency.0.encode(m.encode_family(&[("plugin", r.name), ("hook", h.as_str())])?)?;
             }
+        }
+    }
+    {
+        let help = "Outbound HTTP requests of plugins (the http import), by outcome";
+        let mut m = e.encode_descriptor("palaver_plugin_http_requests", help, None, MetricType::Counter)?;
+        for r in rows.iter().filter(|r| r.http) {
+            for o in HttpOutcome::ALL {
+                counter(r.metrics.http.count(o), m.encode_family(&[("plugin", r.name), ("outcome", o.as_str())])?)?;
+            }
+        }
+    }
+    {
+        let help = "Wall time of plugins' outbound HTTP requests, answered or not";
+        let mut m = e.encode_descriptor("palaver_plugin_http_duration_seconds", help, None, MetricType::Histogram)?;
+        for r in rows.iter().filter(|r| r.http) {
+            r.metrics.http.latency.encode(m.encode_family(&[("plugin", r.name)])?)?;
         }
     }
     let per_plugin: [PerPlugin; 7] = [
@@ -296,6 +337,7 @@ mod tests {
                 breaker_open: 0,
                 breaker_trips: 0,
                 instantiations: 2,
+                http: true,
                 metrics: &self.0,
             };
             encode(&[row], e)
@@ -338,6 +380,9 @@ mod tests {
         let blocked = "palaver_plugin_verdicts_total{plugin=\"p\",hook=\"scan-file\",verdict=\"blocked\"} 1";
         assert!(text.contains(blocked), "{text}");
         assert!(text.contains("palaver_plugin_instantiations_total{plugin=\"p\"} 2"), "{text}");
+        let http_ok = "palaver_plugin_http_requests_total{plugin=\"p\",outcome=\"ok\"} 0";
+        assert!(text.contains(http_ok), "{text}");
+        assert!(text.contains("palaver_plugin_http_duration_seconds_count{plugin=\"p\"} 0"), "{text}");
         assert_eq!(m.publish.faults(), 1);
     }
 }

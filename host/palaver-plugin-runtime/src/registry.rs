@@ -418,7 +418,32 @@ impl PluginRegistry {
         for (hook, policy) in &choice.failure {
             fixed_policy_allows(&choice.plugin, *hook, Some(*policy))?;
         }
+        if let Some(list) = &choice.http_allow {
+            http_allow_within(&slot, list)?;
+        }
         Ok(())
+    }
+
+    /// Narrows (or, with `None`, restores) the hosts a plugin may reach over HTTP for a tenant: each entry must lie
+    /// within the `[http] allow` of every version the plugin runs.
+    pub fn set_tenant_http_allow(
+        &self,
+        tenant: TenantId,
+        name: &str,
+        list: Option<Vec<String>>,
+    ) -> Result<(), RegistryError> {
+        let slot = self.slot(name)?;
+        if let Some(l) = &list {
+            http_allow_within(&slot, l)?;
+        }
+        self.tenants.set_http_allow(tenant, name, list);
+        Ok(())
+    }
+
+    /// The manifest's `[http] allow` of the version `tenant` runs: `None` when it has no `http` grant.
+    pub fn http_allow(&self, tenant: TenantId, name: &str) -> Result<Option<Vec<String>>, RegistryError> {
+        let v = self.slot(name)?.version_for(tenant).ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))?;
+        Ok(v.http.as_ref().and(v.manifest.http.as_ref()).map(|h| h.allow.clone()))
     }
 
     /// Replaces a tenant's whole choice for a plugin at once: a stored choice, replayed at start or made on another
@@ -479,11 +504,27 @@ impl PluginRegistry {
     }
 }
 
-/// Refuses a policy other than the one `hook` always has (`before-push` fails open, `scan-file` closed).
+/// Checks a tenant's HTTP allow-list against every version of the plugin that runs: each must grant `http`, and
+/// each entry must lie within its `[http] allow`. (A later version with a narrower list is not refused for it: a
+/// request must match both lists, so the tenant's can only narrow.)
+fn http_allow_within(slot: &Slot, list: &[String]) -> Result<(), RegistryError> {
+    let refuse = |message: String| RegistryError::HttpAllow { plugin: slot.name.clone(), message };
+    for v in slot.versions() {
+        let Some(policy) = &v.http else {
+            return Err(refuse(format!("version {} makes no HTTP requests (no \"http\" grant)", v.version)));
+        };
+        policy.allow.check_within(list).map_err(refuse)?;
+    }
+    Ok(())
+}
+
+/// Refuses a policy other than the one `hook` always has (`before-push` fails open; `scan-file` and the
+/// listeners closed).
 fn fixed_policy_allows(name: &str, hook: Hook, p: Option<FailurePolicy>) -> Result<(), RegistryError> {
     match (hook.fixed_policy(), p) {
         (Some(fixed), Some(p)) if fixed != p => Err(match hook {
             Hook::ScanFile => RegistryError::ScanFailsClosed(name.to_owned()),
+            Hook::AfterPublish | Hook::OnAccount => RegistryError::ListenerFailsClosed(name.to_owned()),
             _ => RegistryError::PushFailsOpen(name.to_owned()),
         }),
         _ => Ok(()),
@@ -513,6 +554,7 @@ impl prometheus_client::collector::Collector for Collector {
                 breaker_open: s.breaker.open(),
                 breaker_trips: s.breaker.trips(),
                 instantiations: v.as_ref().map_or(0, |v| v.instantiations.load(Ordering::Relaxed)),
+                http: v.as_ref().is_some_and(|v| v.http.is_some()),
                 metrics: &s.metrics,
             })
             .collect();

@@ -4,9 +4,10 @@
 
 use crate::config::RuntimeConfig;
 use crate::error::{LoadError, RuntimeError};
+use crate::http::HttpClient;
 use crate::services::HostServices;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use wasmtime::component::Component;
 use wasmtime::{Cache, CacheConfig, Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
@@ -19,6 +20,8 @@ pub(crate) struct Runtime {
     /// Identifies the engine's code format; part of the compile cache's key.
     pub(crate) engine_id: String,
     pub(crate) pooling: bool,
+    /// The `http` import's clients, built on first use: one connection pool for every plugin.
+    pub(crate) http: Arc<HttpClient>,
     _ticker: EpochTicker,
 }
 
@@ -37,7 +40,8 @@ impl Runtime {
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_id = format!("{:016x}", hasher.finish());
         let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)?;
-        Ok(Runtime { engine, config, services, engine_id, pooling, _ticker: ticker })
+        let http = Arc::new(HttpClient::default());
+        Ok(Runtime { engine, config, services, engine_id, pooling, http, _ticker: ticker })
     }
 
     /// Checks that `wasm` is a component and compiles it, from the disk cache when it has been compiled before.

@@ -5,12 +5,14 @@
 use crate::config::KvQuota;
 use crate::effects::{EventTarget, PluginEvent, PluginNotification};
 use crate::error::{Fault, FaultKind};
+use crate::http::{HttpCall, HttpScope};
 use crate::kv::{KvOp, KvScope, KvUsage};
 use crate::services::HostServices;
 use palaver_core::TenantId;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Who a call runs for, and what it may use.
 #[derive(Clone)]
@@ -26,6 +28,8 @@ pub(crate) struct CallScope {
     pub(crate) max_effects: usize,
     pub(crate) max_log_bytes: usize,
     pub(crate) kv_quota: KvQuota,
+    /// What the call may reach over HTTP: `None` without the `http` grant, and in golden fixtures.
+    pub(crate) http: Option<HttpScope>,
 }
 
 /// Side effects of one call, held back until it succeeds.
@@ -95,6 +99,11 @@ pub(crate) struct StoreData {
     /// The last line the call logged at error level. A trap shows the host no more than a backtrace, so a fault
     /// quotes this line: the SDK's panic hook logs the panic's message there just before the trap.
     pub(crate) last_error_line: Option<String>,
+    /// The call's outbound requests so far.
+    pub(crate) http: HttpCall,
+    /// When the host must stop waiting on I/O of its own (outbound HTTP) for the call: a little before its
+    /// deadline, so that the plugin can still answer. Epoch interruption does not fire while the host awaits.
+    pub(crate) wait_until: Option<Instant>,
 }
 
 impl StoreData {
@@ -107,6 +116,8 @@ impl StoreData {
             hint: None,
             kv_usage: None,
             last_error_line: None,
+            http: HttpCall::default(),
+            wait_until: None,
         }
     }
 
@@ -118,6 +129,8 @@ impl StoreData {
         self.hint = None;
         self.kv_usage = None;
         self.last_error_line = None;
+        self.http = HttpCall::default();
+        self.wait_until = None;
     }
 
     /// The fault a limit enforced by the host stopped the call with, if any.
@@ -194,6 +207,7 @@ mod tests {
             max_effects: 1,
             max_log_bytes: 16,
             kv_quota: KvQuota::default(),
+            http: None,
         }
     }
 

@@ -3,6 +3,7 @@
 //! memory behind a copy-on-write snapshot, so the publish path reads it without a lock. The server stores each change
 //! (the `PluginChoiceStore` port) and replays stored choices here, at start and as other nodes make them.
 
+use crate::http::AllowList;
 use crate::manifest::{FailurePolicy, Hook};
 use arc_swap::ArcSwap;
 use palaver_core::TenantId;
@@ -19,6 +20,14 @@ struct Entry {
     settings: Option<Value>,
     /// By `Hook as usize`.
     failure: [Option<FailurePolicy>; Hook::ALL.len()],
+    /// The tenant's narrowing of the plugin's HTTP allow-list: as written, and parsed.
+    http_allow: Option<(Vec<String>, Arc<AllowList>)>,
+}
+
+/// A tenant's HTTP allow-list as the calls read it. An entry that does not parse (a stored choice for a plugin not
+/// loaded yet, so never checked) allows nothing: it fails closed.
+fn http_entry(list: Option<&Vec<String>>) -> Option<(Vec<String>, Arc<AllowList>)> {
+    list.map(|l| (l.clone(), Arc::new(AllowList::parse(l).unwrap_or_default())))
 }
 
 type Table = HashMap<TenantId, HashMap<String, Entry>>;
@@ -33,6 +42,9 @@ pub struct TenantChoice {
     pub settings: Option<Value>,
     /// The failure policies the tenant chose, by hook; a hook left out follows the plugin's.
     pub failure: BTreeMap<Hook, FailurePolicy>,
+    /// The hosts the plugin may reach over HTTP for this tenant, each within the manifest's `[http] allow`;
+    /// `None`: the manifest's list.
+    pub http_allow: Option<Vec<String>>,
 }
 
 /// The table of tenant choices.
@@ -88,7 +100,18 @@ impl TenantTable {
             for (hook, policy) in &choice.failure {
                 e.failure[*hook as usize] = Some(*policy);
             }
+            e.http_allow = http_entry(choice.http_allow.as_ref());
         });
+    }
+
+    /// The tenant's own HTTP allow-list for `plugin`, if it narrowed the manifest's.
+    pub(crate) fn http_allow(&self, tenant: TenantId, plugin: &str) -> Option<Arc<AllowList>> {
+        let table = self.snapshot.load();
+        table.get(&tenant).and_then(|t| t.get(plugin)).and_then(|e| e.http_allow.as_ref().map(|(_, l)| l.clone()))
+    }
+
+    pub(crate) fn set_http_allow(&self, tenant: TenantId, plugin: &str, list: Option<Vec<String>>) {
+        self.update(tenant, plugin, |e| e.http_allow = http_entry(list.as_ref()));
     }
 
     /// The failure policy `tenant` chose for `plugin`'s `hook`, if it chose one.
@@ -121,6 +144,7 @@ impl TenantTable {
                         enabled: e.enabled,
                         settings: e.settings.clone(),
                         failure: Hook::ALL.into_iter().filter_map(|h| e.failure[h as usize].map(|f| (h, f))).collect(),
+                        http_allow: e.http_allow.as_ref().map(|(l, _)| l.clone()),
                     })
                     .collect()
             })
@@ -197,6 +221,21 @@ mod tests {
         assert!(t.generation() > g0);
         assert_eq!(t.settings_of("m"), vec![(TenantId(1), json!({ "a": 2 })), (TenantId(2), json!({ "a": 1 }))]);
         assert_eq!(t.choices(TenantId(1)).len(), 2);
+    }
+
+    #[test]
+    fn http_lists_are_per_tenant_and_fail_closed() {
+        let t = TenantTable::new();
+        assert!(t.http_allow(TenantId(1), "m").is_none());
+        t.set_http_allow(TenantId(1), "m", Some(vec!["a.example".to_owned()]));
+        assert!(t.http_allow(TenantId(1), "m").is_some_and(|l| !l.is_empty()));
+        assert!(t.http_allow(TenantId(2), "m").is_none());
+        assert_eq!(t.choices(TenantId(1))[0].http_allow, Some(vec!["a.example".to_owned()]));
+        // Never checked (its plugin was not loaded): it parses to nothing, so it allows nothing.
+        t.set_http_allow(TenantId(1), "m", Some(vec!["not a host".to_owned()]));
+        assert!(t.http_allow(TenantId(1), "m").is_some_and(|l| l.is_empty()));
+        t.set_http_allow(TenantId(1), "m", None);
+        assert!(t.http_allow(TenantId(1), "m").is_none());
     }
 
     #[test]

@@ -2,9 +2,13 @@
 //! `InstancePre`, built through the load gate. The gate refuses anything that is not a component, imports more
 //! than its manifest grants, imports what the host does not provide, or exports another world than it declares.
 
-use crate::bindings::{self, PACKAGE, VERSION, before_publish, before_push, on_command, scan_file};
+use crate::bindings::{
+    self, PACKAGE, VERSION, after_publish, before_publish, before_push, before_subscribe, on_account, on_command,
+    on_login, scan_file,
+};
 use crate::config::Limits;
 use crate::error::LoadError;
+use crate::http::HttpPolicy;
 use crate::instance::Live;
 use crate::manifest::{Grant, Hook, Manifest};
 use crate::runtime::Runtime;
@@ -30,10 +34,18 @@ pub(crate) struct PluginVersion {
     pub(crate) command: Option<on_command::GuestIndices>,
     pub(crate) push: Option<before_push::GuestIndices>,
     pub(crate) scan: Option<scan_file::GuestIndices>,
+    pub(crate) published: Option<after_publish::GuestIndices>,
+    pub(crate) account: Option<on_account::GuestIndices>,
+    pub(crate) login: Option<on_login::GuestIndices>,
+    pub(crate) join: Option<before_subscribe::GuestIndices>,
     pub(crate) publish_limits: Limits,
     pub(crate) command_limits: Limits,
     pub(crate) push_limits: Limits,
     pub(crate) scan_limits: Limits,
+    /// Of `on-login` and `before-subscribe`.
+    pub(crate) gate_limits: Limits,
+    /// Of `after-publish` and `on-account`.
+    pub(crate) listener_limits: Limits,
     /// Idle warm instances of this version; they die with it.
     pub(crate) warm: Mutex<Vec<Live>>,
     /// Instances created for this version, warm or not.
@@ -42,6 +54,8 @@ pub(crate) struct PluginVersion {
     pub(crate) retired: AtomicBool,
     /// Each tenant's resolved settings for this version's schema.
     pub(crate) settings_cache: SettingsCache,
+    /// The checked `[http]` section, with the `http` grant.
+    pub(crate) http: Option<Arc<HttpPolicy>>,
 }
 
 /// The SHA-256 of `bytes`, hex.
@@ -59,6 +73,8 @@ impl PluginVersion {
         {
             return Err(LoadError::HashMismatch { expected: expected.clone(), actual: hash });
         }
+        // Checked again here: an upload's manifest, or one a test edited, may not have been parsed from text.
+        let http = manifest.http_policy()?.map(Arc::new);
         let component = rt.compile(wasm)?;
         check_imports(&component, &rt.engine, &manifest.grants)?;
         check_exports(&component, &rt.engine, manifest.world.hooks())?;
@@ -82,16 +98,37 @@ impl PluginVersion {
             .map_err(link)?;
         let scan =
             manifest.has_hook(Hook::ScanFile).then(|| scan_file::GuestIndices::new(&pre)).transpose().map_err(link)?;
+        let published = manifest
+            .has_hook(Hook::AfterPublish)
+            .then(|| after_publish::GuestIndices::new(&pre))
+            .transpose()
+            .map_err(link)?;
+        let account = manifest
+            .has_hook(Hook::OnAccount)
+            .then(|| on_account::GuestIndices::new(&pre))
+            .transpose()
+            .map_err(link)?;
+        let login =
+            manifest.has_hook(Hook::OnLogin).then(|| on_login::GuestIndices::new(&pre)).transpose().map_err(link)?;
+        let join = manifest
+            .has_hook(Hook::BeforeSubscribe)
+            .then(|| before_subscribe::GuestIndices::new(&pre))
+            .transpose()
+            .map_err(link)?;
         let mut publish_limits = rt.config.publish_limits.with_overrides(&manifest.limits);
         let mut command_limits = rt.config.command_limits.with_overrides(&manifest.limits);
         let mut push_limits = rt.config.push_limits.with_overrides(&manifest.limits);
         let mut scan_limits = rt.config.scan_limits.with_overrides(&manifest.limits);
+        let mut gate_limits = rt.config.gate_limits.with_overrides(&manifest.limits);
+        let mut listener_limits = rt.config.listener_limits.with_overrides(&manifest.limits);
         // A pool slot cannot hold more memory than it was sized for; cap the plugin's limit at the slot size.
         if let Some(p) = rt.config.pooling.filter(|_| rt.pooling) {
             publish_limits.memory_bytes = publish_limits.memory_bytes.min(p.max_memory_bytes);
             command_limits.memory_bytes = command_limits.memory_bytes.min(p.max_memory_bytes);
             push_limits.memory_bytes = push_limits.memory_bytes.min(p.max_memory_bytes);
             scan_limits.memory_bytes = scan_limits.memory_bytes.min(p.max_memory_bytes);
+            gate_limits.memory_bytes = gate_limits.memory_bytes.min(p.max_memory_bytes);
+            listener_limits.memory_bytes = listener_limits.memory_bytes.min(p.max_memory_bytes);
         }
         Ok(PluginVersion {
             name: Arc::from(manifest.name.as_str()),
@@ -104,14 +141,21 @@ impl PluginVersion {
             command,
             push,
             scan,
+            published,
+            account,
+            login,
+            join,
             publish_limits,
             command_limits,
             push_limits,
             scan_limits,
+            gate_limits,
+            listener_limits,
             warm: Mutex::new(Vec::new()),
             instantiations: AtomicU64::new(0),
             retired: AtomicBool::new(false),
             settings_cache: SettingsCache::default(),
+            http,
         })
     }
 
@@ -122,6 +166,8 @@ impl PluginVersion {
             Hook::OnCommand => self.command_limits,
             Hook::BeforePush => self.push_limits,
             Hook::ScanFile => self.scan_limits,
+            Hook::OnLogin | Hook::BeforeSubscribe => self.gate_limits,
+            Hook::AfterPublish | Hook::OnAccount => self.listener_limits,
         }
     }
 
@@ -202,6 +248,10 @@ pub(crate) fn check_exports(component: &Component, engine: &Engine, hooks: &[Hoo
             "on-command" => Some(Hook::OnCommand),
             "before-push" => Some(Hook::BeforePush),
             "scan-file" => Some(Hook::ScanFile),
+            "after-publish" => Some(Hook::AfterPublish),
+            "on-account" => Some(Hook::OnAccount),
+            "on-login" => Some(Hook::OnLogin),
+            "before-subscribe" => Some(Hook::BeforeSubscribe),
             _ => None,
         });
         match hook {
@@ -235,8 +285,9 @@ mod tests {
     fn only_the_host_minor_and_older_patches_are_compatible() {
         assert!(compatible(Some((0, 1, 0))), "components built before before-push keep loading");
         assert!(compatible(Some((0, 1, 1))), "components built before scan-file keep loading");
-        assert!(compatible(Some((0, 1, 2))));
-        assert!(!compatible(Some((0, 1, 3))), "a newer patch may import what the host lacks");
+        assert!(compatible(Some((0, 1, 2))), "components built before the listeners and gates keep loading");
+        assert!(compatible(Some((0, 1, 3))));
+        assert!(!compatible(Some((0, 1, 4))), "a newer patch may import what the host lacks");
         assert!(!compatible(Some((0, 2, 0))));
         assert!(!compatible(Some((1, 1, 0))));
         assert!(!compatible(None));

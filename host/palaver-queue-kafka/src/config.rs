@@ -79,6 +79,8 @@ pub struct KafkaTopics {
     pub push: String,
     /// File security tasks.
     pub file_security: String,
+    /// Events for the listening plugins.
+    pub plugin_event: String,
     /// Dead letters.
     pub dead_letter: String,
 }
@@ -93,6 +95,7 @@ impl Default for KafkaTopics {
             audit: d(QueueTopic::Audit).into(),
             push: d(QueueTopic::Push).into(),
             file_security: d(QueueTopic::FileSecurity).into(),
+            plugin_event: d(QueueTopic::PluginEvent).into(),
             dead_letter: d(QueueTopic::DeadLetter).into(),
         }
     }
@@ -108,6 +111,7 @@ impl KafkaTopics {
             QueueTopic::Audit => &self.audit,
             QueueTopic::Push => &self.push,
             QueueTopic::FileSecurity => &self.file_security,
+            QueueTopic::PluginEvent => &self.plugin_event,
             QueueTopic::DeadLetter => &self.dead_letter,
         }
     }
@@ -122,6 +126,7 @@ impl KafkaTopics {
             audit: d(QueueTopic::Audit),
             push: d(QueueTopic::Push),
             file_security: d(QueueTopic::FileSecurity),
+            plugin_event: d(QueueTopic::PluginEvent),
             dead_letter: d(QueueTopic::DeadLetter),
         }
     }

@@ -1,5 +1,6 @@
 //! The task queue a node runs on and the background work on it: the outbox relay, the audit consumer, the
-//! admin command consumer, the file-security worker and, with `push.enabled`, the push worker.
+//! admin command consumer, the file-security worker, the plugin-event worker and, with `push.enabled`, the push
+//! worker.
 //!
 //! With `[kafka]` the queue is Kafka; without it, the embedded queue in a SQLite file: the store's own file on the
 //! embedded default, `queue.db` in the data directory when the store is MariaDB (one node's queue, then: a
@@ -13,6 +14,7 @@ use palaver_core::{StoreResult, TenantId, TenantState};
 use palaver_queue_kafka::KafkaQueue;
 use palaver_service::admin::{AdminConsumer, ConsumerConfig, TenantDirectory};
 use palaver_service::backbone::audit::AuditConsumer;
+use palaver_service::backbone::events::EventWorker;
 use palaver_service::backbone::push::worker::{PushWorker, WorkerConfig};
 use palaver_service::backbone::relay::{Relay, RelayConfig};
 use palaver_service::{ScanWorker, ScanWorkerConfig, Service};
@@ -28,6 +30,9 @@ const AUDIT_GROUP: &str = "audit";
 
 /// The consumer group suffix of the push worker (one group across the nodes).
 const PUSH_GROUP: &str = "push";
+
+/// The consumer group suffix of the plugin-event worker (one group across the nodes).
+const PLUGIN_EVENT_GROUP: &str = "plugin-events";
 
 /// The consumer group suffix of the file-security worker (one group across the nodes).
 const FILE_SECURITY_GROUP: &str = "file-security";
@@ -104,6 +109,11 @@ impl Backbone {
             backoff_max: Duration::from_millis(o.relay_backoff_max_ms),
             lease: Duration::from_millis(o.lease_ms),
         };
+        // The embedded queue is down only when the store is: push tasks and message events go straight to it, not
+        // through the outbox.
+        if self.embedded {
+            service.queue_through(self.queue.clone());
+        }
         let state = service.backbone();
         let directory = Arc::new(Directory { registry: tenants.clone() });
         self.tasks.push(Relay::new(outbox, self.queue.clone(), tenants, state.clone(), relay).spawn());
@@ -138,15 +148,19 @@ impl Backbone {
             backoff_initial: Duration::from_millis(p.retry_backoff_ms),
             backoff_max: Duration::from_millis(p.retry_backoff_max_ms),
         };
-        // The embedded queue is down only when the store is: push tasks go straight to it, not through the outbox.
-        if self.embedded {
-            service.push_through(self.queue.clone());
-        }
         let mut worker = PushWorker::new(service.clone(), self.queue.clone(), dedup, worker);
         if let Some(registry) = tenants {
             worker = worker.with_tenants(registry);
         }
         self.tasks.push(worker.spawn());
+    }
+
+    /// Starts the plugin-event worker on `im.plugin.event`. It runs on every node whatever the configuration: an
+    /// event exists only while some plugin listens, and delivering what was queued before a plugin was turned off
+    /// (to nobody, then) is its job too.
+    pub(crate) fn start_events(&mut self, service: &Service) {
+        let group = format!("{}.{PLUGIN_EVENT_GROUP}", self.group_id);
+        self.tasks.push(EventWorker::new(service.clone(), self.queue.clone(), group).spawn());
     }
 
     /// Starts the file-security worker on `im.file.security`. It runs on every node whatever the configuration:

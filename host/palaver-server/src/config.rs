@@ -462,6 +462,40 @@ pub struct PluginsConfig {
     /// Keys whose ed25519 signature an upload must carry, by key id: base64 of the 32-byte public key. Empty:
     /// uploads need no signature (a signed one is still checked against none and refused).
     pub trusted_keys: std::collections::BTreeMap<String, String>,
+    /// Delivering stored messages and account changes to the listening plugins.
+    pub events: PluginEventsConfig,
+}
+
+/// The plugin-event path (`[plugins.events]`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct PluginEventsConfig {
+    /// Message events waiting between the publish path and the outbox (or the embedded queue); beyond it new ones
+    /// are dropped and counted (`palaver_plugin_events_dropped_total`).
+    pub buffer: usize,
+    /// Deliveries of an event to a failing listener before it goes to the dead-letter topic.
+    pub max_attempts: u32,
+    /// The first wait before delivering again, in milliseconds; it doubles up to `retry_backoff_max_ms`.
+    pub retry_backoff_ms: u64,
+    pub retry_backoff_max_ms: u64,
+}
+
+impl Default for PluginEventsConfig {
+    fn default() -> Self {
+        PluginEventsConfig { buffer: 10_000, max_attempts: 5, retry_backoff_ms: 200, retry_backoff_max_ms: 5_000 }
+    }
+}
+
+impl PluginEventsConfig {
+    /// The service's side of it.
+    pub fn service(&self) -> palaver_service::backbone::events::EventConfig {
+        palaver_service::backbone::events::EventConfig {
+            buffer: self.buffer,
+            max_attempts: self.max_attempts,
+            backoff_initial: std::time::Duration::from_millis(self.retry_backoff_ms),
+            backoff_max: std::time::Duration::from_millis(self.retry_backoff_max_ms),
+        }
+    }
 }
 
 impl Default for PluginsConfig {
@@ -475,6 +509,7 @@ impl Default for PluginsConfig {
             kv_max_bytes: 4 << 20,
             max_upload_bytes: 8 << 20,
             trusted_keys: std::collections::BTreeMap::new(),
+            events: PluginEventsConfig::default(),
         }
     }
 }
@@ -857,6 +892,16 @@ impl Config {
             if crate::plugin_rollout::public_key(key).is_none() {
                 return bad(format!("plugins.trusted_keys.{id} is not the base64 of a 32-byte ed25519 public key"));
             }
+        }
+        let e = &self.plugins.events;
+        if !(1..=1_000_000).contains(&e.buffer) || !(1..=100).contains(&e.max_attempts) {
+            return bad("plugins.events.buffer must be 1 to 1000000 and plugins.events.max_attempts 1 to 100".into());
+        }
+        if e.retry_backoff_ms == 0 || e.retry_backoff_max_ms < e.retry_backoff_ms || e.retry_backoff_max_ms > 600_000 {
+            return bad(
+                "plugins.events.retry_backoff_ms must be at least 1 and at most plugins.events.retry_backoff_max_ms                  (at most 600000)"
+                    .into(),
+            );
         }
         if self.plugins.kv_max_keys == 0 || self.plugins.kv_max_bytes < 1024 {
             return bad("plugins.kv_max_keys must be at least 1 and plugins.kv_max_bytes at least 1024".into());

@@ -191,6 +191,16 @@ impl Plugins {
         Arc::new(PluginHooks::new(self.registry.clone()))
     }
 
+    /// The gates that run the plugins' `on-login` and `before-subscribe`.
+    pub(crate) fn gate_hook(&self) -> Arc<dyn palaver_core::ports::GateHook> {
+        Arc::new(PluginHooks::new(self.registry.clone()))
+    }
+
+    /// The listeners that run the plugins' `after-publish` and `on-account`, for the event worker.
+    pub(crate) fn event_hook(&self) -> Arc<dyn palaver_core::ports::EventHook> {
+        Arc::new(PluginHooks::new(self.registry.clone()))
+    }
+
     /// Loads whatever changed in the plugins directory (SIGHUP).
     pub(crate) async fn rescan(&self) -> LoadReport {
         let registry = self.registry.clone();
@@ -271,9 +281,20 @@ impl Admin for Plugins {
             .into_iter()
             .map(|(h, p)| (h.as_str().to_owned(), word(&p)))
             .collect();
+        let http_allow = choice.as_ref().and_then(|c| c.http_allow.clone());
+        let http_allow_manifest = self.registry.http_allow(tenant, name).map_err(|e| e.to_string())?;
         let chosen = choice.map(|c| c.failure).unwrap_or_default();
         let failure_chosen = chosen.into_iter().map(|(h, p)| (h.as_str().to_owned(), word(&p))).collect();
-        Ok(a::TenantPlugin { plugin: name.to_owned(), tenant: tenant.0, enabled, settings, failure, failure_chosen })
+        Ok(a::TenantPlugin {
+            plugin: name.to_owned(),
+            tenant: tenant.0,
+            enabled,
+            settings,
+            failure,
+            failure_chosen,
+            http_allow,
+            http_allow_manifest,
+        })
     }
 
     /// Builds the whole new choice from the current one and `change`, checks it, stores it (every node applies it
@@ -281,9 +302,14 @@ impl Admin for Plugins {
     /// stored changes nothing.
     async fn set_tenant_plugin(&self, tenant: u64, name: &str, change: &Value) -> Result<a::TenantPlugin, String> {
         let t = TenantId(tenant);
-        let mut choice = self.registry.tenant_choices(t).into_iter().find(|c| c.plugin == name).unwrap_or_else(|| {
-            TenantChoice { plugin: name.to_owned(), enabled: None, settings: None, failure: Default::default() }
-        });
+        let mut choice =
+            self.registry.tenant_choices(t).into_iter().find(|c| c.plugin == name).unwrap_or_else(|| TenantChoice {
+                plugin: name.to_owned(),
+                enabled: None,
+                settings: None,
+                failure: Default::default(),
+                http_allow: None,
+            });
         if let Some(enabled) = change.get("enabled") {
             choice.enabled = match enabled {
                 Value::Null => None,
@@ -293,6 +319,9 @@ impl Admin for Plugins {
         }
         if let Some(settings) = change.get("settings") {
             choice.settings = (!settings.is_null()).then(|| settings.clone());
+        }
+        if let Some(list) = change.get("http_allow") {
+            choice.http_allow = http_allow_of(list)?;
         }
         for (hook, policy) in change.get("failure").map(failure_change).transpose()?.unwrap_or_default() {
             match policy {
@@ -314,7 +343,21 @@ impl Admin for Plugins {
 fn choice_doc(c: &TenantChoice) -> Value {
     let failure: serde_json::Map<String, Value> =
         c.failure.iter().map(|(h, p)| (h.as_str().to_owned(), Value::from(word(p)))).collect();
-    json!({ "enabled": c.enabled, "settings": c.settings, "failure": failure })
+    json!({ "enabled": c.enabled, "settings": c.settings, "failure": failure, "http_allow": c.http_allow })
+}
+
+/// `http_allow` as given: `null` (the manifest's list) or a list of strings (checked against the manifest's by
+/// the registry).
+fn http_allow_of(v: &Value) -> Result<Option<Vec<String>>, String> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| "http_allow must be a list of hosts or null".into()))
+            .collect::<Result<Vec<_>, String>>()
+            .map(Some),
+        _ => Err("http_allow must be a list of hosts or null".into()),
+    }
 }
 
 /// A stored choice read back.
@@ -330,7 +373,8 @@ fn choice_of(plugin: &str, doc: &Value) -> Result<TenantChoice, String> {
         Some(f) => failure_change(f)?,
     };
     let failure = failure.into_iter().filter_map(|(h, p)| p.map(|p| (h, p))).collect();
-    Ok(TenantChoice { plugin: plugin.to_owned(), enabled, settings, failure })
+    let http_allow = doc.get("http_allow").map(http_allow_of).transpose()?.flatten();
+    Ok(TenantChoice { plugin: plugin.to_owned(), enabled, settings, failure, http_allow })
 }
 
 /// How often a node asks the store for choices other nodes made.
@@ -357,18 +401,20 @@ async fn catch_up(registry: &PluginRegistry, store: &dyn PluginChoiceStore, appl
     }
 }
 
-/// `{"before-publish": "open"|"closed"|null, "on-command": …}`, checked whole before anything is applied: the
-/// tenant's failure policy per hook, null going back to the plugin's.
+/// `{"before-publish": "open"|"closed"|null, "on-command": …, "on-login": …, "before-subscribe": …}`, checked
+/// whole before anything is applied: the tenant's failure policy per hook, null going back to the plugin's. Only
+/// the hooks whose policy may be chosen are named here (`before-push`, `scan-file` and the listeners have theirs
+/// fixed).
 fn failure_change(v: &Value) -> Result<Vec<(Hook, Option<FailurePolicy>)>, String> {
+    let choosable: Vec<Hook> = Hook::ALL.into_iter().filter(|h| h.fixed_policy().is_none()).collect();
+    let names = choosable.iter().map(|h| h.as_str()).collect::<Vec<_>>().join(", ");
     let Some(map) = v.as_object() else {
-        return Err("failure must be an object of hook names (before-publish, on-command) to policies".into());
+        return Err(format!("failure must be an object of hook names ({names}) to policies"));
     };
     map.iter()
         .map(|(k, p)| {
-            let hook = match k.as_str() {
-                "before-publish" => Hook::BeforePublish,
-                "on-command" => Hook::OnCommand,
-                other => return Err(format!("failure: no hook {other:?} (before-publish, on-command)")),
+            let Some(hook) = choosable.iter().copied().find(|h| h.as_str() == k) else {
+                return Err(format!("failure: no hook {k:?} whose policy a tenant may choose ({names})"));
             };
             let policy = match p.as_str() {
                 _ if p.is_null() => None,

@@ -179,6 +179,8 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
         ports.hooks = p.hook();
         ports.push_hook = p.push_hook();
         ports.scan_hook = p.scan_hook();
+        ports.gates = p.gate_hook();
+        ports.listeners = p.event_hook();
         ports.business.rules = p.rules();
     }
     if cluster.is_some() && cfg.auth.token_key.is_empty() {
@@ -191,6 +193,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     let providers = cfg.push.providers().context("configuring the push providers")?;
     let mut service_cfg = service_config(&cfg);
     service_cfg.push = cfg.push.service();
+    service_cfg.events = cfg.plugins.events.service();
     service_cfg.jwt = Arc::new(cfg.auth.jwt.load().context("loading the [auth.jwt] keys")?);
     let service = Service::new(ports, service_cfg, signer);
     if cfg.push.enabled && providers.is_empty() {
@@ -246,6 +249,7 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     );
     backbone.start(&cfg, &service, outbox, audit, registry.clone());
     backbone.start_file_scan(&cfg, &service);
+    backbone.start_events(&service);
     if cfg.push.enabled {
         backbone.start_push(&cfg, &service, dedup, registry);
     }
@@ -416,6 +420,8 @@ fn with_shared_state(
             hooks: Arc::new(NoHooks),
             push_hook: Arc::new(NoHooks),
             scan_hook: Arc::new(NoHooks),
+            gates: Arc::new(NoHooks),
+            listeners: Arc::new(NoHooks),
             scanner: None,
             business: storage.business,
             outbox: storage.outbox,
@@ -462,6 +468,8 @@ fn with_shared_state(
         hooks: Arc::new(NoHooks),
         push_hook: Arc::new(NoHooks),
         scan_hook: Arc::new(NoHooks),
+        gates: Arc::new(NoHooks),
+        listeners: Arc::new(NoHooks),
         scanner: None,
         business,
         outbox,

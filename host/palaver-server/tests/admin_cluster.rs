@@ -6,82 +6,12 @@
 mod common;
 
 use common::Client;
+use common::cluster::{Cleanup, node};
 use palaver_core::ports::{QueueTopic, TaskQueue};
-use palaver_server::wiring;
 use palaver_service::admin::AdminCommand;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.into())
-}
-
-async fn node(dir: &std::path::Path, tag: &str, id: &str) -> wiring::Node {
-    let mysql = env_or("PALAVER_TEST_MYSQL_ADDR", "127.0.0.1:3306");
-    let redis = env_or("PALAVER_TEST_REDIS_ADDR", "127.0.0.1:6379");
-    let brokers = env_or("PALAVER_TEST_KAFKA_BROKERS", "127.0.0.1:9092");
-    let url = format!("mysql://palaver:palaver@{mysql}/{tag}_ctl");
-    let redis_cfg = format!("{{ addr = \"{redis}\", key_prefix = \"{tag}\" }}");
-    let prefix = format!("{tag}_t_");
-    let topics = format!(
-        "{{ admin_command = \"{tag}.cmd\", admin_result = \"{tag}.res\", admin_event = \"{tag}.evt\", audit = \
-         \"{tag}.audit\", push = \"{tag}.push\", file_security = \"{tag}.file\", dead_letter = \"{tag}.dlq\" }}"
-    );
-    let cfg = common::config(
-        dir,
-        &[
-            ("PALAVER_STORE__KIND", "mysql"),
-            ("PALAVER_STORE__URL", &url),
-            ("PALAVER_STORE__TENANT_DATABASE_PREFIX", &prefix),
-            ("PALAVER_STORE_CONFIG__REDIS", &redis_cfg),
-            ("PALAVER_SERVER__NODE_ID", id),
-            ("PALAVER_AUTH__TOKEN_KEY", "YWRtaW4tY2x1c3Rlci10ZXN0LWtleS0wMTIzNDU2Nzg5YWJjZGVm"),
-            ("PALAVER_KAFKA__BROKERS", &brokers),
-            ("PALAVER_KAFKA__GROUP_ID", tag),
-            ("PALAVER_KAFKA__PARTITIONS", "2"),
-            ("PALAVER_KAFKA__TOPICS", &topics),
-            ("PALAVER_OUTBOX__RELAY_INTERVAL_MS", "50"),
-        ],
-    );
-    wiring::start(cfg).await.expect("the node starts (are MariaDB, Redis and Kafka running?)")
-}
-
-/// Drops the test's databases and Redis keys when it ends, however it ends (best effort; its Kafka topics stay,
-/// named after the tag).
-struct Cleanup(String);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        use std::process::Command;
-        let m: std::net::SocketAddr = env_or("PALAVER_TEST_MYSQL_ADDR", "127.0.0.1:3306").parse().unwrap();
-        let (host, port) = (m.ip().to_string(), m.port().to_string());
-        let mysql = |args: &[&str], sql: String| {
-            Command::new("mysql")
-                .args(["-h", &host, "-P", &port, "-upalaver", "-ppalaver"])
-                .args(args)
-                .arg(sql)
-                .output()
-        };
-        if let Ok(out) = mysql(&["-N", "-e"], format!("SHOW DATABASES LIKE '{}\\_%'", self.0)) {
-            let sql: String = String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .filter(|l| l.starts_with(&self.0))
-                .map(|db| format!("DROP DATABASE IF EXISTS `{db}`;"))
-                .collect();
-            if !sql.is_empty() {
-                let _ = mysql(&["-e"], sql);
-            }
-        }
-        let redis = format!("redis://{}", env_or("PALAVER_TEST_REDIS_ADDR", "127.0.0.1:6379"));
-        if let Ok(mut conn) = redis::Client::open(redis).and_then(|c| c.get_connection())
-            && let Ok(keys) = redis::cmd("KEYS").arg(format!("{}:*", self.0)).query::<Vec<String>>(&mut conn)
-            && !keys.is_empty()
-        {
-            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(&keys).query(&mut conn);
-        }
-    }
-}
 
 async fn wait_for(c: &mut Client, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -115,8 +45,8 @@ async fn a_command_run_by_either_node_reaches_a_client_on_the_other() {
     let tag = format!("pac_{:08x}", rand::random::<u32>());
     let _cleanup = Cleanup(tag.clone());
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = node(da.path(), &tag, &format!("{tag}-a")).await;
-    let b = node(db.path(), &tag, &format!("{tag}-b")).await;
+    let a = node(da.path(), &tag, &format!("{tag}-a"), &[]).await;
+    let b = node(db.path(), &tag, &format!("{tag}-b"), &[]).await;
     let queue = a.queue();
     let mut results = queue.subscribe(QueueTopic::AdminResult, &format!("{tag}.test")).await.unwrap();
     let mut seen: Vec<Value> = Vec::new();

@@ -54,6 +54,38 @@ async fn a_restarted_node_keeps_the_tenants_choices() {
     node.shutdown().await;
 }
 
+/// A tenant narrows a plugin's HTTP allow-list within the manifest's: checked (409 otherwise), shown, stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_narrows_a_plugins_http_allow_list_and_keeps_it() {
+    const PROBE: &str = "/v1/admin/tenants/1/plugins/http-probe";
+    let plugins = plugins_dir(&["http-probe-", "moderation-"]);
+    let data = tempfile::tempdir().unwrap();
+    let dir = plugins.path().to_string_lossy().into_owned();
+    let env = [("PALAVER_PLUGINS__DIR", dir.as_str()), ("PALAVER_ADMIN__TOKEN", TOKEN)];
+    let node = common::start(data.path(), &env).await;
+    let (status, choice) = admin(node.addr(), "GET", PROBE, "").await;
+    assert_eq!(status, 200, "{choice}");
+    assert_eq!((&choice["http_allow"], &choice["http_allow_manifest"]), (&json!(null), &json!(["127.0.0.1"])));
+    let (status, refused) = admin(node.addr(), "PUT", PROBE, r#"{"http_allow":["hooks.example.com"]}"#).await;
+    assert_eq!(status, 409, "a host outside the manifest's list: {refused}");
+    assert!(refused["message"].as_str().unwrap_or_default().contains("not within"), "{refused}");
+    let (status, refused) = admin(node.addr(), "PUT", PROBE, r#"{"http_allow":"127.0.0.1"}"#).await;
+    assert!(status == 400 || status == 409, "not a list: {status} {refused}");
+    let (status, refused) = admin(node.addr(), "PUT", CHOICE, r#"{"http_allow":["127.0.0.1"]}"#).await;
+    assert_eq!(status, 409, "moderation makes no HTTP requests: {refused}");
+    let (status, choice) = admin(node.addr(), "PUT", PROBE, r#"{"http_allow":["http://127.0.0.1"]}"#).await;
+    assert_eq!(status, 200, "{choice}");
+    assert_eq!(choice["http_allow"], json!(["http://127.0.0.1"]), "{choice}");
+    node.shutdown().await;
+
+    let node = common::start(data.path(), &env).await;
+    let (_, choice) = admin(node.addr(), "GET", PROBE, "").await;
+    assert_eq!(choice["http_allow"], json!(["http://127.0.0.1"]), "the narrowing was stored: {choice}");
+    let (status, choice) = admin(node.addr(), "PUT", PROBE, r#"{"http_allow":null}"#).await;
+    assert_eq!((status, &choice["http_allow"]), (200, &json!(null)), "{choice}");
+    node.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_choice_made_on_one_node_is_applied_by_the_other_within_a_second() {
     let mysql = std::env::var("PALAVER_TEST_MYSQL_ADDR").unwrap_or_else(|_| "127.0.0.1:3306".into());

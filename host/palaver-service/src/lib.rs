@@ -110,6 +110,8 @@ pub struct ServiceConfig {
     pub outbox_max_depth: u64,
     /// Offline push (`[push]`).
     pub push: backbone::push::PushConfig,
+    /// Events for the listening plugins (`[plugins.events]`).
+    pub events: backbone::events::EventConfig,
     /// One-to-one calls (`[calls]`).
     pub calls: usecases::calls::CallConfig,
     /// Uploads and downloads (`[files]`).
@@ -158,6 +160,7 @@ impl Default for ServiceConfig {
             max_reports_per_hour: 20,
             outbox_max_depth: 100_000,
             push: backbone::push::PushConfig::default(),
+            events: backbone::events::EventConfig::default(),
             calls: usecases::calls::CallConfig::default(),
             files: usecases::files::FilesConfig::default(),
             edits: usecases::edits::EditConfig::default(),
@@ -182,6 +185,8 @@ pub(crate) struct Inner {
     pub(crate) backbone: Arc<Backbone>,
     /// The push tasks' buffer and the push counters.
     pub(crate) push: Arc<backbone::push::PushState>,
+    /// The plugin events' buffer and counters.
+    pub(crate) events: Arc<backbone::events::EventState>,
     /// Each loaded tenant's push settings and providers.
     pub(crate) push_tenants: Arc<backbone::push::TenantPushes>,
     /// The calls this node's sessions are parties of, and the call counters.
@@ -214,12 +219,14 @@ impl Service {
         let topics = LoadedTopics::new(cfg.max_loaded_topics, cfg.topic_idle.as_millis() as i64);
         let backbone = Arc::new(Backbone::new(cfg.outbox_max_depth));
         let (push, push_rx) = backbone::push::buffer(&cfg.push);
+        let (events, event_rx) = backbone::events::buffer(&cfg.events);
         let push_tenants = Arc::new(backbone::push::TenantPushes::new(&cfg.push, ports.settings.clone()));
         let metrics = Arc::new(Metrics::default());
         let mut registry = palaver_core::Registry::default();
         palaver_core::MetricsSource::register(metrics.as_ref(), &mut registry);
         palaver_core::MetricsSource::register(backbone.as_ref(), &mut registry);
         palaver_core::MetricsSource::register(push.as_ref(), &mut registry);
+        palaver_core::MetricsSource::register(events.as_ref(), &mut registry);
         let calls = Arc::new(usecases::calls::Calls::new());
         let uploads = Arc::new(tokio::sync::Semaphore::new(cfg.files.max_concurrent_uploads.max(1)));
         palaver_core::MetricsSource::register(calls.as_ref(), &mut registry);
@@ -236,6 +243,7 @@ impl Service {
                 api_limiter,
                 backbone,
                 push,
+                events,
                 push_tenants,
                 calls,
                 uploads,
@@ -249,7 +257,13 @@ impl Service {
             let hasher = svc.inner.hasher.clone();
             tokio::spawn(async move { hasher.warm().await });
             tokio::spawn(sweep_topics(Arc::downgrade(&svc.inner)));
-            tokio::spawn(backbone::push::drain(Arc::downgrade(&svc.inner), push_rx));
+            tokio::spawn(backbone::lane::drain(Arc::downgrade(&svc.inner), push_rx, |i| &i.push.lane, "push tasks"));
+            tokio::spawn(backbone::lane::drain(
+                Arc::downgrade(&svc.inner),
+                event_rx,
+                |i| &i.events.lane,
+                "plugin events",
+            ));
         }
         if svc.inner.ports.bus.is_shared() {
             if tokio::runtime::Handle::try_current().is_ok() {
@@ -280,6 +294,11 @@ impl Service {
     /// How many topics this node has loaded (see `limits.max_loaded_topics`).
     pub fn loaded_topics(&self) -> usize {
         self.inner.topics.len()
+    }
+
+    /// The plugin-event path's counters.
+    pub fn event_state(&self) -> Arc<backbone::events::EventState> {
+        self.inner.events.clone()
     }
 
     /// The push path's counters.

@@ -2,8 +2,10 @@
 //! component, [`crate::testing::TestHost`] answers from memory in native tests. [`Context`] is the handle a hook
 //! receives; it is generic over the host, so the component only imports what the plugin's code actually calls.
 
+use crate::bindings::platform::palaver::plugin::http as wit_http;
 use crate::bindings::platform::palaver::plugin::{clock, directory, events, kv, log, notifications, settings};
 use crate::bindings::wit;
+use crate::http::{Http, HttpError, Request, Response};
 use crate::types::{CallInfo, HostError, Level, Member, Notification, Topic, User};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -33,6 +35,11 @@ pub trait Host {
     fn now_ms(&mut self) -> u64;
     /// The plugin's settings for the calling tenant, a JSON object as text.
     fn settings(&mut self) -> String;
+    /// Sends an outbound HTTP request (grant `http`). A host without it denies every request.
+    fn http_send(&mut self, req: &Request) -> Result<Response, HttpError> {
+        let _ = req;
+        Err(HttpError::Denied("this host makes no HTTP requests".to_owned()))
+    }
 }
 
 /// The imports of the component. Only call it inside a component: natively the imports do not exist.
@@ -136,6 +143,23 @@ impl Host for WasmHost {
     fn settings(&mut self) -> String {
         settings::get()
     }
+
+    fn http_send(&mut self, req: &Request) -> Result<Response, HttpError> {
+        let wire = wit_http::Request {
+            method: req.method.clone(),
+            url: req.url.clone(),
+            headers: req.headers.clone(),
+            body: req.body.clone(),
+        };
+        match wit_http::send(&wire) {
+            Ok(r) => Ok(Response { status: r.status, headers: r.headers, body: r.body }),
+            Err(wit_http::HttpError::Denied(m)) => Err(HttpError::Denied(m)),
+            Err(wit_http::HttpError::Invalid(m)) => Err(HttpError::Invalid(m)),
+            Err(wit_http::HttpError::Limit(m)) => Err(HttpError::Limit(m)),
+            Err(wit_http::HttpError::Timeout) => Err(HttpError::Timeout),
+            Err(wit_http::HttpError::Failed(m)) => Err(HttpError::Failed(m)),
+        }
+    }
 }
 
 /// The handle a hook receives: who is calling, and the host.
@@ -163,6 +187,12 @@ impl<'h, H: Host> Context<'h, H> {
     /// The plugin's key-value store, scoped to the calling tenant.
     pub fn kv(&mut self) -> Kv<'_, H> {
         Kv { host: self.host }
+    }
+
+    /// Outbound HTTP to the hosts the manifest's `[http] allow` lists (grant `http`). Not buffered: a request
+    /// leaves when it is sent, even if the call fails afterwards.
+    pub fn http(&mut self) -> Http<'_, H> {
+        Http { host: self.host }
     }
 
     /// The plugin's settings for the calling tenant, decoded.

@@ -2,7 +2,9 @@
 //!
 //! A plugin implements [`PublishFilter`] (judges messages before they take a seq) and/or [`CommandHandler`]
 //! (runs business commands), or [`PushFilter`] (keeps, drops, delays or rewrites offline pushes), or
-//! [`FileScanner`] (judges uploaded files: clean, blocked or review), and exports itself with one macro:
+//! [`FileScanner`] (judges uploaded files: clean, blocked or review), or [`Listener`] (learns of stored messages
+//! and account changes, off the request path), or [`Gate`] (admits logins and joins), and exports itself with one
+//! macro:
 //!
 //! ```ignore
 //! use palaver_plugin_sdk::{Context, Host, Message, PublishFilter, Verdict};
@@ -34,7 +36,10 @@
 
 extern crate self as palaver_plugin_sdk;
 
+mod gate;
 mod host;
+pub mod http;
+mod listener;
 mod panic;
 mod push;
 mod scan;
@@ -42,7 +47,9 @@ mod scan;
 pub mod testing;
 mod types;
 
+pub use gate::{Join, JoinVerdict, Login, Rejection};
 pub use host::{Context, Host, Kv, WasmHost};
+pub use listener::{AccountChange, AccountEvent, Published};
 /// The contracts shared with the host: the reasons table, the commands table and the typed facts.
 pub use palaver_api::{self as api, CommandName, Facts, Family, Reason, facts};
 pub use push::{Push, PushDecision};
@@ -74,6 +81,44 @@ pub trait FileScanner: Default + 'static {
     fn scan_file<H: Host>(&mut self, cx: &mut Context<'_, H>, file: &File) -> ScanVerdict;
 }
 
+/// A plugin that learns of stored messages and account changes (world `listener`). The host calls it off the
+/// request path, from its task queue, **at least once**: a node that dies mid-delivery, or an `Err`, makes the
+/// host deliver again (`attempt` counts), up to its attempt limit, after which the event is a dead letter. So act
+/// idempotently (by `(topic, seq)` for a message). A panic or a breached limit counts as an `Err`; the call's
+/// key-value writes, events and notifications apply when it returns, `Ok` or `Err`, and are dropped on a panic.
+/// Held messages are not delivered. Implement the hook you need: the other answers `Ok(())`.
+pub trait Listener: Default + 'static {
+    /// One stored message. `Err(reason)`: not done, deliver it again later.
+    fn after_publish<H: Host>(&mut self, cx: &mut Context<'_, H>, msg: &Published) -> Result<(), String> {
+        let _ = (cx, msg);
+        Ok(())
+    }
+
+    /// One account change. `Err(reason)`: not done, deliver it again later.
+    fn on_account<H: Host>(&mut self, cx: &mut Context<'_, H>, event: &AccountEvent) -> Result<(), String> {
+        let _ = (cx, event);
+        Ok(())
+    }
+}
+
+/// A plugin that admits logins and joins (world `gate`), on the request path: keep it fast. A panic or a breached
+/// limit answers with the hook's failure policy for the tenant (closed by default: the login or join is refused
+/// with a retryable 503). Implement the hook you need: the other allows everything.
+pub trait Gate: Default + 'static {
+    /// A login whose credentials matched, before the session is authenticated. `Err`: refused with its code.
+    fn on_login<H: Host>(&mut self, cx: &mut Context<'_, H>, login: &Login) -> Result<(), Rejection> {
+        let _ = (cx, login);
+        Ok(())
+    }
+
+    /// A join (`{sub}` to a topic the user is not yet a member of), after the host's access checks and before the
+    /// subscription is stored.
+    fn before_subscribe<H: Host>(&mut self, cx: &mut Context<'_, H>, join: &Join) -> JoinVerdict {
+        let _ = (cx, join);
+        JoinVerdict::Allow
+    }
+}
+
 /// A plugin that runs business commands.
 pub trait CommandHandler: Default + 'static {
     /// Runs one command.
@@ -84,11 +129,13 @@ pub trait CommandHandler: Default + 'static {
 #[doc(hidden)]
 pub mod __private {
     use crate::bindings::file_scanner::exports::palaver::plugin::scan_file as wit_scan;
+    use crate::bindings::gate::exports::palaver::plugin::{before_subscribe as wit_join, on_login as wit_login};
+    use crate::bindings::listener::exports::palaver::plugin::{after_publish as wit_ap, on_account as wit_acc};
     use crate::bindings::push_filter::exports::palaver::plugin::before_push as wit_push;
     use crate::bindings::wit;
     use crate::{
-        Command, CommandHandler, Context, File, FileScanner, Message, PublishFilter, Push, PushFilter, Verdict,
-        WasmHost,
+        AccountEvent, Command, CommandHandler, Context, File, FileScanner, Gate, Join, Listener, Login, Message,
+        PublishFilter, Published, Push, PushFilter, Verdict, WasmHost,
     };
     use serde_json::Value;
 
@@ -140,6 +187,42 @@ pub mod __private {
         let mut host = WasmHost;
         let mut cx = Context::new(call, &mut host);
         plugin.scan_file(&mut cx, &file).into_wit()
+    }
+
+    /// `after-publish`, from the wire types to the listener and back.
+    pub fn published<P: Listener>(plugin: &mut P, msg: wit_ap::PublishedMessage) -> Result<(), String> {
+        let call = msg.ctx.call.clone().into();
+        let msg = Published::from_wit(msg);
+        let mut host = WasmHost;
+        let mut cx = Context::new(call, &mut host);
+        plugin.after_publish(&mut cx, &msg)
+    }
+
+    /// `on-account`, from the wire types to the listener and back.
+    pub fn account<P: Listener>(plugin: &mut P, event: wit_acc::AccountEvent) -> Result<(), String> {
+        let call = event.call.clone().into();
+        let event = AccountEvent::from_wit(event);
+        let mut host = WasmHost;
+        let mut cx = Context::new(call, &mut host);
+        plugin.on_account(&mut cx, &event)
+    }
+
+    /// `on-login`, from the wire types to the gate and back.
+    pub fn login<P: Gate>(plugin: &mut P, login: wit_login::LoginInfo) -> Result<(), wit::Rejection> {
+        let call = login.call.clone().into();
+        let login = Login::from_wit(login);
+        let mut host = WasmHost;
+        let mut cx = Context::new(call, &mut host);
+        plugin.on_login(&mut cx, &login).map_err(crate::Rejection::into_wit)
+    }
+
+    /// `before-subscribe`, from the wire types to the gate and back.
+    pub fn join<P: Gate>(plugin: &mut P, join: wit_join::JoinInfo) -> wit_join::JoinVerdict {
+        let call = join.ctx.call.clone().into();
+        let join = Join::from_wit(join);
+        let mut host = WasmHost;
+        let mut cx = Context::new(call, &mut host);
+        plugin.before_subscribe(&mut cx, &join).into_wit()
     }
 
     /// `on-command`, from the wire types to the plugin and back.
@@ -216,6 +299,78 @@ macro_rules! file_scanner {
         $crate::__export_one!(
             $plugin, file_scanner, scan_file, __export_file_scanner, scan(file: FileInfo) -> ScanVerdict
         );
+    };
+}
+
+/// Exports a [`Listener`] as a component of world `listener`: one plugin value serves both hooks (the one it does
+/// not implement answers `ok`).
+#[macro_export]
+macro_rules! listener {
+    ($plugin:ty) => {
+        $crate::__export_two!(
+            $plugin, listener, __export_listener,
+            after_publish: handle(msg: PublishedMessage) -> Result<(), String> => published,
+            on_account: handle(event: AccountEvent) -> Result<(), String> => account
+        );
+    };
+}
+
+/// Exports a [`Gate`] as a component of world `gate`: one plugin value serves both hooks (the one it does not
+/// implement allows).
+#[macro_export]
+macro_rules! gate {
+    ($plugin:ty) => {
+        $crate::__export_two!(
+            $plugin, gate, __export_gate,
+            on_login: check(login: LoginInfo) -> Result<(), __i1::Rejection> => login,
+            before_subscribe: check(join: JoinInfo) -> __i2::JoinVerdict => join
+        );
+    };
+}
+
+/// The export of a world with two interfaces of one single-argument function each, both served by the plugin's one
+/// instance: `$f1` of `$i1` hands its argument to `__private::$p1`, `$f2` of `$i2` to `__private::$p2`. In the
+/// result types, `__i1` and `__i2` name the two interfaces' modules.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_two {
+    (
+        $plugin:ty, $world:ident, $export:ident,
+        $i1:ident: $f1:ident($a1:ident: $in1:ident) -> $out1:ty => $p1:ident,
+        $i2:ident: $f2:ident($a2:ident: $in2:ident) -> $out2:ty => $p2:ident
+    ) => {
+        // Natively (tests) there is nothing to export to, and the wasm export names would not even link.
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            use ::palaver_plugin_sdk::bindings::$world::exports::palaver::plugin::$i1 as __i1;
+            use ::palaver_plugin_sdk::bindings::$world::exports::palaver::plugin::$i2 as __i2;
+            struct __Export;
+            $crate::__report_panics!();
+            ::std::thread_local! {
+                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
+            }
+            impl __i1::Guest for __Export {
+                fn $f1($a1: __i1::$in1) -> $out1 {
+                    __PLUGIN.with_borrow_mut(|p| {
+                        ::palaver_plugin_sdk::__private::$p1(
+                            ::palaver_plugin_sdk::__private::instance::<_, __REPORT_PANICS>(p),
+                            $a1,
+                        )
+                    })
+                }
+            }
+            impl __i2::Guest for __Export {
+                fn $f2($a2: __i2::$in2) -> $out2 {
+                    __PLUGIN.with_borrow_mut(|p| {
+                        ::palaver_plugin_sdk::__private::$p2(
+                            ::palaver_plugin_sdk::__private::instance::<_, __REPORT_PANICS>(p),
+                            $a2,
+                        )
+                    })
+                }
+            }
+            ::palaver_plugin_sdk::bindings::$world::$export!(__Export);
+        };
     };
 }
 
@@ -328,11 +483,11 @@ macro_rules! full_plugin {
 }
 
 /// The guest side of the `palaver:plugin` WIT package, generated by wit-bindgen: the host imports once (world
-/// `platform`), and each single-hook world (`publish-filter`, `command-handler`, `push-filter`, `file-scanner`) on
-/// top of them with its own
-/// export macro. Only the export macros a plugin invokes put hook exports into its component, and only the imports
-/// its code calls become component imports, so a plugin asks for nothing it does not use. A plugin of world `full`
-/// invokes both export macros: wit-component merges the two worlds' metadata into one component with both hooks.
+/// `platform`), and each hook world (`publish-filter`, `command-handler`, `push-filter`, `file-scanner`, and the
+/// two-hook `listener` and `gate`) on top of them with its own export macro. Only the export macros a plugin
+/// invokes put hook exports into its component, and only the imports its code calls become component imports, so a
+/// plugin asks for nothing it does not use. A plugin of world `full` invokes both export macros: wit-component
+/// merges the two worlds' metadata into one component with both hooks.
 ///
 /// Plugin code never touches these modules directly: the crate's types, [`crate::Context`] and the export macros
 /// wrap them.
@@ -347,7 +502,7 @@ pub mod bindings {
         });
     }
 
-    /// A single-hook world on top of `platform`'s imports, with its own export macro.
+    /// A hook world on top of `platform`'s imports, with its own export macro.
     macro_rules! hook_world {
         ($(#[$doc:meta])* $module:ident, $world:literal, $export:literal, $path:literal) => {
             $(#[$doc])*
@@ -356,14 +511,15 @@ pub mod bindings {
                     path: "wit",
                     world: $world,
                     with: {
-                        "palaver:plugin/types@0.1.2": crate::bindings::platform::palaver::plugin::types,
-                        "palaver:plugin/kv@0.1.2": crate::bindings::platform::palaver::plugin::kv,
-                        "palaver:plugin/directory@0.1.2": crate::bindings::platform::palaver::plugin::directory,
-                        "palaver:plugin/events@0.1.2": crate::bindings::platform::palaver::plugin::events,
-                        "palaver:plugin/notifications@0.1.2": crate::bindings::platform::palaver::plugin::notifications,
-                        "palaver:plugin/log@0.1.2": crate::bindings::platform::palaver::plugin::log,
-                        "palaver:plugin/clock@0.1.2": crate::bindings::platform::palaver::plugin::clock,
-                        "palaver:plugin/settings@0.1.2": crate::bindings::platform::palaver::plugin::settings,
+                        "palaver:plugin/types@0.1.3": crate::bindings::platform::palaver::plugin::types,
+                        "palaver:plugin/kv@0.1.3": crate::bindings::platform::palaver::plugin::kv,
+                        "palaver:plugin/directory@0.1.3": crate::bindings::platform::palaver::plugin::directory,
+                        "palaver:plugin/events@0.1.3": crate::bindings::platform::palaver::plugin::events,
+                        "palaver:plugin/notifications@0.1.3": crate::bindings::platform::palaver::plugin::notifications,
+                        "palaver:plugin/log@0.1.3": crate::bindings::platform::palaver::plugin::log,
+                        "palaver:plugin/clock@0.1.3": crate::bindings::platform::palaver::plugin::clock,
+                        "palaver:plugin/settings@0.1.3": crate::bindings::platform::palaver::plugin::settings,
+                        "palaver:plugin/http@0.1.3": crate::bindings::platform::palaver::plugin::http,
                     },
                     pub_export_macro: true,
                     export_macro_name: $export,
@@ -401,6 +557,20 @@ pub mod bindings {
         "palaver:plugin/file-scanner",
         "__export_file_scanner",
         "::palaver_plugin_sdk::bindings::file_scanner"
+    );
+    hook_world!(
+        /// A plugin that learns of stored messages and account changes (since 0.1.3).
+        listener,
+        "palaver:plugin/listener",
+        "__export_listener",
+        "::palaver_plugin_sdk::bindings::listener"
+    );
+    hook_world!(
+        /// A plugin that admits logins and joins (since 0.1.3).
+        gate,
+        "palaver:plugin/gate",
+        "__export_gate",
+        "::palaver_plugin_sdk::bindings::gate"
     );
 
     /// The shared WIT types, under a short name.

@@ -5,7 +5,8 @@
 use crate::host::{Context, Host};
 use crate::types::{CallInfo, Command, CommandOutcome, HostError, Level, Member, Message, Notification, Topic, User};
 use crate::{
-    CommandHandler, File, FileScanner, PublishFilter, Push, PushDecision, PushFilter, ScanVerdict, TopicKind, Verdict,
+    AccountChange, AccountEvent, CommandHandler, File, FileScanner, Gate, Join, JoinVerdict, Listener, Login,
+    PublishFilter, Published, Push, PushDecision, PushFilter, Rejection, ScanVerdict, TopicKind, Verdict,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -31,6 +32,11 @@ pub struct TestHost {
     pub logs: Vec<(Level, String)>,
     /// The clock, in Unix milliseconds; tests move it.
     pub now_ms: u64,
+    /// The HTTP requests the plugin sent, in order.
+    pub http_requests: Vec<crate::http::Request>,
+    /// The answers to the plugin's next HTTP requests, in order; with none left a request is denied, as the
+    /// host's golden fixtures deny every request (they reach no network).
+    pub http_responses: std::collections::VecDeque<Result<crate::http::Response, crate::http::HttpError>>,
 }
 
 impl TestHost {
@@ -125,6 +131,13 @@ impl Host for TestHost {
     fn settings(&mut self) -> String {
         Value::Object(self.settings.clone()).to_string()
     }
+
+    fn http_send(&mut self, req: &crate::http::Request) -> Result<crate::http::Response, crate::http::HttpError> {
+        self.http_requests.push(req.clone());
+        self.http_responses.pop_front().unwrap_or_else(|| {
+            Err(crate::http::HttpError::Denied("no response queued in TestHost::http_responses".to_owned()))
+        })
+    }
 }
 
 /// A plugin with a test host around it.
@@ -197,6 +210,39 @@ impl<P: FileScanner> Harness<P> {
         let call = CallInfo { actor: file.uploader.clone(), session: String::new(), ..self.call.clone() };
         let mut cx = Context::new(call, &mut self.host);
         self.plugin.scan_file(&mut cx, file)
+    }
+}
+
+impl<P: Listener> Harness<P> {
+    /// Delivers a stored message. The call is the harness's, with the sender as its actor and no session, as the
+    /// host makes it.
+    pub fn after_publish(&mut self, msg: &Published) -> Result<(), String> {
+        let call = CallInfo { actor: msg.sender.clone(), session: String::new(), ..self.call.clone() };
+        let mut cx = Context::new(call, &mut self.host);
+        self.plugin.after_publish(&mut cx, msg)
+    }
+
+    /// Delivers an account change, with its actor as the call's and no session.
+    pub fn on_account(&mut self, event: &AccountEvent) -> Result<(), String> {
+        let call = CallInfo { actor: event.actor.clone(), session: String::new(), ..self.call.clone() };
+        let mut cx = Context::new(call, &mut self.host);
+        self.plugin.on_account(&mut cx, event)
+    }
+}
+
+impl<P: Gate> Harness<P> {
+    /// The gate's answer to a login, with the login's user and session as the call's.
+    pub fn on_login(&mut self, login: &Login) -> Result<(), Rejection> {
+        let call = CallInfo { actor: login.user.clone(), session: login.session.clone(), ..self.call.clone() };
+        let mut cx = Context::new(call, &mut self.host);
+        self.plugin.on_login(&mut cx, login)
+    }
+
+    /// The gate's verdict on a join, with the joining user and session as the call's.
+    pub fn before_subscribe(&mut self, join: &Join) -> JoinVerdict {
+        let call = CallInfo { actor: join.user.clone(), session: join.session.clone(), ..self.call.clone() };
+        let mut cx = Context::new(call, &mut self.host);
+        self.plugin.before_subscribe(&mut cx, join)
     }
 }
 
@@ -284,6 +330,120 @@ pub fn run_command_fixtures<P: CommandHandler>(manifest: &str) -> Result<usize, 
         let expect = f.get("expect").cloned().unwrap_or(Value::Null);
         if check_outcome(&expect, &got) { Ok(()) } else { Err(format!("expected {expect}, got {got:?}")) }
     })
+}
+
+/// The letters of a mode as a set, so that `JRP` and `PJR` compare equal (`N` is the empty set).
+fn mode_letters(mode: &str) -> Option<std::collections::BTreeSet<char>> {
+    let m = mode.trim();
+    if m.eq_ignore_ascii_case("n") {
+        return Some(std::collections::BTreeSet::new());
+    }
+    let letters: std::collections::BTreeSet<char> = m.chars().map(|c| c.to_ascii_uppercase()).collect();
+    (!m.is_empty() && letters.iter().all(|c| "JRWPASDO".contains(*c))).then_some(letters)
+}
+
+fn check_rejection(expect: &Value, code: u16, reason: &str) -> bool {
+    field(expect, "code").is_none_or(|e| e.as_u64() == Some(u64::from(code)))
+        && field(expect, "reason").and_then(Value::as_str).is_none_or(|s| reason.contains(s))
+}
+
+fn check_join(expect: &Value, got: &JoinVerdict) -> bool {
+    let want = expect.get("verdict").and_then(Value::as_str).unwrap_or("");
+    match got {
+        JoinVerdict::Allow => want == "allow",
+        JoinVerdict::Reject(r) => want == "reject" && check_rejection(expect, r.code, &r.reason),
+        JoinVerdict::Restrict(mode) => {
+            want == "restrict"
+                && field(expect, "mode")
+                    .and_then(Value::as_str)
+                    .is_none_or(|m| mode_letters(m).is_some_and(|m| mode_letters(mode).is_some_and(|got| got == m)))
+        }
+    }
+}
+
+fn check_done(expect: &Value, got: &Result<(), String>) -> bool {
+    let want = expect.get("verdict").and_then(Value::as_str).unwrap_or("");
+    match got {
+        Ok(()) => want == "ok" && field(expect, "result").is_none(),
+        Err(reason) => {
+            want == "err" && field(expect, "reason").and_then(Value::as_str).is_none_or(|s| reason.contains(s))
+        }
+    }
+}
+
+fn fixture_u32(f: &Value, key: &str, default: u32) -> u32 {
+    f.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()).unwrap_or(default)
+}
+
+fn fixture_str(f: &Value, key: &str, default: &str) -> String {
+    f.get(key).and_then(Value::as_str).unwrap_or(default).to_owned()
+}
+
+/// Runs the `on-login` and `before-subscribe` golden fixtures of `manifest` on fresh plugins of type `P`, with the
+/// inputs the host's load gate builds from them, and returns how many passed, or the first that failed.
+pub fn run_gate_fixtures<P: Gate>(manifest: &str) -> Result<usize, String> {
+    let logins = run_fixtures::<P>(manifest, "on-login", |h, f| {
+        let mut login = Login::new(&h.call.actor, &fixture_str(f, "remote_addr", ""));
+        login.scheme = fixture_str(f, "scheme", "basic");
+        login.user_agent = fixture_str(f, "user_agent", "");
+        let got = h.on_login(&login);
+        let expect = f.get("expect").cloned().unwrap_or(Value::Null);
+        let ok = match &got {
+            Ok(()) => expect.get("verdict").and_then(Value::as_str) == Some("allow"),
+            Err(r) => {
+                expect.get("verdict").and_then(Value::as_str) == Some("reject")
+                    && check_rejection(&expect, r.code, &r.reason)
+            }
+        };
+        if ok { Ok(()) } else { Err(format!("expected {expect}, got {got:?}")) }
+    })?;
+    let joins = run_fixtures::<P>(manifest, "before-subscribe", |h, f| {
+        let p2p = f.get("topic_kind").and_then(Value::as_str) == Some("p2p");
+        let (topic, given) = if p2p { ("p2pFixture", "JRWPA") } else { ("grpFixture", "JRWPS") };
+        let mut join = Join::new(topic, &fixture_str(f, "given", given));
+        join.user = h.call.actor.clone();
+        join.want = fixture_str(f, "want", "");
+        let got = h.before_subscribe(&join);
+        let expect = f.get("expect").cloned().unwrap_or(Value::Null);
+        if check_join(&expect, &got) { Ok(()) } else { Err(format!("expected {expect}, got {got:?}")) }
+    })?;
+    Ok(logins + joins)
+}
+
+/// Runs the `after-publish` and `on-account` golden fixtures of `manifest` on fresh plugins of type `P`.
+pub fn run_listener_fixtures<P: Listener>(manifest: &str) -> Result<usize, String> {
+    let published = run_fixtures::<P>(manifest, "after-publish", |h, f| {
+        let mut msg = Published::new(f.get("content").cloned().unwrap_or(Value::String(String::new())));
+        msg.topic = "grpFixture".to_owned();
+        if f.get("topic_kind").and_then(Value::as_str) == Some("p2p") {
+            (msg.topic, msg.topic_kind) = ("p2pFixture".to_owned(), TopicKind::P2p);
+        }
+        msg.sender = h.call.actor.clone();
+        msg.head = f.get("head").and_then(Value::as_object).cloned();
+        msg.attempt = fixture_u32(f, "attempt", 1);
+        let got = h.after_publish(&msg);
+        let expect = f.get("expect").cloned().unwrap_or(Value::Null);
+        if check_done(&expect, &got) { Ok(()) } else { Err(format!("expected {expect}, got {got:?}")) }
+    })?;
+    let accounts = run_fixtures::<P>(manifest, "on-account", |h, f| {
+        let change = match f.get("change").and_then(Value::as_str) {
+            Some("updated") => AccountChange::Updated,
+            Some("deleted") => AccountChange::Deleted,
+            _ => AccountChange::Created,
+        };
+        let mut event = AccountEvent::new(&h.call.actor, change);
+        event.public = f.get("public").cloned();
+        event.tags = f
+            .get("tags")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        event.attempt = fixture_u32(f, "attempt", 1);
+        let got = h.on_account(&event);
+        let expect = f.get("expect").cloned().unwrap_or(Value::Null);
+        if check_done(&expect, &got) { Ok(()) } else { Err(format!("expected {expect}, got {got:?}")) }
+    })?;
+    Ok(published + accounts)
 }
 
 /// Runs the fixtures of one hook, each on a fresh plugin with the fixture's settings; the other hook's are left

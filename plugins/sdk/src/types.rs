@@ -64,11 +64,7 @@ impl Message {
 
     /// The plain text: the content itself if it is a string, else a Drafty document's `txt`.
     pub fn text(&self) -> Option<&str> {
-        match &self.content {
-            Value::String(s) => Some(s),
-            Value::Object(o) => o.get("txt").and_then(Value::as_str),
-            _ => None,
-        }
+        text_of(&self.content)
     }
 
     /// The URLs of a Drafty document's link entities (`tp: "LN"`).
@@ -78,6 +74,15 @@ impl Message {
             .filter(|e| e.get("tp").and_then(Value::as_str) == Some("LN"))
             .filter_map(|e| e.get("data")?.get("url")?.as_str())
             .collect()
+    }
+}
+
+/// The plain text of message content: the content itself if it is a string, else a Drafty document's `txt`.
+pub(crate) fn text_of(content: &Value) -> Option<&str> {
+    match content {
+        Value::String(s) => Some(s),
+        Value::Object(o) => o.get("txt").and_then(Value::as_str),
+        _ => None,
     }
 }
 

@@ -179,6 +179,12 @@ TenantPlugin {
     failure: BTreeMap<String, String>,
     /// The failure policies the tenant chose itself, by hook.
     failure_chosen: BTreeMap<String, String>,
+    /// The hosts the plugin may reach over HTTP for this tenant, as the tenant narrowed them; `null`: the
+    /// manifest's list (`http_allow_manifest`).
+    http_allow: Option<Vec<String>>,
+    /// The operator's list (`[http] allow` of the version the tenant runs); `null`: the plugin makes no HTTP
+    /// requests.
+    http_allow_manifest: Option<Vec<String>>,
 });
 body!(request
 /// `PUT /v1/admin/tenants/{tenant}/plugins/{name}`: what to change; a field left out stays, `null` restores the
@@ -188,6 +194,9 @@ TenantPluginChange {
     settings: Option<Value>,
     /// By hook (`before-publish`, `on-command`): `open`, `closed`, or `null` for the plugin's own.
     failure: Option<BTreeMap<String, Option<String>>>,
+    /// The hosts the plugin may reach over HTTP for this tenant: entries of the manifest's `[http] allow` (or
+    /// narrower ones: a host under one of its wildcards, a scheme added); `null` for the manifest's whole list.
+    http_allow: Option<Vec<String>>,
 });
 body!(request
 /// `POST /v1/admin/tenants/{tenant}/commands`: one admin command, run now.

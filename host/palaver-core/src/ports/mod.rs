@@ -11,10 +11,12 @@ mod control;
 mod credentials;
 mod devices;
 mod files;
+mod gates;
 mod groups;
 mod health;
 mod hooks;
 mod idempotency;
+mod listeners;
 mod login_failures;
 mod messages;
 mod nodes;
@@ -46,6 +48,7 @@ pub use credentials::{
 };
 pub use devices::{DelayedPush, Device, DeviceStore};
 pub use files::{BlobError, BlobRead, BlobStore, ByteStream, FileRecord, FileStatus, FileStore, blob_key};
+pub use gates::{GateHook, GateVerdict, JoinContext, LoginContext};
 pub use groups::{
     ADMIN_LIMIT, Announcement, AnnouncementDraft, AnnouncementView, GroupRole, GroupSettings, GroupStore, JoinDecision,
     JoinOutcome, JoinPolicy, JoinRequest, Mute, NOT_OWNER, OWNER_ROLE, RoleChange, RoleGrant, check_admin_limit,
@@ -53,6 +56,7 @@ pub use groups::{
 pub use health::HealthCheck;
 pub use hooks::{NoHooks, PublishContext, PublishHook, PublishVerdict, PushContext, PushDecision, PushHook};
 pub use idempotency::IdempotencyStore;
+pub use listeners::{AccountChange, EventHook, ListenerFailure, ListenerKind, PluginEvent};
 pub use login_failures::{Backoff, LoginFailureStore};
 pub use messages::{MessageStore, OwedFor, PendingAppend, nothing_owed};
 pub use nodes::{NodeError, NodeInfo, NodeRegistry};
@@ -96,6 +100,10 @@ pub struct Ports {
     pub push_hook: Arc<dyn PushHook>,
     /// Judges uploads by their metadata and first bytes (plugins' `scan-file`).
     pub scan_hook: Arc<dyn ScanHook>,
+    /// Admits logins and joins (plugins' `on-login` and `before-subscribe`).
+    pub gates: Arc<dyn GateHook>,
+    /// Takes stored messages and account changes off the request path (plugins' `after-publish`, `on-account`).
+    pub listeners: Arc<dyn EventHook>,
     /// Scans uploads' whole bytes (ClamAV); `None`: no such scanner is configured.
     pub scanner: Option<Arc<dyn FileScanner>>,
     pub business: BusinessPorts,

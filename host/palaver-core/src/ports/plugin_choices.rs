@@ -10,7 +10,8 @@ pub struct PluginChoice {
     pub tenant: TenantId,
     pub plugin: String,
     /// The whole choice as the admin API shows it: `{"enabled": true|false|null, "settings": {…}|null,
-    /// "failure": {"<hook>": "open"|"closed"}}`.
+    /// "failure": {"<hook>": "open"|"closed"}, "http_allow": ["<host>", …]|null}` (`http_allow` absent in choices
+    /// stored before it existed: the manifest's list).
     pub choice: serde_json::Value,
     /// Assigned by the store when the choice was put.
     pub version: i64,

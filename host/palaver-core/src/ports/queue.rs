@@ -1,5 +1,5 @@
 //! The task queue and its outbox: durable, keyed records between the nodes and the back office (admin commands
-//! and their results, summaries, audit, push and file tasks, dead letters). Kafka in scale-out, a SQLite table
+//! and their results, summaries, audit, push and file tasks, plugin events, dead letters). Kafka in scale-out, a SQLite table
 //! when embedded. Never on the realtime path: fanout to sessions stays on the `RealtimeBus`.
 //!
 //! Delivery is at least once. A consumer commits a record only after its effect is durable, so a crash between
@@ -24,19 +24,22 @@ pub enum QueueTopic {
     Push,
     /// File security (scanning, review) tasks.
     FileSecurity,
+    /// Stored messages and account changes for the listening plugins (`after-publish`, `on-account`).
+    PluginEvent,
     /// Records no consumer could process, with the reason in the headers.
     DeadLetter,
 }
 
 impl QueueTopic {
     /// Every topic, in declaration order.
-    pub const ALL: [QueueTopic; 7] = [
+    pub const ALL: [QueueTopic; 8] = [
         QueueTopic::AdminCommand,
         QueueTopic::AdminResult,
         QueueTopic::AdminEvent,
         QueueTopic::Audit,
         QueueTopic::Push,
         QueueTopic::FileSecurity,
+        QueueTopic::PluginEvent,
         QueueTopic::DeadLetter,
     ];
 
@@ -49,6 +52,7 @@ impl QueueTopic {
             QueueTopic::Audit => "audit",
             QueueTopic::Push => "push",
             QueueTopic::FileSecurity => "file_security",
+            QueueTopic::PluginEvent => "plugin_event",
             QueueTopic::DeadLetter => "dead_letter",
         }
     }
@@ -67,6 +71,7 @@ impl QueueTopic {
             QueueTopic::Audit => "im.audit",
             QueueTopic::Push => "im.push.task",
             QueueTopic::FileSecurity => "im.file.security",
+            QueueTopic::PluginEvent => "im.plugin.event",
             QueueTopic::DeadLetter => "im.dlq",
         }
     }

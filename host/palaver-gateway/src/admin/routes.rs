@@ -130,7 +130,7 @@ pub(crate) const ROUTES: &[Route] = &[
         "/tenants/{tenant}/plugins/{name}",
         Op::SetTenantPlugin,
         PLUGINS,
-        "Change a tenant's choices (enabled, settings, failure policies); null restores the default.",
+        "Change a tenant's choices (enabled, settings, failure policies, HTTP allow-list); null restores the default.",
         Some(body::<a::TenantPluginChange>()),
         schema::<a::TenantPlugin>,
         &[],

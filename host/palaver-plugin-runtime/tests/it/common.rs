@@ -153,10 +153,10 @@ pub(crate) fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 /// A component as built against an earlier (or later) patch of `palaver:plugin`: the built component with every
-/// `@0.1.2` of its import and export names turned into `@<version>` (same length, so the binary stays well-formed),
+/// `@0.1.3` of its import and export names turned into `@<version>` (same length, so the binary stays well-formed),
 /// which is how a build against that version names them.
 pub(crate) fn as_built_against(wasm: &[u8], version: &str) -> Vec<u8> {
-    let (new, old) = (b"@0.1.2".as_slice(), format!("@{version}").into_bytes());
+    let (new, old) = (b"@0.1.3".as_slice(), format!("@{version}").into_bytes());
     assert_eq!(old.len(), new.len(), "a same-length version");
     let mut out = wasm.to_vec();
     let mut replaced = 0;
@@ -170,6 +170,6 @@ pub(crate) fn as_built_against(wasm: &[u8], version: &str) -> Vec<u8> {
             i += 1;
         }
     }
-    assert!(replaced > 0, "the component names palaver:plugin@0.1.2");
+    assert!(replaced > 0, "the component names palaver:plugin@0.1.3");
     out
 }

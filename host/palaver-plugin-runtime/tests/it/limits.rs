@@ -65,15 +65,8 @@ async fn a_panic_message_reaches_the_fault_and_the_load_refusal() {
     let refused = e.load_edited("trap-1.0.0", |m| {
         m.version = "1.0.1".to_owned();
         m.fixtures.push(Fixture {
-            name: "boom is fine".to_owned(),
-            hook: Hook::BeforePublish,
             content: Some(json!("boom")),
-            head: None,
-            topic_kind: None,
-            settings: None,
-            command: None,
-            args: None,
-            expect: Expect::Allow,
+            ..Fixture::new("boom is fine", Hook::BeforePublish, Expect::Allow)
         });
     });
     assert!(refused.is_err());

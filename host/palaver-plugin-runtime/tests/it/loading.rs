@@ -20,7 +20,7 @@ fn load_error(r: Result<LoadOutcome, RegistryError>) -> LoadError {
 fn an_import_that_is_not_granted_is_refused_at_load_and_listed() {
     let e = env();
     let err = load_error(e.registry.load_file(&e.copy("ungranted-1.0.0")));
-    assert!(matches!(&err, LoadError::NotGranted(m) if m.contains("palaver:plugin/events@0.1.2")), "{err}");
+    assert!(matches!(&err, LoadError::NotGranted(m) if m.contains("palaver:plugin/events@0.1.3")), "{err}");
     let info = e.info("ungranted");
     assert_eq!(info.state, PluginState::Failed);
     assert_eq!(info.version, None);
@@ -70,15 +70,8 @@ fn a_failing_golden_fixture_refuses_the_version() {
     let e = env();
     let err = load_error(e.load_edited("moderation-0.1.0", |m| {
         m.fixtures.push(Fixture {
-            name: "forbidden is fine, says nobody".to_owned(),
-            hook: Hook::BeforePublish,
             content: Some(json!("forbidden")),
-            head: None,
-            topic_kind: None,
-            settings: None,
-            command: None,
-            args: None,
-            expect: Expect::Allow,
+            ..Fixture::new("forbidden is fine, says nobody", Hook::BeforePublish, Expect::Allow)
         });
     }));
     assert!(matches!(&err, LoadError::Fixture { name, .. } if name.contains("says nobody")), "{err}");

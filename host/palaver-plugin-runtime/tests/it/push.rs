@@ -1,7 +1,7 @@
 //! `before-push` (world `push-filter`, since 0.1.1): rewrites within the payload's bounds, drops and delays reach
 //! the caller; a trap, the deadline or a rewrite of a locating field keeps the push unchanged (fail-open) and is
 //! counted; and components built against 0.1.0 (a publish filter) and 0.1.1 (a push filter) still load on the
-//! 0.1.2 host.
+//! 0.1.3 host.
 
 use crate::common::{ACTOR, artifact, as_built_against, env};
 use palaver_core::ports::{PublishVerdict, PushContext, PushDecision, PushHook, PushMessage, PushTask};

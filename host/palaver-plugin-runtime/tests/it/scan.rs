@@ -1,8 +1,8 @@
 //! `scan-file` (world `file-scanner`, since 0.1.2): the file-policy plugin's verdicts reach the file-security
 //! worker with the plugin's name; several scanners run in priority order and the strictest verdict wins, a block
 //! ending the scan; a trap, the deadline or an open breaker sends the file to review (fail-closed) and is counted;
-//! reasons are cut to 256 bytes; a tenant that did not enable a scanner is not scanned; a component newer than the
-//! host is refused.
+//! reasons are cut to 256 bytes; a tenant that did not enable a scanner is not scanned; a scanner built against
+//! 0.1.2 loads on the 0.1.3 host, and a component newer than the host is refused.
 
 use crate::common::{ACTOR, artifact, as_built_against, config, env, env_with};
 use palaver_core::TenantId;
@@ -181,10 +181,20 @@ async fn a_scanner_built_against_a_newer_patch_is_refused() {
     let e = env();
     let (mut m, wasm) = artifact("scan-fault-1.0.0");
     m.sha256 = None;
-    let refused = e.registry.load_bytes(m, &as_built_against(&wasm, "0.1.3"));
+    let refused = e.registry.load_bytes(m, &as_built_against(&wasm, "0.1.4"));
     assert!(
-        matches!(&refused, Err(RegistryError::Load(LoadError::UnsupportedImport(m))) if m.contains("@0.1.3")),
+        matches!(&refused, Err(RegistryError::Load(LoadError::UnsupportedImport(m))) if m.contains("@0.1.4")),
         "{refused:?}"
     );
     assert!(!e.hooks.scans(T));
+}
+
+#[tokio::test]
+async fn a_scanner_built_against_0_1_2_still_loads_and_runs() {
+    let e = env();
+    let (mut m, wasm) = artifact("scan-fault-1.0.0");
+    m.sha256 = None;
+    e.registry.load_bytes(m, &as_built_against(&wasm, "0.1.2")).expect("a 0.1.2 component loads");
+    assert_eq!(scan(&e, "block", "text/plain", b"x").await, blocked("scan-fault: asked to"));
+    assert_eq!(e.info("scan-fault").scan_file.faults, 0);
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 
+pub mod cluster;
 pub mod files;
 pub mod proxy;
 pub mod webhook;

@@ -1,10 +1,14 @@
 //! The service's side of the task queue: records it owes (audit events, summaries) go to the tenant's outbox,
 //! never straight to the queue, so the queue being down delays them and loses none and no chat path waits on it.
 //! [`relay`] moves the outbox to the queue; [`audit`] consumes the audit topic into the tenant's `audit_log`;
-//! [`push`] makes push tasks after a message is stored and its worker pushes devices; [`scan`] settles pending
-//! uploads from the file-security tasks.
+//! [`push`] makes push tasks after a message is stored and its worker pushes devices; [`events`] does the same
+//! for the listening plugins (stored messages, account changes) and its worker delivers them; [`scan`] settles
+//! pending uploads from the file-security tasks. Push tasks and message events leave the publish path through a
+//! [`lane`].
 
 pub mod audit;
+pub mod events;
+pub(crate) mod lane;
 pub mod push;
 pub mod relay;
 pub mod scan;

@@ -151,6 +151,7 @@ impl Service {
         // A deleted account stays deleted: the store refuses the state as `NotFound`, in the same write.
         inner.ports.users.revoke_tokens(tenant, user, Some(state), inner.owed(tenant, &owed)).await?;
         inner.owed_written();
+        inner.account_changed(tenant, user, user, palaver_core::ports::AccountChange::Updated).await;
         let closed =
             if active { 0 } else { inner.control(tenant, user, ControlScope::User, "account disabled", None).await? };
         Ok(closed)

@@ -5,7 +5,7 @@ use crate::error::{ServiceError, ServiceResult};
 use crate::session::{Hello, Session, Transport};
 use crate::throttle::LoginKey;
 use crate::{now_millis, render};
-use palaver_core::ports::{ControlScope, Identity};
+use palaver_core::ports::{ControlScope, Identity, LoginContext};
 use palaver_core::{DefaultAccess, PresenceMeta, RecordState, User, UserId, UserUpdate};
 use palaver_proto::{Code, MsgAcc, MsgHi, MsgLogin, PROTOCOL_VERSION, Timestamp};
 use serde_json::{Value, json};
@@ -122,7 +122,8 @@ impl Session {
     async fn reply_created(&mut self, m: MsgAcc, user: &User, anon: bool) -> ServiceResult<()> {
         let desc = account_desc(user);
         if m.login && self.user.is_none() {
-            let mut params = self.complete_login(user, anon).await?;
+            let scheme = if anon { "anonymous" } else { m.scheme.as_deref().unwrap_or("basic") };
+            let mut params = self.complete_login(user, anon, scheme).await?;
             params["desc"] = desc;
             self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
         } else {
@@ -294,7 +295,7 @@ impl Session {
         }
         // An account with neither a login nor an external id is an anonymous one: its token is all it has.
         let anon = scheme == "token" && accounts.identity(user.id).await? == Identity::default();
-        let params = self.complete_login(&user, anon).await?;
+        let params = self.complete_login(&user, anon, scheme).await?;
         self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
         Ok(())
     }
@@ -352,11 +353,21 @@ impl Session {
 
     /// Binds the session to the user and returns the login ctrl params. Refused beyond
     /// `max_sessions_per_user` sessions of the user on this node.
-    async fn complete_login(&mut self, user: &User, anon: bool) -> ServiceResult<Value> {
+    async fn complete_login(&mut self, user: &User, anon: bool, scheme: &str) -> ServiceResult<Value> {
         let max = self.svc.cfg.max_sessions_per_user;
         if max > 0 && self.svc.hub.user_session_count(self.tenant(), user.id) >= max {
             return Err(ServiceError::Policy(format!("too many sessions: a user may have {max} on this node")));
         }
+        let login = LoginContext {
+            tenant: self.tenant(),
+            user: user.id,
+            session: self.internal_sid(),
+            node: self.svc.cfg.node_id.clone(),
+            scheme: scheme.to_owned(),
+            remote_addr: self.client_ip().unwrap_or_default(),
+            user_agent: self.hello.as_ref().and_then(|h| h.ua.clone()).unwrap_or_default(),
+        };
+        self.svc.accounts(self.tenant()).admit_login(&login).await?;
         self.user = Some(user.id);
         self.anon = anon;
         self.svc.hub.bind_user(&self.handle, user.id);

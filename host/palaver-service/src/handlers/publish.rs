@@ -254,6 +254,7 @@ async fn settle(
             let device = s.dev.as_deref().map(crate::usecases::devices::device_id);
             svc.enqueue_push(tenant, &msg, device);
         }
+        svc.enqueue_published(tenant, &msg);
         svc.notify_unattached(tenant, &msg).await;
     }
     Ok(())

@@ -59,7 +59,11 @@ impl Session {
                     return Ok(());
                 }
                 let mode = set.sub.as_ref().and_then(|s| s.mode.as_deref());
-                let sub = self.svc.subscriptions(self.tenant()).join_group(me, &name, mode, self.anon).await?;
+                let sub = self
+                    .svc
+                    .subscriptions(self.tenant())
+                    .join_group(me, &name, mode, self.anon, self.internal_sid())
+                    .await?;
                 self.attach(&name, me, sub.mode());
                 (name.clone(), name, TopicKind::Group, Some(json!({ "acs": render::acs(sub.want, sub.given) })))
             }

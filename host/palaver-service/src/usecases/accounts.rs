@@ -6,8 +6,9 @@ use crate::auth::{HashError, TokenClaims};
 use crate::error::{ServiceError, ServiceResult};
 use crate::throttle::LoginKey;
 use crate::{Inner, now_millis};
-use palaver_core::ports::{AuditEvent, Backoff, ControlScope};
+use palaver_core::ports::{AccountChange, AuditEvent, Backoff, ControlScope, GateVerdict, LoginContext};
 use palaver_core::{AuthRecord, DefaultAccess, SessionId, StoreError, TenantId, User, UserId, UserUpdate};
+use palaver_proto::Code;
 use std::time::Instant;
 
 /// The account use cases of one tenant.
@@ -59,7 +60,10 @@ impl Accounts<'_> {
                 None => users.create_user(tenant, &user, auth.as_ref()).await,
             };
             match created {
-                Ok(()) => return Ok(user),
+                Ok(()) => {
+                    self.svc.account_changed(tenant, user.id, user.id, AccountChange::Created).await;
+                    return Ok(user);
+                }
                 Err(StoreError::Conflict(_)) => {
                     let login_taken = match &record {
                         Some((login, _)) => users.find_auth(tenant, login).await?.is_some(),
@@ -112,7 +116,24 @@ impl Accounts<'_> {
     /// Changes the user's own profile, tags or default access.
     pub(crate) async fn update_profile(&self, user: UserId, update: &UserUpdate) -> ServiceResult<()> {
         self.svc.ports.users.update_user(self.tenant, user, update).await?;
+        self.svc.account_changed(self.tenant, user, user, AccountChange::Updated).await;
         Ok(())
+    }
+
+    /// Asks the login gates (plugins' `on-login`) whether `login` may complete; `Rejected` with the gate's code
+    /// and reason when one refuses. Nothing is asked while no gate runs for the tenant.
+    pub(crate) async fn admit_login(&self, login: &LoginContext) -> ServiceResult<()> {
+        let gates = &self.svc.ports.gates;
+        if !gates.gates_login(self.tenant) {
+            return Ok(());
+        }
+        match gates.on_login(login).await {
+            GateVerdict::Allow | GateVerdict::Restrict { .. } => Ok(()),
+            GateVerdict::Reject { code, reason } => {
+                tracing::info!(tenant = %self.tenant, user = %login.user, %reason, "login refused by a plugin");
+                Err(ServiceError::Rejected { code: Code::from_number(code), reason })
+            }
+        }
     }
 
     /// The stored account of `user`, if any.

@@ -148,6 +148,8 @@ impl Inner {
                 }
             }
         }
+        let by = actor.1.map_or(user, |id| UserId(id as u64));
+        self.account_changed(tenant, user, by, palaver_core::ports::AccountChange::Deleted).await;
         Ok(done)
     }
 }

@@ -173,6 +173,7 @@ impl Messages<'_> {
             if !is_call {
                 self.svc.enqueue_push(tenant, &msg, None);
             }
+            self.svc.enqueue_published(tenant, &msg);
         }
         Ok(())
     }

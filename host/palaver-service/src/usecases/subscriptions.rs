@@ -5,7 +5,7 @@ use crate::error::{ServiceError, ServiceResult};
 use crate::names::wire_name;
 use crate::{Inner, now_millis};
 use palaver_core::Seq;
-use palaver_core::ports::JoinPolicy;
+use palaver_core::ports::{GateVerdict, JoinContext, JoinPolicy};
 use palaver_core::{AccessMode, RecordState, SessionId, StoreError, Subscription, TenantId, Topic, TopicKind, UserId};
 
 /// The subscription use cases of one tenant.
@@ -63,6 +63,7 @@ impl Subscriptions<'_> {
         name: &str,
         mode: Option<&str>,
         anon: bool,
+        session: String,
     ) -> ServiceResult<Subscription> {
         let tenant = self.tenant;
         let topic = self.svc.ports.topics.get_topic(tenant, name).await?.ok_or(ServiceError::TopicNotFound)?;
@@ -112,6 +113,7 @@ impl Subscriptions<'_> {
             return Err(ServiceError::Policy("the group has reached its subscriber limit".into()));
         }
         self.check_group_count(me).await?;
+        let given = self.admit_join(me, name, session, wanted, given).await?;
         let now = now_millis();
         let sub = Subscription {
             topic: name.to_owned(),
@@ -130,6 +132,45 @@ impl Subscriptions<'_> {
         self.svc.members_changed(tenant, name, Some(me)).await;
         self.svc.summarize_members(tenant, name).await;
         Ok(sub)
+    }
+
+    /// Asks the join gates (plugins' `before-subscribe`) about `me` joining `name` with `given` (asking for
+    /// `wanted`): the mode to grant, `given` itself or narrower when a gate restricts it; `Rejected` with the
+    /// gate's code and reason when one refuses. Nothing is asked while no gate runs for the tenant.
+    async fn admit_join(
+        &self,
+        me: UserId,
+        name: &str,
+        session: String,
+        wanted: Option<AccessMode>,
+        given: AccessMode,
+    ) -> ServiceResult<AccessMode> {
+        let gates = &self.svc.ports.gates;
+        if !gates.gates_join(self.tenant) {
+            return Ok(given);
+        }
+        let join = JoinContext {
+            tenant: self.tenant,
+            topic: name.to_owned(),
+            kind: TopicKind::Group,
+            user: me,
+            session,
+            node: self.svc.cfg.node_id.clone(),
+            want: wanted.map(|w| w.to_string()).unwrap_or_default(),
+            given: given.to_string(),
+        };
+        match gates.before_subscribe(&join).await {
+            GateVerdict::Allow => Ok(given),
+            GateVerdict::Reject { code, reason } => {
+                Err(ServiceError::Rejected { code: palaver_proto::Code::from_number(code), reason })
+            }
+            // The runtime checked the mode is within `given`; the intersection keeps that true whatever a gate
+            // implementation says.
+            GateVerdict::Restrict { mode } => match AccessMode::parse(&mode) {
+                Ok(Some(m)) => Ok(m.and(given)),
+                _ => Err(ServiceError::Internal(format!("a join gate answered an unreadable mode {mode:?}"))),
+            },
+        }
     }
 
     /// `me` leaves `stored` for good (the owner of a group deletes it instead). Removes the user's subscription; every session of the user is detached and told the topic is gone.

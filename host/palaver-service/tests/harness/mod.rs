@@ -44,7 +44,22 @@ pub fn service_with_push_hook(
     push_hook: Arc<dyn PushHook>,
     outbox: MemoryOutbox,
 ) -> Service {
-    build(cfg, hooks, push_hook, (Arc::new(NoHooks), None), outbox, |s| s)
+    build(cfg, hooks, push_hook, (Arc::new(NoHooks), None), outbox, |s| s, |_| {})
+}
+
+/// A service whose logins and joins pass `gates` and whose stored messages and account changes reach `listeners`,
+/// writing its outbox records (the account events among them) to `outbox`.
+pub fn service_with_plugins(
+    cfg: ServiceConfig,
+    gates: Arc<dyn palaver_core::ports::GateHook>,
+    listeners: Arc<dyn palaver_core::ports::EventHook>,
+    outbox: MemoryOutbox,
+) -> Service {
+    let extra = |p: &mut Ports| {
+        p.gates = gates;
+        p.listeners = listeners;
+    };
+    build(cfg, Arc::new(NoHooks), Arc::new(NoHooks), (Arc::new(NoHooks), None), outbox, |s| s, extra)
 }
 
 /// A service whose message history is `wrap` over the in-memory store (a store that commits later, or fails).
@@ -52,7 +67,7 @@ pub fn service_over_messages(
     cfg: ServiceConfig,
     wrap: impl FnOnce(Arc<MemoryStore>) -> Arc<dyn palaver_core::ports::MessageStore>,
 ) -> Service {
-    build(cfg, Arc::new(NoHooks), Arc::new(NoHooks), (Arc::new(NoHooks), None), MemoryOutbox::new(), wrap)
+    build(cfg, Arc::new(NoHooks), Arc::new(NoHooks), (Arc::new(NoHooks), None), MemoryOutbox::new(), wrap, |_| {})
 }
 
 /// A service whose uploads are scanned by `scan_hook` (plugins' `scan-file`) and `scanner` (a whole-file
@@ -63,7 +78,7 @@ pub fn service_with_scanners(
     scanner: Option<Arc<dyn FileScanner>>,
     outbox: MemoryOutbox,
 ) -> Service {
-    build(cfg, Arc::new(NoHooks), Arc::new(NoHooks), (scan_hook, scanner), outbox, |s| s)
+    build(cfg, Arc::new(NoHooks), Arc::new(NoHooks), (scan_hook, scanner), outbox, |s| s, |_| {})
 }
 
 fn build(
@@ -73,11 +88,12 @@ fn build(
     (scan_hook, scanner): (Arc<dyn ScanHook>, Option<Arc<dyn FileScanner>>),
     outbox: MemoryOutbox,
     messages: impl FnOnce(Arc<MemoryStore>) -> Arc<dyn palaver_core::ports::MessageStore>,
+    extra: impl FnOnce(&mut Ports),
 ) -> Service {
     cfg.hash_cost = HashCost { memory_kib: 64, iterations: 1 };
     // The store appends what a state change owes to the same outbox the service's own writes go to.
     let store = Arc::new(MemoryStore::with_outbox(outbox.clone()));
-    let ports = Ports {
+    let mut ports = Ports {
         users: store.clone(),
         topics: store.clone(),
         subs: store.clone(),
@@ -90,6 +106,8 @@ fn build(
         hooks,
         push_hook,
         scan_hook,
+        gates: Arc::new(NoHooks),
+        listeners: Arc::new(NoHooks),
         scanner,
         business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
         outbox: Arc::new(outbox),
@@ -103,6 +121,7 @@ fn build(
         codes: Arc::new(palaver_store_memory::MemoryCodes::new(10_000)),
         code_senders: senders(),
     };
+    extra(&mut ports);
     Service::new(ports, cfg, TokenSigner::new(b"test key test key test key test key".to_vec()))
 }
 
@@ -180,6 +199,8 @@ fn cluster_on(
                 hooks: Arc::new(NoHooks),
                 push_hook: Arc::new(NoHooks),
                 scan_hook: Arc::new(NoHooks),
+                gates: Arc::new(NoHooks),
+                listeners: Arc::new(NoHooks),
                 scanner: None,
                 business: BusinessPorts::of(store.clone(), Arc::new(AllowAll)),
                 outbox: outbox.clone(),

@@ -1,8 +1,9 @@
 //! Offline push, the publish side: after a message is stored, one [`PushTask`] is handed without waiting to a
 //! bounded buffer; a background task moves the buffer into the tenant's outbox (topic `push`), and the relay
 //! takes it to the queue (`im.push.task`), where the [`worker::PushWorker`] consumes it. On the embedded queue
-//! the buffer drains straight into the queue instead ([`crate::Service::push_through`]). The publish path never
-//! awaits any of this: a full buffer drops the task and counts it (`palaver_push_dropped_total`).
+//! the buffer drains straight into the queue instead ([`crate::Service::queue_through`]). The buffer is a
+//! [`super::lane`]: the publish path never awaits any of this, and a full buffer drops the task and counts it
+//! (`palaver_push_dropped_total`).
 
 mod devices;
 mod payload;
@@ -14,20 +15,13 @@ pub use payload::{PREVIEW_CHARS, build_message, preview_of};
 pub use state::PushState;
 pub use tenants::{PUSH_SETTING, ProviderFactory, TenantPush, TenantPushes};
 
+use super::lane::{Lane, Queued};
 use crate::Inner;
 use crate::names::{Resolved, resolve};
 use palaver_core::ports::{PushTask, QueueRecord, QueueTopic, mentions_of};
 use palaver_core::{Message, Seq, TenantId, UserId};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::mpsc;
-
-/// Tasks moved from the buffer to the outbox in one write at most.
-const DRAIN_BATCH: usize = 256;
-
-/// How long the drain waits for more tasks after the first of a batch, as a Kafka producer's `linger.ms`: under
-/// load one write then carries many tasks instead of about one, and a push leaves this much later at most.
-const DRAIN_LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Push settings of the node (`[push]`).
 #[derive(Debug, Clone)]
@@ -182,60 +176,18 @@ impl Inner {
     }
 }
 
-/// Moves buffered tasks into their tenants' outboxes, or straight into the queue where
-/// [`Service::push_through`] named one, until the service is dropped.
-pub(crate) async fn drain(inner: std::sync::Weak<Inner>, mut rx: mpsc::Receiver<PushTask>) {
-    let mut batch = Vec::with_capacity(DRAIN_BATCH);
-    while rx.recv_many(&mut batch, DRAIN_BATCH).await > 0 {
-        if batch.len() < DRAIN_BATCH {
-            tokio::time::sleep(DRAIN_LINGER).await;
-            while batch.len() < DRAIN_BATCH
-                && let Ok(task) = rx.try_recv()
-            {
-                batch.push(task);
-            }
-        }
-        let Some(inner) = inner.upgrade() else { return };
-        if let Some(queue) = inner.push.direct.get() {
-            // Every tenant's tasks in one produce: on the embedded queue that is one transaction on the store's
-            // one writer, which the publish path shares, per batch rather than per task.
-            let records: Vec<QueueRecord> = batch.drain(..).map(|task| push_record(&task)).collect();
-            let n = records.len();
-            if let Err(err) = queue.produce_batch(records).await {
-                inner.push.lost(n);
-                tracing::warn!(%err, tasks = n, "push tasks not written to the queue");
-            }
-            continue;
-        }
-        let mut by_tenant: BTreeMap<TenantId, Vec<QueueRecord>> = BTreeMap::new();
-        for task in batch.drain(..) {
-            by_tenant.entry(task.tenant).or_default().push(push_record(&task));
-        }
-        for (tenant, records) in by_tenant {
-            if let Err(err) = inner.put_outbox(tenant, &records).await {
-                inner.push.lost(records.len());
-                tracing::warn!(%tenant, %err, tasks = records.len(), "push tasks not written to the outbox");
-            }
-        }
+impl Queued for PushTask {
+    fn tenant(&self) -> TenantId {
+        self.tenant
+    }
+
+    fn record(&self) -> QueueRecord {
+        push_record(self)
     }
 }
 
-impl crate::Service {
-    /// Hands push tasks straight to `queue` rather than to the tenant's outbox and the relay. Only for a queue
-    /// that is down only when the store is (the embedded queue, in the store's file or beside it): the outbox
-    /// exists so that a queue outage loses nothing and chat goes on, which such a queue never needs, and through
-    /// it every task would cost the store's one writer three more writes (the outbox row, the queue row, the
-    /// outbox delete) plus the relay's lease and reads. A push task commits with nothing else either way: it is
-    /// made after its message is stored.
-    pub fn push_through(&self, queue: Arc<dyn palaver_core::ports::TaskQueue>) {
-        if self.inner.push.direct.set(queue).is_err() {
-            tracing::warn!("push tasks already go straight to a queue; the second one is ignored");
-        }
-    }
-}
-
-/// The buffer's two ends: the state keeps the sender, [`drain`] gets the receiver.
+/// The buffer's two ends: the state keeps the sender, [`super::lane::drain`] gets the receiver.
 pub(crate) fn buffer(cfg: &PushConfig) -> (Arc<PushState>, mpsc::Receiver<PushTask>) {
-    let (tx, rx) = mpsc::channel(cfg.buffer.max(1));
-    (Arc::new(PushState::new(tx, cfg.device_cache)), rx)
+    let (lane, rx) = Lane::new(cfg.buffer);
+    (Arc::new(PushState::new(lane, cfg.device_cache)), rx)
 }

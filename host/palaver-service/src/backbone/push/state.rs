@@ -2,15 +2,14 @@
 //! copies and the counters, registered as a [`MetricsSource`] in the node's one registry.
 
 use super::devices::DeviceCopies;
+use crate::backbone::lane::Lane;
 use palaver_core::MetricsSource;
-use palaver_core::ports::{PushTask, TaskQueue};
+use palaver_core::ports::PushTask;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// Upper bounds of the provider latency histogram, in seconds: a provider answers in tens of milliseconds to
 /// seconds, coarser than the node's own latencies.
@@ -41,14 +40,11 @@ struct FailureLabel {
 
 /// Counters of the push path.
 pub struct PushState {
-    tx: mpsc::Sender<PushTask>,
-    /// The queue the buffer drains into directly, when it is one that is down only when the store is (the
-    /// embedded queue); unset: through the tenant's outbox and the relay.
-    pub(crate) direct: OnceLock<Arc<dyn TaskQueue>>,
+    /// The buffer between the publish path and the outbox: its offers are `palaver_push_triggered`, its losses
+    /// `palaver_push_dropped`.
+    pub(crate) lane: Lane<PushTask>,
     /// The worker's copies of each user's devices; used only on a node without a shared bus.
     pub(crate) devices: DeviceCopies,
-    pub(crate) triggered: Counter,
-    pub(crate) dropped: Counter,
     pub(crate) deduplicated: Counter,
     pub(crate) dead_lettered: Counter,
     pub(crate) removed_devices: Counter,
@@ -61,18 +57,15 @@ pub struct PushState {
 }
 
 impl PushState {
-    pub(crate) fn new(tx: mpsc::Sender<PushTask>, device_cache: usize) -> PushState {
+    pub(crate) fn new(lane: Lane<PushTask>, device_cache: usize) -> PushState {
         let filtered = Family::default();
         for decision in DECISIONS {
             let _ = filtered.get_or_create(&DecisionLabel { decision });
         }
         PushState {
             filtered,
-            tx,
-            direct: OnceLock::new(),
+            lane,
             devices: DeviceCopies::new(device_cache),
-            triggered: Counter::default(),
-            dropped: Counter::default(),
             deduplicated: Counter::default(),
             dead_lettered: Counter::default(),
             removed_devices: Counter::default(),
@@ -85,15 +78,7 @@ impl PushState {
 
     /// Offers a task to the buffer; a full buffer drops it (counted).
     pub(crate) fn offer(&self, task: PushTask) {
-        match self.tx.try_send(task) {
-            Ok(()) => self.triggered.inc(),
-            Err(_) => self.dropped.inc(),
-        };
-    }
-
-    /// Tasks that reached the buffer but not the outbox (or the queue).
-    pub(crate) fn lost(&self, n: usize) {
-        self.dropped.inc_by(n as u64);
+        self.lane.offer(task);
     }
 
     pub(crate) fn sent(&self, provider: &str, took: Duration) {
@@ -135,12 +120,12 @@ impl MetricsSource for PushState {
             (
                 "palaver_push_triggered",
                 "Push tasks made for messages, read receipts and subscription changes",
-                &self.triggered,
+                &self.lane.offered,
             ),
             (
                 "palaver_push_dropped",
                 "Push tasks dropped: the buffer was full or the outbox refused them",
-                &self.dropped,
+                &self.lane.dropped,
             ),
             (
                 "palaver_push_deduplicated",

@@ -132,6 +132,7 @@ impl Inner {
             Ok(p) if p.fresh && !p.held => {
                 self.notify_unattached(tenant, &p.msg).await;
                 self.enqueue_push(tenant, &p.msg, None);
+                self.enqueue_published(tenant, &p.msg);
             }
             Ok(_) => {}
             // The state is stored either way; only the history line is missing.
