@@ -2,7 +2,7 @@
 //! error and call and fault counts. The server serves `list()` as JSON at `GET /v1/admin/plugins`.
 
 use crate::error::FaultKind;
-use crate::manifest::{Grant, Hook, InstanceMode, World};
+use crate::manifest::{Grant, Hook, InstanceMode, Manifest, World};
 use crate::registry::{PluginRegistry, Slot};
 use palaver_core::TenantId;
 use serde::Serialize;
@@ -60,6 +60,7 @@ pub struct PluginInfo {
     /// The tenants that run the canary.
     pub canary_tenants: Vec<u64>,
     pub world: Option<World>,
+    /// The hooks that run: the world's, and in worlds `gate` and `listener` those the manifest names.
     pub hooks: Vec<Hook>,
     pub grants: Vec<Grant>,
     pub instance_mode: Option<InstanceMode>,
@@ -127,7 +128,7 @@ fn info(slot: &Slot) -> PluginInfo {
         canary_version: canary.as_ref().map(|c| c.version.version.to_string()),
         canary_tenants: canary.as_ref().map(|c| c.tenants.iter().map(|t| t.0).collect()).unwrap_or_default(),
         world: manifest.map(|m| m.world),
-        hooks: manifest.map(|m| m.world.hooks().to_vec()).unwrap_or_default(),
+        hooks: manifest.map(Manifest::running_hooks).unwrap_or_default(),
         grants: manifest.map(|m| m.grants.clone()).unwrap_or_default(),
         instance_mode: manifest.map(|m| m.instance.mode),
         priority: manifest.map(|m| m.priority),

@@ -441,8 +441,9 @@ pub(crate) fn join_verdict_size(v: &before_subscribe::JoinVerdict) -> usize {
     }
 }
 
-/// A mode a gate restricts a join to: a whole mode in Tinode's letters (`JRP`, `N`), not a change (`-W`), and
-/// within `given`, since a gate may only take rights away.
+/// A mode a gate restricts a join to: a whole mode in Tinode's letters (`JRP`), not a change (`-W`), within
+/// `given`, since a gate may only take rights away, and with `J`: the host would store a member without it that
+/// could never attach to the topic (a gate that wants the user out rejects).
 pub(crate) fn restriction(mode: &str, given: AccessMode) -> Result<AccessMode, String> {
     let m = mode.trim();
     if m.starts_with(['+', '-']) {
@@ -455,6 +456,9 @@ pub(crate) fn restriction(mode: &str, given: AccessMode) -> Result<AccessMode, S
     };
     if !parsed.within(given) {
         return Err(format!("restrict mode {parsed} has rights the host did not give ({given})"));
+    }
+    if !parsed.has(AccessMode::JOIN) {
+        return Err(format!("restrict mode {parsed} lacks J: the member could never attach (reject the join instead)"));
     }
     Ok(parsed)
 }
@@ -538,17 +542,22 @@ pub(crate) fn account_event(
     node: &str,
     request_id: String,
 ) -> Option<on_account::AccountEvent> {
-    let (PluginEvent::Account { tenant, user, actor, change, ts, tags, .. }, EventText::Account { public }) =
+    let (PluginEvent::Account { tenant, id, user, actor, change, ts, tags, .. }, EventText::Account { public }) =
         (event, text)
     else {
         return None;
     };
+    // An operator's change has no user behind it: the call's actor is the account itself, and `by-operator` says so.
     Some(on_account::AccountEvent {
-        call: call_context(*tenant, actor.to_string(), "", node, request_id),
+        call: call_context(*tenant, actor.unwrap_or(*user).to_string(), "", node, request_id),
+        id: id.clone(),
         user: user.to_string(),
+        by_operator: actor.is_none(),
         change: match change {
             AccountChange::Created => on_account::AccountChange::Created,
             AccountChange::Updated => on_account::AccountChange::Updated,
+            AccountChange::Suspended => on_account::AccountChange::Suspended,
+            AccountChange::Reactivated => on_account::AccountChange::Reactivated,
             AccountChange::Deleted => on_account::AccountChange::Deleted,
         },
         ts_ms: u64::try_from(*ts).unwrap_or(0),
@@ -560,7 +569,7 @@ pub(crate) fn account_event(
 
 /// The bytes of an account change's input, for its per-KiB allowances.
 pub(crate) fn account_event_size(e: &on_account::AccountEvent) -> usize {
-    e.public.as_ref().map_or(0, String::len) + e.tags.iter().map(String::len).sum::<usize>()
+    e.id.len() + e.public.as_ref().map_or(0, String::len) + e.tags.iter().map(String::len).sum::<usize>()
 }
 
 /// A listener's answer with its error bounded.
@@ -600,10 +609,12 @@ mod tests {
         let given = AccessMode::GROUP_AUTH; // JRWPS
         assert_eq!(restriction("JRP", given).map(|m| m.to_string()), Ok("JRP".to_owned()));
         assert_eq!(restriction(" prj ", given).map(|m| m.to_string()), Ok("JRP".to_owned()), "any order and case");
-        assert_eq!(restriction("N", given), Ok(AccessMode::NONE));
+        assert_eq!(restriction("J", given).map(|m| m.to_string()), Ok("J".to_owned()), "J alone is a mode");
         assert_eq!(restriction("JRWPS", given), Ok(given));
         for (bad, why) in [
             ("JRWPSD", "rights the host did not give"),
+            ("RP", "lacks J"),
+            ("N", "lacks J"),
             ("-W", "a change"),
             ("+D", "a change"),
             ("", "empty"),
@@ -648,5 +659,37 @@ mod tests {
         assert!(matches!(m.ctx.topic_kind, types::TopicKind::Group));
         assert_eq!((m.ctx.call.tenant, m.ctx.call.session.as_str(), m.ctx.call.node.as_str()), (3, "", "n1"));
         assert!(account_event(&event, &text, 2, "n1", "r".to_owned()).is_none());
+    }
+
+    #[test]
+    fn an_account_event_carries_its_id_and_who_made_the_change() {
+        let (user, admin) = (palaver_core::UserId(5), palaver_core::UserId(6));
+        let event = |actor, change| PluginEvent::Account {
+            tenant: TenantId(3),
+            id: "0123abcd".to_owned(),
+            user,
+            actor,
+            change,
+            ts: 7,
+            public: None,
+            tags: vec!["t".to_owned()],
+        };
+        let by_user = event(Some(admin), AccountChange::Updated);
+        let a = account_event(&by_user, &EventText::of(&by_user), 1, "n1", "r".to_owned()).expect("an account event");
+        assert_eq!((a.id.as_str(), a.by_operator, a.call.actor.clone()), ("0123abcd", false, admin.to_string()));
+        assert_eq!(a.change, on_account::AccountChange::Updated);
+        assert!(published_message(&by_user, &EventText::of(&by_user), 1, "n1", "r".to_owned()).is_none());
+        for (change, wit) in [
+            (AccountChange::Created, on_account::AccountChange::Created),
+            (AccountChange::Suspended, on_account::AccountChange::Suspended),
+            (AccountChange::Reactivated, on_account::AccountChange::Reactivated),
+            (AccountChange::Deleted, on_account::AccountChange::Deleted),
+        ] {
+            // An operator's change: the actor is the account itself, and the event says an operator made it.
+            let e = event(None, change);
+            let a = account_event(&e, &EventText::of(&e), 2, "n1", "r".to_owned()).expect("an account event");
+            assert_eq!((a.by_operator, a.call.actor.as_str(), a.attempt), (true, user.to_string().as_str(), 2));
+            assert_eq!(a.change, wit, "{change:?}");
+        }
     }
 }

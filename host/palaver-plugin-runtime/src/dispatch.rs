@@ -24,7 +24,7 @@ use palaver_core::ports::{
 use palaver_core::{AccessMode, TenantId};
 use serde_json::Value;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 /// How one plugin call ended.
@@ -86,7 +86,8 @@ impl PluginRegistry {
         self.slot(name).ok()?.metrics.last_fault.lock().clone()
     }
 
-    fn scope(&self, v: &PluginVersion, hook: Hook, tenant: TenantId) -> CallScope {
+    /// The scope of one run of a call; `http_sent` counts the call's outbound requests across its runs.
+    fn scope(&self, v: &PluginVersion, hook: Hook, tenant: TenantId, http_sent: &Arc<AtomicU32>) -> CallScope {
         let n = self.requests.fetch_add(1, Ordering::Relaxed);
         let generation = self.tenants.generation();
         let settings = v.settings_cache.get_or(tenant, generation, || {
@@ -104,12 +105,17 @@ impl PluginRegistry {
             max_effects: self.rt.config.max_effects,
             max_log_bytes: self.rt.config.max_log_bytes,
             kv_quota: self.rt.config.kv_quota,
-            http: self.http_scope(v, tenant),
+            http: self.http_scope(v, tenant, http_sent),
         }
     }
 
     /// What a call of `v` for `tenant` may reach over HTTP: the manifest's policy narrowed by the tenant's list.
-    fn http_scope(&self, v: &PluginVersion, tenant: TenantId) -> Option<crate::http::HttpScope> {
+    fn http_scope(
+        &self,
+        v: &PluginVersion,
+        tenant: TenantId,
+        http_sent: &Arc<AtomicU32>,
+    ) -> Option<crate::http::HttpScope> {
         let policy = v.http.clone()?;
         let metrics = self.slot(&v.manifest.name).ok()?.metrics.http.clone();
         Some(crate::http::HttpScope {
@@ -117,6 +123,7 @@ impl PluginRegistry {
             tenant: self.tenants.http_allow(tenant, &v.manifest.name),
             client: self.rt.http.clone(),
             metrics,
+            sent: http_sent.clone(),
         })
     }
 
@@ -155,7 +162,9 @@ impl PluginRegistry {
         Ok(())
     }
 
-    /// Books a finished call: breaker, counters, latency, the fault log line.
+    /// Books a finished call: breaker, counters, latency, the fault log line. A listener's `err` is an answer, not a
+    /// fault (no fault counter, no `last_fault`), but it counts towards the breaker as a failure: a tenant whose
+    /// receiver is down trips its breaker instead of having every event tried against it.
     async fn finish<T>(
         &self,
         call: Call<'_>,
@@ -167,9 +176,10 @@ impl PluginRegistry {
         m.latency.observe(started.elapsed());
         match result {
             Ok((value, fuel)) => {
-                slot.breaker.record(tenant, admission, true);
+                let answer = outcome(&value);
+                slot.breaker.record(tenant, admission, answer != Outcome::Err);
                 m.fuel.fetch_add(fuel, Ordering::Relaxed);
-                m.outcome(outcome(&value));
+                m.outcome(answer);
                 Ran::Done(value)
             }
             Err(fault) => {
@@ -185,18 +195,28 @@ impl PluginRegistry {
         }
     }
 
-    /// Runs a call and commits its effects. A call whose key-value writes met a concurrent call's (another
-    /// instance, another node) runs again on the new state, up to [`KV_ATTEMPTS`] times, as an optimistic
-    /// transaction does: its effects were only buffered, so nothing of the losing run was applied. Returns the
-    /// value and the fuel of every run.
-    async fn committed<T, F, Fut>(&self, slot: &Slot, tenant: TenantId, mut run: F) -> Result<(T, u64), Fault>
+    /// Runs a call of `hook` on `v` for `tenant` and commits its effects; `run` makes one run in the scope it is
+    /// given. A call whose key-value writes met a concurrent call's (another instance, another node) runs again on
+    /// the new state, up to [`KV_ATTEMPTS`] times, as an optimistic transaction does: its effects were only
+    /// buffered, so nothing of the losing run was applied. Its outbound HTTP requests are not buffered: a rerun may
+    /// send them again, and so the runs share one count against `[http] max_requests`. Returns the value and the
+    /// fuel of every run.
+    async fn committed<T, F, Fut>(
+        &self,
+        slot: &Slot,
+        v: &PluginVersion,
+        hook: Hook,
+        tenant: TenantId,
+        mut run: F,
+    ) -> Result<(T, u64), Fault>
     where
-        F: FnMut() -> Fut,
+        F: FnMut(CallScope) -> Fut,
         Fut: std::future::Future<Output = Result<Done<T>, Fault>>,
     {
+        let http_sent = Arc::new(AtomicU32::new(0));
         let mut fuel = 0;
         for attempt in 1.. {
-            let done = run().await?;
+            let done = run(self.scope(v, hook, tenant, &http_sent)).await?;
             fuel += done.fuel;
             match self.commit(slot, tenant, done.effects).await {
                 Ok(()) => return Ok((done.value, fuel)),
@@ -222,8 +242,7 @@ impl PluginRegistry {
             return Ran::Skipped;
         };
         let result = self
-            .committed(slot, ctx.tenant, || {
-                let scope = self.scope(v, Hook::BeforePublish, ctx.tenant);
+            .committed(slot, v, Hook::BeforePublish, ctx.tenant, |scope| {
                 let wit = publish_context(ctx, scope.request_id.clone());
                 async move { v.judge(&self.rt, scope, &wit, content, head).await }
             })
@@ -252,8 +271,7 @@ impl PluginRegistry {
             return Ran::Skipped;
         };
         let result = self
-            .committed(slot, tenant, || {
-                let scope = self.scope(v, Hook::BeforePush, tenant);
+            .committed(slot, v, Hook::BeforePush, tenant, |scope| {
                 let current = PushContext { message: msg, ..ctx.clone() };
                 let wit = push_info(&current, &self.rt.config.node, scope.request_id.clone());
                 async move { v.filter(&self.rt, scope, &wit, msg).await }
@@ -280,8 +298,7 @@ impl PluginRegistry {
             return Ran::Skipped;
         };
         let result = self
-            .committed(slot, ctx.tenant, || {
-                let scope = self.scope(v, Hook::ScanFile, ctx.tenant);
+            .committed(slot, v, Hook::ScanFile, ctx.tenant, |scope| {
                 let wit = file_info(ctx, &self.rt.config.node, scope.request_id.clone());
                 async move { v.scan_file(&self.rt, scope, &wit).await }
             })
@@ -301,8 +318,7 @@ impl PluginRegistry {
             return Ran::Skipped;
         };
         let result = self
-            .committed(slot, ctx.tenant, || {
-                let scope = self.scope(v, Hook::OnLogin, ctx.tenant);
+            .committed(slot, v, Hook::OnLogin, ctx.tenant, |scope| {
                 let wit = login_info(ctx, &self.rt.config.node, scope.request_id.clone());
                 async move { v.login(&self.rt, scope, &wit).await }
             })
@@ -325,8 +341,7 @@ impl PluginRegistry {
         };
         let text = given.to_string();
         let result = self
-            .committed(slot, ctx.tenant, || {
-                let scope = self.scope(v, Hook::BeforeSubscribe, ctx.tenant);
+            .committed(slot, v, Hook::BeforeSubscribe, ctx.tenant, |scope| {
                 let wit = join_info(ctx, &text, &self.rt.config.node, scope.request_id.clone());
                 async move { v.join(&self.rt, scope, &wit, given).await }
             })
@@ -351,8 +366,7 @@ impl PluginRegistry {
         };
         let node = &self.rt.config.node;
         let result = self
-            .committed(slot, tenant, || {
-                let scope = self.scope(v, hook, tenant);
+            .committed(slot, v, hook, tenant, |scope| {
                 let id = scope.request_id.clone();
                 let (msg, acc) = (
                     published_message(event, text, attempt, node, id.clone()),
@@ -384,8 +398,7 @@ impl PluginRegistry {
             return Ran::Skipped;
         };
         let result = self
-            .committed(slot, ctx.tenant, || {
-                let scope = self.scope(v, Hook::OnCommand, ctx.tenant);
+            .committed(slot, v, Hook::OnCommand, ctx.tenant, |scope| {
                 let wit = on_command::CallContext {
                     tenant: ctx.tenant.0,
                     actor: ctx.actor.to_string(),

@@ -50,9 +50,12 @@ pub struct Fixture {
     pub want: Option<String>,
     #[serde(default)]
     pub given: Option<String>,
-    /// `on-account`: `created` (default), `updated` or `deleted`; the public profile; the tags.
+    /// `on-account`: `created` (default), `updated`, `suspended`, `reactivated` or `deleted`; whether an operator
+    /// made the change (default false); the public profile; the tags. The event's id is `fixture`.
     #[serde(default)]
     pub change: Option<AccountChange>,
+    #[serde(default)]
+    pub by_operator: Option<bool>,
     #[serde(default)]
     pub public: Option<Value>,
     #[serde(default)]
@@ -91,6 +94,7 @@ impl Fixture {
             want: None,
             given: None,
             change: None,
+            by_operator: None,
             public: None,
             tags: None,
             attempt: None,
@@ -252,8 +256,9 @@ fn run_one(rt: &Runtime, v: &PluginVersion, f: &Fixture) -> Result<(), String> {
             } else {
                 PluginEvent::Account {
                     tenant: TenantId::DEFAULT,
+                    id: "fixture".to_owned(),
                     user: actor,
-                    actor,
+                    actor: (!f.by_operator.unwrap_or(false)).then_some(actor),
                     change: f.change.unwrap_or(AccountChange::Created),
                     ts: 0,
                     public: f.public.clone(),
@@ -415,6 +420,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.change, Some(AccountChange::Deleted));
+        for (name, change) in [
+            ("created", AccountChange::Created),
+            ("updated", AccountChange::Updated),
+            ("suspended", AccountChange::Suspended),
+            ("reactivated", AccountChange::Reactivated),
+            ("deleted", AccountChange::Deleted),
+        ] {
+            let text = format!(
+                "name = \"n\"\nhook = \"on-account\"\nchange = \"{name}\"\nby_operator = true\nexpect = {{ verdict = \"ok\" }}\n"
+            );
+            let f: Fixture = toml::from_str(&text).unwrap();
+            assert_eq!((f.change, f.by_operator), (Some(change), Some(true)), "{name}");
+        }
+        assert!(
+            toml::from_str::<Fixture>("name = \"n\"\nchange = \"renamed\"\nexpect = { verdict = \"ok\" }\n").is_err()
+        );
         assert!(compare_listener(&f.expect, &Err("down".to_owned())).is_ok());
         assert!(compare_listener(&f.expect, &Ok(())).is_err());
         assert!(compare_listener(&Expect::Ok { result: None }, &Ok(())).is_ok());

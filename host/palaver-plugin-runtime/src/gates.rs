@@ -32,8 +32,8 @@ impl PluginHooks {
             .collect()
     }
 
-    /// Whether any plugin runs `hook` for `tenant`: a lookup, no call.
-    fn any_runs(&self, tenant: TenantId, hook: Hook) -> bool {
+    /// Whether any plugin runs `hook` for `tenant`: a lookup, no call, no allocation.
+    pub(crate) fn any_runs(&self, tenant: TenantId, hook: Hook) -> bool {
         let registry = self.registry();
         registry.order.load_full().iter().any(|slot| {
             slot.version_for(tenant).is_some_and(|v| {

@@ -1,5 +1,5 @@
 //! Outbound HTTP for plugins: the `http` import (grant `"http"`, since `palaver:plugin@0.1.3`), the manifest's
-//! `[http]` section, its allow-list with the per-tenant narrowing, and the one shared client.
+//! `[http]` section, its allow-list with the per-tenant narrowing, and the runtime's two shared clients.
 //!
 //! **Why a narrow import rather than `wasi:http`.** The linker defines no WASI at all, so a plugin has no ambient
 //! capability; `wasi:http` would bring `wasi:io` streams, pollables and resources with it, a far larger surface
@@ -11,8 +11,14 @@
 //! only narrow it (`http_allow` in its choice). Entries are host names, exact or `*.`-wildcards, and IP literals,
 //! each with an optional scheme and port. A host *name* must resolve to public addresses only, unless the section
 //! says `private_addresses = true`: so a listed name (or a wildcard's subdomain) cannot be pointed by its DNS at
-//! loopback, private, link-local or other internal addresses (DNS rebinding). An IP literal in the list is the
-//! operator's explicit choice and is connected to as listed. No proxy from the environment is used.
+//! loopback, private, link-local or other internal addresses (DNS rebinding). Even with `private_addresses`, a
+//! name never reaches a link-local address (169.254.0.0/16, fe80::/10: cloud metadata endpoints live there). An IP
+//! literal in the list is the operator's explicit choice and is connected to as listed, link-local included. No
+//! proxy from the environment is used.
+//!
+//! **Not buffered.** A request leaves when the plugin makes it. A call whose key-value writes met a concurrent
+//! call's runs again (`dispatch.rs`, up to four runs), and its requests with it; so the runs of one call share its
+//! count against `max_requests`.
 
 use crate::bindings::palaver::plugin::http as wit;
 use crate::store::StoreData;
@@ -20,7 +26,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -62,7 +68,7 @@ pub struct HttpSection {
     /// The largest request (body plus header names and values), at most 1 MiB.
     #[serde(default = "default_max_request_bytes")]
     pub max_request_bytes: usize,
-    /// The largest response body, at most 4 MiB.
+    /// The largest response (header names and values plus the body), at most 4 MiB.
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: usize,
     /// How long one request may take, 1 to 60000 ms; never past the call's deadline either.
@@ -71,8 +77,8 @@ pub struct HttpSection {
     /// The methods the plugin may use, of `GET`, `POST`, `PUT`, `PATCH`, `DELETE`, `HEAD`.
     #[serde(default = "default_methods")]
     pub methods: Vec<String>,
-    /// Whether a host *name* of the list may resolve to loopback, private, link-local and other non-public
-    /// addresses. IP literals in the list are always connected to as listed.
+    /// Whether a host *name* of the list may resolve to loopback, private and other non-public addresses; never to
+    /// link-local ones (169.254.0.0/16, fe80::/10). IP literals in the list are always connected to as listed.
     #[serde(default)]
     pub private_addresses: bool,
 }
@@ -466,7 +472,7 @@ impl HttpMetrics {
     }
 }
 
-/// What a call may reach over HTTP: the plugin's policy, the tenant's narrowing, the shared client and the
+/// What a call may reach over HTTP: the plugin's policy, the tenant's narrowing, the shared clients and the
 /// plugin's counters.
 #[derive(Clone)]
 pub(crate) struct HttpScope {
@@ -475,76 +481,132 @@ pub(crate) struct HttpScope {
     pub(crate) tenant: Option<Arc<AllowList>>,
     pub(crate) client: Arc<HttpClient>,
     pub(crate) metrics: Arc<HttpMetrics>,
+    /// The requests the call sent so far, over all its runs (a call runs again after a key-value conflict, and its
+    /// requests are not buffered): what `max_requests` bounds.
+    pub(crate) sent: Arc<AtomicU32>,
 }
 
-/// The requests of one call so far.
+/// The outbound HTTP of one run of a call.
 #[derive(Debug, Default)]
 pub(crate) struct HttpCall {
-    sent: u32,
-    /// Set by the first `limit`: nothing more is sent in this call.
+    /// Set by the first `limit`: nothing more is sent in this run.
     closed: Option<String>,
 }
 
-/// The runtime's HTTP clients, built on first use and shared by every call (one connection pool each): one whose
-/// resolver refuses names that resolve to non-public addresses, one that takes any address.
+/// The runtime's two HTTP clients, each built on first use and shared by every call, each with its own connection
+/// pool: one for the plugins without `private_addresses`, whose resolver keeps public addresses only, and one for
+/// those with it, whose resolver drops link-local addresses only. A client that could not be built is not
+/// remembered: the next request tries again.
 #[derive(Default)]
 pub(crate) struct HttpClient {
-    public: OnceLock<Result<reqwest::Client, String>>,
-    any: OnceLock<Result<reqwest::Client, String>>,
+    public: OnceLock<reqwest::Client>,
+    any: OnceLock<reqwest::Client>,
 }
 
 impl HttpClient {
     fn get(&self, private_addresses: bool) -> Result<&reqwest::Client, String> {
         let cell = if private_addresses { &self.any } else { &self.public };
-        cell.get_or_init(|| build_client(!private_addresses)).as_ref().map_err(Clone::clone)
+        if let Some(client) = cell.get() {
+            return Ok(client);
+        }
+        // Two first requests at once may both build one; the first stored is kept, the other dropped.
+        let built = build_client(Reach::of(private_addresses))?;
+        Ok(cell.get_or_init(|| built))
     }
 }
 
-fn build_client(public_only: bool) -> Result<reqwest::Client, String> {
-    let mut b = reqwest::Client::builder()
+fn build_client(reach: Reach) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .referer(false)
         .user_agent(concat!("palaver-plugin/", env!("CARGO_PKG_VERSION")))
         .pool_idle_timeout(Duration::from_secs(60))
-        .pool_max_idle_per_host(8);
-    if public_only {
-        b = b.dns_resolver(Arc::new(PublicOnly));
-    }
-    b.build().map_err(|e| format!("the HTTP client could not be built: {e}"))
+        .pool_max_idle_per_host(8)
+        .dns_resolver(Arc::new(Filtered(reach)))
+        .build()
+        .map_err(|e| format!("the HTTP client could not be built: {e}"))
 }
 
-/// Resolves names with the system's resolver and keeps only public addresses; a name with none left fails with
-/// [`PrivateAddress`], which the import reports as `denied`.
-struct PublicOnly;
+/// Which resolved addresses a host *name* may reach. IP literals are not resolved, so they are not filtered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Public addresses only: the default.
+    Public,
+    /// Any address but a link-local one: `private_addresses = true`.
+    NotLinkLocal,
+}
+
+impl Reach {
+    fn of(private_addresses: bool) -> Reach {
+        if private_addresses { Reach::NotLinkLocal } else { Reach::Public }
+    }
+
+    fn admits(self, ip: IpAddr) -> bool {
+        match self {
+            Reach::Public => is_public(ip),
+            Reach::NotLinkLocal => !is_link_local(ip),
+        }
+    }
+}
+
+/// Resolves names with the system's resolver and keeps the addresses its [`Reach`] admits; a name with none left
+/// fails with [`PrivateAddress`], which the import reports as `denied`.
+struct Filtered(Reach);
 
 #[derive(Debug)]
-struct PrivateAddress(String);
+struct PrivateAddress {
+    host: String,
+    reach: Reach,
+}
 
 impl std::fmt::Display for PrivateAddress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} resolves to no public address (the manifest does not set private_addresses)", self.0)
+        match self.reach {
+            Reach::Public => {
+                write!(f, "{} resolves to no public address (the manifest does not set private_addresses)", self.host)
+            }
+            Reach::NotLinkLocal => write!(
+                f,
+                "{} resolves to link-local addresses only, which a host name never reaches (list the IP itself)",
+                self.host
+            ),
+        }
     }
 }
 
 impl std::error::Error for PrivateAddress {}
 
-impl reqwest::dns::Resolve for PublicOnly {
+/// The addresses of `host` that `reach` admits, or why there are none.
+async fn resolve(host: &str, reach: Reach) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+    let found: Vec<SocketAddr> = tokio::net::lookup_host((host, 0)).await?.collect();
+    let kept: Vec<SocketAddr> = found.into_iter().filter(|a| reach.admits(a.ip())).collect();
+    if kept.is_empty() {
+        return Err(Box::new(PrivateAddress { host: host.to_owned(), reach }));
+    }
+    Ok(kept)
+}
+
+impl reqwest::dns::Resolve for Filtered {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let public: Vec<SocketAddr> = found.into_iter().filter(|a| is_public(a.ip())).collect();
-            if public.is_empty() {
-                return Err(Box::new(PrivateAddress(host)) as Box<dyn std::error::Error + Send + Sync>);
-            }
-            Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs)
-        })
+        let (host, reach) = (name.as_str().to_owned(), self.0);
+        Box::pin(async move { Ok(Box::new(resolve(&host, reach).await?.into_iter()) as reqwest::dns::Addrs) })
+    }
+}
+
+/// Whether `ip` is link-local (169.254.0.0/16, fe80::/10), or an IPv4-mapped IPv6 form of one.
+fn is_link_local(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => {
+            v6.to_ipv4_mapped().is_some_and(|v4| v4.is_link_local()) || (v6.segments()[0] & 0xffc0) == 0xfe80
+        }
     }
 }
 
 /// Whether `ip` is a public unicast address: not loopback, private, link-local, shared (CGNAT), unspecified,
-/// broadcast, multicast, documentation or reserved, nor an IPv6 form of one.
+/// broadcast, multicast, documentation or reserved, nor an IPv6 form of one (IPv4-mapped or -compatible, NAT64,
+/// site-local `fec0::/10`, unique local, Teredo `2001::/32`, or 6to4 `2002::/16` around a non-public IPv4).
 pub(crate) fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
@@ -567,11 +629,21 @@ pub(crate) fn is_public(ip: IpAddr) -> bool {
                 return is_public(IpAddr::V4(v4));
             }
             let s = v6.segments();
+            // 6to4 (2002::/16) carries the IPv4 address its relay forwards to in the next 32 bits.
+            if s[0] == 0x2002 {
+                let [a, b] = s[1].to_be_bytes();
+                let [c, d] = s[2].to_be_bytes();
+                return is_public(IpAddr::V4(Ipv4Addr::new(a, b, c, d)));
+            }
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (s[0] & 0xfe00) == 0xfc00
                 || (s[0] & 0xffc0) == 0xfe80
+                // Site-local, deprecated but still routed inside some networks.
+                || (s[0] & 0xffc0) == 0xfec0
+                // Teredo: the client's IPv4 is inside, obfuscated; a tunnel no receiver needs.
+                || (s[0] == 0x2001 && s[1] == 0)
                 || (s[0] == 0x2001 && s[1] == 0x0db8)
                 || (s[0] == 0x0064 && s[1] == 0xff9b)
                 || s[0] == 0)
@@ -655,7 +727,7 @@ async fn send(scope: &HttpScope, call: &mut HttpCall, wait_until: Option<Instant
         }
         Err(e) => return Err(e),
     };
-    if call.sent >= p.max_requests {
+    if scope.sent.load(Ordering::Relaxed) >= p.max_requests {
         let why = format!("at most {} requests per call", p.max_requests);
         call.closed = Some(why.clone());
         return Err(Limit(why));
@@ -669,24 +741,27 @@ async fn send(scope: &HttpScope, call: &mut HttpCall, wait_until: Option<Instant
         return Err(Failed("outbound HTTP needs the host's async runtime, and this call has none".to_owned()));
     }
     let client = scope.client.get(p.private_addresses).map_err(Failed)?;
-    call.sent += 1;
+    scope.sent.fetch_add(1, Ordering::Relaxed);
     let cap = p.max_response_bytes;
     let exchange = async {
         let Prepared { method, url, headers, body } = prepared;
         let mut resp = client.request(method, url).headers(headers).body(body).send().await.map_err(failure)?;
         let status = resp.status().as_u16();
+        let too_big = || Limit(format!("the response is larger than {cap} bytes (header names and values, and body)"));
+        // The headers count against the cap too: they are copied into the guest like the body.
+        let header_bytes: usize = resp.headers().iter().map(|(k, v)| k.as_str().len() + v.len()).sum();
+        let Some(body_cap) = cap.checked_sub(header_bytes) else { return Err(too_big()) };
         let headers = resp
             .headers()
             .iter()
             .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
             .collect();
-        let too_big = || Limit(format!("the response body is larger than {cap} bytes"));
-        if resp.content_length().is_some_and(|n| n > cap as u64) {
+        if resp.content_length().is_some_and(|n| n > body_cap as u64) {
             return Err(too_big());
         }
         let mut body = Vec::new();
         while let Some(chunk) = resp.chunk().await.map_err(failure)? {
-            if body.len() + chunk.len() > cap {
+            if body.len() + chunk.len() > body_cap {
                 return Err(too_big());
             }
             body.extend_from_slice(&chunk);
@@ -882,12 +957,53 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "2001:db8::1",
+            "fec0::1",
+            "feff::1",
+            "2002:7f00:1::1",
+            "2002:a9fe:a9fe::1",
+            "2002:0a00:0001::",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "64:ff9b::a00:1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
-        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "::ffff:1.1.1.1"] {
+        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "::ffff:1.1.1.1", "2002:0101:0101::1"] {
             assert!(is_public(public.parse().unwrap()), "{public}");
         }
+    }
+
+    #[test]
+    fn private_addresses_still_keep_names_off_link_local() {
+        for link_local in ["169.254.169.254", "169.254.0.1", "fe80::1", "febf::1", "::ffff:169.254.169.254"] {
+            let ip: IpAddr = link_local.parse().unwrap();
+            assert!(!Reach::NotLinkLocal.admits(ip) && !Reach::Public.admits(ip), "{link_local}");
+        }
+        for private in ["127.0.0.1", "10.0.0.1", "192.168.1.1", "::1", "fc00::1", "fec0::1"] {
+            let ip: IpAddr = private.parse().unwrap();
+            assert!(Reach::NotLinkLocal.admits(ip) && !Reach::Public.admits(ip), "{private}");
+        }
+        assert_eq!((Reach::of(true), Reach::of(false)), (Reach::NotLinkLocal, Reach::Public));
+    }
+
+    #[tokio::test]
+    async fn names_resolve_to_the_addresses_their_reach_admits() {
+        // The system resolver answers an address written as a name with itself, which stands in for a DNS answer.
+        let err = resolve("169.254.169.254", Reach::NotLinkLocal).await.unwrap_err().to_string();
+        assert!(err.contains("link-local"), "{err}");
+        let err = resolve("127.0.0.1", Reach::Public).await.unwrap_err().to_string();
+        assert!(err.contains("no public address"), "{err}");
+        let found = resolve("127.0.0.1", Reach::NotLinkLocal).await.unwrap();
+        assert_eq!(found.iter().map(SocketAddr::ip).collect::<Vec<_>>(), [IpAddr::V4(Ipv4Addr::LOCALHOST)]);
+    }
+
+    #[test]
+    fn a_built_client_is_kept() {
+        let clients = HttpClient::default();
+        let a: *const reqwest::Client = clients.get(false).unwrap();
+        let b: *const reqwest::Client = clients.get(false).unwrap();
+        assert_eq!(a, b, "built once");
+        let c: *const reqwest::Client = clients.get(true).unwrap();
+        assert_ne!(a, c, "two clients, two pools");
     }
 
     #[test]

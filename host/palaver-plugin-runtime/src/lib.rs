@@ -47,7 +47,7 @@
 //! | `manifest`, `settings`, `fixtures` | the manifest beside each component, its settings schema, its golden fixtures |
 //! | `runtime` | the engine, the epoch ticker, the compile step (with wasmtime's disk cache) |
 //! | `bindings`, `imports` | `bindgen!` of `plugins/sdk/wit/`, the linker of granted imports, the host side of each import |
-//! | `http` | the `http` import: the manifest's `[http]` section, allow-lists and tenants' narrowing, the shared client, caps |
+//! | `http` | the `http` import: the manifest's `[http]` section, allow-lists and tenants' narrowing, the two shared clients, caps |
 //! | `version` | the load gate: header, hash, imports against grants, exports against the world, `InstancePre` |
 //! | `instance`, `store` | one call: instance checkout (warm or fresh), fuel, deadline, caps, the effect buffer |
 //! | `registry`, `dispatch`, `tenants` | loaded plugins, swaps, rollback; one call end to end; per-tenant choices |

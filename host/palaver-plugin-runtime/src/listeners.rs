@@ -5,8 +5,11 @@
 //!
 //! The listeners' policy is fixed: a fault fails closed, which here means a failed delivery the caller retries
 //! (failing open would drop the event as if it had been taken). A listener's `err`, a trap, a breached limit and
-//! a skip by an open breaker are all failures. An `err` is an answer, not a fault: it does not count towards the
-//! breaker, and the call's buffered effects are applied, as for any call that returned.
+//! a skip by an open breaker are all failures. An `err` is an answer, not a fault (it is counted as verdict `err`,
+//! not in the fault counters nor `last_fault`), and the call's buffered effects are applied, as for any call that
+//! returned; but it counts towards the tenant's breaker like a fault, so that a tenant whose receiver is down trips
+//! it rather than having every event tried. A skip is reported with `skipped`: the worker dead-letters the event
+//! for that plugin at once, since a retry within the backoff would be skipped too.
 
 use crate::bindings::EventText;
 use crate::dispatch::Ran;
@@ -29,6 +32,10 @@ impl EventHook for PluginHooks {
         self.running(tenant, hook_of(kind)).into_iter().map(|(slot, _)| slot.name.clone()).collect()
     }
 
+    fn listens(&self, tenant: TenantId, kind: ListenerKind) -> bool {
+        self.any_runs(tenant, hook_of(kind))
+    }
+
     /// A plugin named in `only` that no longer listens (unloaded, disabled for the tenant, or a version without the
     /// hook) is left out: there is nobody to deliver to, and reporting it would have the event retried for ever.
     async fn deliver(&self, event: &PluginEvent, only: Option<&[String]>, attempt: u32) -> Vec<ListenerFailure> {
@@ -41,13 +48,13 @@ impl EventHook for PluginHooks {
         let text = EventText::of(event);
         let mut failures = Vec::new();
         for (slot, v) in chosen {
-            let reason = match self.registry().run_listener(&slot, &v, event, &text, attempt).await {
+            let (reason, skipped) = match self.registry().run_listener(&slot, &v, event, &text, attempt).await {
                 Ran::Done(Ok(())) => continue,
-                Ran::Done(Err(reason)) => reason,
-                Ran::Failed(kind) => format!("plugin {} failed: {}", slot.name, kind.as_str()),
-                Ran::Skipped => format!("plugin {} failed: its circuit breaker is open", slot.name),
+                Ran::Done(Err(reason)) => (reason, false),
+                Ran::Failed(kind) => (format!("plugin {} failed: {}", slot.name, kind.as_str()), false),
+                Ran::Skipped => (format!("plugin {} failed: its circuit breaker is open", slot.name), true),
             };
-            failures.push(ListenerFailure { plugin: slot.name.clone(), reason });
+            failures.push(ListenerFailure { plugin: slot.name.clone(), reason, skipped });
         }
         failures
     }

@@ -94,6 +94,27 @@ pub enum World {
 }
 
 impl World {
+    /// The name a manifest gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            World::PublishFilter => "publish-filter",
+            World::CommandHandler => "command-handler",
+            World::Full => "full",
+            World::PushFilter => "push-filter",
+            World::FileScanner => "file-scanner",
+            World::Listener => "listener",
+            World::Gate => "gate",
+        }
+    }
+
+    /// Whether a hook of this world runs only when the manifest names it (`[hooks.<name>]`): so for `gate` and
+    /// `listener`, whose plugins usually want one of the two hooks. A component exports both all the same (the SDK
+    /// answers for the one a plugin does not implement), but a hook left unnamed is never called: a login-only gate
+    /// is not called on every join, a message-only listener has no event queued per account change.
+    pub fn hooks_named(self) -> bool {
+        matches!(self, World::Listener | World::Gate)
+    }
+
     /// The hooks a component of this world exports.
     pub fn hooks(self) -> &'static [Hook] {
         match self {
@@ -181,11 +202,6 @@ impl Hook {
             Hook::BeforePublish | Hook::OnCommand | Hook::OnLogin | Hook::BeforeSubscribe => None,
         }
     }
-
-    /// Whether this hook is a listener's: delivered from the task queue, at least once.
-    pub fn is_listener(self) -> bool {
-        matches!(self, Hook::AfterPublish | Hook::OnAccount)
-    }
 }
 
 impl fmt::Display for Hook {
@@ -252,7 +268,8 @@ pub enum FailurePolicy {
     Closed,
 }
 
-/// Per-hook configuration. A hook of the world that is not listed runs with its defaults.
+/// Per-hook configuration. A hook of the world that is not listed runs with its defaults, except in worlds `gate`
+/// and `listener`, where only the hooks listed run (an empty table, `[hooks.after-publish]`, is enough).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hooks {
@@ -359,9 +376,21 @@ impl Manifest {
         self.hook_config(hook).and_then(|c| c.failure).unwrap_or_else(|| hook.default_policy())
     }
 
-    /// Whether the component exports `hook`.
-    pub fn has_hook(&self, hook: Hook) -> bool {
+    /// Whether the component exports `hook`: a hook of its world.
+    pub fn exports(&self, hook: Hook) -> bool {
         self.world.hooks().contains(&hook)
+    }
+
+    /// Whether `hook` runs: a hook of the world, and in worlds `gate` and `listener` one the manifest names in
+    /// `[hooks.<name>]` ([`World::hooks_named`]). The calls, the lookups (who listens, who gates) and the fixtures
+    /// consult this.
+    pub fn has_hook(&self, hook: Hook) -> bool {
+        self.exports(hook) && (!self.world.hooks_named() || self.hook_config(hook).is_some())
+    }
+
+    /// The hooks that run, in the world's order.
+    pub fn running_hooks(&self) -> Vec<Hook> {
+        self.world.hooks().iter().copied().filter(|&h| self.has_hook(h)).collect()
     }
 
     /// Whether this plugin handles command `name`.
@@ -423,9 +452,18 @@ impl Manifest {
             return bad(format!("version {:?} must be at most 64 letters, digits, '.', '-' or '+'", self.version));
         }
         for hook in Hook::ALL {
-            if self.hook_config(hook).is_some() && !self.has_hook(hook) {
+            if self.hook_config(hook).is_some() && !self.exports(hook) {
                 return bad(format!("hook {hook} is configured but world {:?} does not export it", self.world));
             }
+        }
+        if self.world.hooks_named() && self.running_hooks().is_empty() {
+            let tables: Vec<String> = self.world.hooks().iter().map(|h| format!("[hooks.{h}]")).collect();
+            return bad(format!(
+                "world {:?} runs only the hooks the manifest names, and it names none: add {} (an empty table is \
+                 enough)",
+                self.world.as_str(),
+                tables.join(" and/or ")
+            ));
         }
         if self.hook_config(Hook::BeforePush).and_then(|c| c.failure) == Some(FailurePolicy::Closed) {
             return bad("before-push always fails open (a fault sends the push unchanged)".to_owned());
@@ -478,8 +516,14 @@ impl Manifest {
             }
         }
         for f in &self.fixtures {
-            if !self.has_hook(f.hook) {
+            if !self.exports(f.hook) {
                 return bad(format!("fixture {:?} calls hook {} that the world does not export", f.name, f.hook));
+            }
+            if !self.has_hook(f.hook) {
+                return bad(format!(
+                    "fixture {:?} calls hook {} that never runs: the manifest does not name it ([hooks.{}])",
+                    f.name, f.hook, f.hook
+                ));
             }
             if matches!(f.hook, Hook::BeforePush | Hook::ScanFile) {
                 return bad(format!("fixture {:?}: {} has no golden fixtures", f.name, f.hook));
@@ -600,14 +644,17 @@ mod tests {
 
     #[test]
     fn listener_and_gate_worlds_export_two_hooks_with_their_policies() {
-        let listener = Manifest::parse("name = \"l\"\nversion = \"1.0.0\"\nworld = \"listener\"\n").unwrap();
+        let both =
+            "name = \"l\"\nversion = \"1.0.0\"\nworld = \"listener\"\n[hooks.after-publish]\n[hooks.on-account]\n";
+        let listener = Manifest::parse(both).unwrap();
         assert_eq!(listener.world.hooks(), &[Hook::AfterPublish, Hook::OnAccount]);
         assert_eq!(listener.policy(Hook::AfterPublish), FailurePolicy::Closed);
         assert_eq!(Hook::OnAccount.fixed_policy(), Some(FailurePolicy::Closed));
         let open = "name = \"l\"\nversion = \"1.0.0\"\nworld = \"listener\"\n[hooks.on-account]\nfailure = \"open\"\n";
         let e = Manifest::parse(open).unwrap_err().to_string();
         assert!(e.contains("on-account always fails closed"), "{e}");
-        let gate = "name = \"g\"\nversion = \"1.0.0\"\nworld = \"gate\"\n[hooks.on-login]\nfailure = \"open\"\n";
+        let gate = "name = \"g\"\nversion = \"1.0.0\"\nworld = \"gate\"\n[hooks.on-login]\nfailure = \"open\"\n\
+                    [hooks.before-subscribe]\n";
         let gate = Manifest::parse(gate).unwrap();
         assert_eq!(gate.world.hooks(), &[Hook::OnLogin, Hook::BeforeSubscribe]);
         assert_eq!(gate.policy(Hook::OnLogin), FailurePolicy::Open, "a gate's policy may be chosen");
@@ -619,6 +666,51 @@ mod tests {
             let text = serde_json::to_value(h).unwrap();
             assert_eq!(text, h.as_str(), "serde and WIT names agree");
         }
+        for w in [
+            World::PublishFilter,
+            World::CommandHandler,
+            World::Full,
+            World::PushFilter,
+            World::FileScanner,
+            World::Listener,
+            World::Gate,
+        ] {
+            assert_eq!(serde_json::to_value(w).unwrap(), w.as_str(), "serde and manifest names agree");
+        }
+    }
+
+    #[test]
+    fn gates_and_listeners_run_only_the_hooks_they_name() {
+        let with = |world: &str, extra: &str| {
+            Manifest::parse(&format!("name = \"p\"\nversion = \"1.0.0\"\nworld = \"{world}\"\n{extra}"))
+        };
+        // A login-only gate: before-subscribe is exported (the SDK allows) but never runs.
+        let login = with("gate", "[hooks.on-login]\n").unwrap();
+        assert!(login.exports(Hook::BeforeSubscribe));
+        assert!(login.has_hook(Hook::OnLogin) && !login.has_hook(Hook::BeforeSubscribe));
+        assert_eq!(login.running_hooks(), vec![Hook::OnLogin]);
+        // A message-only listener: no account event is ever queued for it.
+        let messages = with("listener", "[hooks.after-publish]\n").unwrap();
+        assert!(messages.has_hook(Hook::AfterPublish) && !messages.has_hook(Hook::OnAccount));
+        // Both named, with or without keys in the tables.
+        let both = with("listener", "[hooks.after-publish]\n[hooks.on-account]\nfailure = \"closed\"\n").unwrap();
+        assert_eq!(both.running_hooks(), vec![Hook::AfterPublish, Hook::OnAccount]);
+        // Neither named: refused, saying what to add.
+        for (world, tables) in
+            [("gate", "[hooks.on-login] and/or [hooks.before-subscribe]"), ("listener", "[hooks.after-publish]")]
+        {
+            let e = with(world, "").unwrap_err().to_string();
+            assert!(e.contains("names none") && e.contains(tables), "{world}: {e}");
+        }
+        // A fixture of a hook the manifest does not name would test a hook that never runs.
+        let fixture = "[hooks.on-login]\n[[fixtures]]\nname = \"f\"\nhook = \"before-subscribe\"\nexpect = { verdict = \"allow\" }\n";
+        let e = with("gate", fixture).unwrap_err().to_string();
+        assert!(e.contains("never runs") && e.contains("[hooks.before-subscribe]"), "{e}");
+        // The other worlds run every hook of theirs, named or not.
+        let full = with("full", "").unwrap();
+        assert!(full.has_hook(Hook::BeforePublish) && full.has_hook(Hook::OnCommand));
+        assert!(with("file-scanner", "").unwrap().has_hook(Hook::ScanFile));
+        assert!(with("push-filter", "").unwrap().has_hook(Hook::BeforePush));
     }
 
     #[test]

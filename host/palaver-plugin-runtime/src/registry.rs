@@ -463,11 +463,11 @@ impl PluginRegistry {
         self.tenants.failure(tenant, &slot.name, hook).unwrap_or_else(|| slot.policy(v, hook))
     }
 
-    /// The failure policy each hook of the live version has for `tenant`, all choices applied.
+    /// The failure policy each hook that runs of the version `tenant` runs has for it, all choices applied.
     pub fn failure_policies(&self, tenant: TenantId, name: &str) -> Result<Vec<(Hook, FailurePolicy)>, RegistryError> {
         let slot = self.slot(name)?;
         let v = slot.version_for(tenant).ok_or_else(|| RegistryError::UnknownPlugin(name.to_owned()))?;
-        Ok(v.manifest.world.hooks().iter().map(|&h| (h, self.policy_for(&slot, &v, h, tenant))).collect())
+        Ok(v.manifest.running_hooks().into_iter().map(|h| (h, self.policy_for(&slot, &v, h, tenant))).collect())
     }
 
     /// Sets (or, with `None`, clears) a tenant's failure policy for a plugin's hook: whether a fault lets the

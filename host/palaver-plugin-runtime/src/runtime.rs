@@ -20,7 +20,8 @@ pub(crate) struct Runtime {
     /// Identifies the engine's code format; part of the compile cache's key.
     pub(crate) engine_id: String,
     pub(crate) pooling: bool,
-    /// The `http` import's clients, built on first use: one connection pool for every plugin.
+    /// The `http` import's two clients (public addresses only, and `private_addresses`), each built on first use
+    /// with its own connection pool, shared by every plugin.
     pub(crate) http: Arc<HttpClient>,
     _ticker: EpochTicker,
 }

@@ -894,14 +894,17 @@ impl Config {
             }
         }
         let e = &self.plugins.events;
-        if !(1..=1_000_000).contains(&e.buffer) || !(1..=100).contains(&e.max_attempts) {
-            return bad("plugins.events.buffer must be 1 to 1000000 and plugins.events.max_attempts 1 to 100".into());
+        if !(1..=1_000_000).contains(&e.buffer) || !(1..=10).contains(&e.max_attempts) {
+            return bad("plugins.events.buffer must be 1 to 1000000 and plugins.events.max_attempts 1 to 10".into());
         }
-        if e.retry_backoff_ms == 0 || e.retry_backoff_max_ms < e.retry_backoff_ms || e.retry_backoff_max_ms > 600_000 {
-            return bad(
-                "plugins.events.retry_backoff_ms must be at least 1 and at most plugins.events.retry_backoff_max_ms                  (at most 600000)"
-                    .into(),
-            );
+        // The worker holds its partition while it waits between attempts: all of an event's waits together stay
+        // well under Kafka's poll interval (300 s), past which the broker would hand the partition to another node.
+        let waits = u64::from(e.max_attempts - 1).saturating_mul(e.retry_backoff_max_ms);
+        if e.retry_backoff_ms == 0 || e.retry_backoff_max_ms < e.retry_backoff_ms || waits > 120_000 {
+            return bad(format!(
+                "plugins.events.retry_backoff_ms must be at least 1 and at most plugins.events.retry_backoff_max_ms, \
+                 and (max_attempts - 1) × retry_backoff_max_ms at most 120000 (it is {waits})"
+            ));
         }
         if self.plugins.kv_max_keys == 0 || self.plugins.kv_max_bytes < 1024 {
             return bad("plugins.kv_max_keys must be at least 1 and plugins.kv_max_bytes at least 1024".into());

@@ -87,8 +87,8 @@ impl Receiver {
     }
 }
 
-/// The example plugins, the webhook's allow-list set to `hook` by the operator (the packaged manifest allows
-/// 127.0.0.1 on port 80 only).
+/// The example plugins, the webhook's allow-list set to `hook` by the operator (the packaged manifest lists a
+/// placeholder host that resolves nowhere).
 fn plugins_with_webhook_to(hook: SocketAddr) -> tempfile::TempDir {
     let plugins = plugins_dir(&["access-rules-", "webhook-"]);
     let manifest = std::fs::read_dir(plugins.path())
@@ -97,8 +97,9 @@ fn plugins_with_webhook_to(hook: SocketAddr) -> tempfile::TempDir {
         .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("webhook-") && p.extension().unwrap() == "toml")
         .unwrap();
     let text = std::fs::read_to_string(&manifest).unwrap();
-    assert!(text.contains("allow = [\"127.0.0.1\"]"), "{text}");
-    std::fs::write(&manifest, text.replace("allow = [\"127.0.0.1\"]", &format!("allow = [\"{hook}\"]"))).unwrap();
+    assert!(text.contains("allow = [\"hooks.example.invalid\"]"), "{text}");
+    std::fs::write(&manifest, text.replace("allow = [\"hooks.example.invalid\"]", &format!("allow = [\"{hook}\"]")))
+        .unwrap();
     plugins
 }
 
@@ -117,7 +118,7 @@ async fn gates_refuse_and_narrow_and_a_listener_forwards_events_over_http() {
     let (status, v) = admin(addr, "PUT", "/v1/admin/tenants/1/plugins/webhook", &settings.to_string()).await;
     assert_eq!(status, 200, "{v}");
     let mut owner = Client::connect(addr).await;
-    let (owner_id, _) = owner.signup("owner").await;
+    let (owner_id, owner_token) = owner.signup("owner").await;
     let got = receiver.wait(2).await;
     assert_eq!(got[0].0, got[1].0, "a retry names the same delivery");
     let (_, created) = &got[1];
@@ -148,8 +149,11 @@ async fn gates_refuse_and_narrow_and_a_listener_forwards_events_over_http() {
     let mut c = Client::connect(addr).await;
     c.req("hi", json!({ "ver": "0.25.3" })).await;
     let secret = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "owner:secret1");
+    // A refused password reads as a wrong one (the gate confirms no guess); a token gets the gate's answer.
     let ctrl = c.req("login", json!({ "scheme": "basic", "secret": secret })).await;
-    assert_eq!(ctrl["code"], 403, "a login from 127.0.0.1 is outside 10.0.0.0/8: {ctrl}");
+    assert_eq!(ctrl["code"], 401, "a login from 127.0.0.1 is outside 10.0.0.0/8: {ctrl}");
+    let ctrl = c.req("login", json!({ "scheme": "token", "secret": owner_token })).await;
+    assert_eq!(ctrl["code"], 403, "{ctrl}");
     assert!(ctrl["text"].as_str().unwrap().contains("127.0.0.1"), "{ctrl}");
     let ctrl = c.req("sub", json!({ "topic": "me" })).await;
     assert_eq!(ctrl["code"], 401, "still not logged in: {ctrl}");

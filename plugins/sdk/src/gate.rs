@@ -20,7 +20,8 @@ pub struct Login {
     pub session: String,
     /// `basic`, `token`, …
     pub scheme: String,
-    /// The client's address as the node sees it (after its trusted proxies), without the port; empty when unknown.
+    /// The address of the connection's peer, without the port (behind a load balancer: the balancer's); empty
+    /// when unknown.
     pub remote_addr: String,
     /// The client's `{hi ua}`; empty when none.
     pub user_agent: String,
@@ -141,8 +142,9 @@ pub enum JoinVerdict {
     Allow,
     /// Refuse: nothing is stored.
     Reject(Rejection),
-    /// Join with this mode instead, in Tinode's letters. It may only take rights away: a letter the join's `given`
-    /// lacks is a fault, and the host acts on the hook's failure policy. [`Join::given_without`] builds one.
+    /// Join with this mode instead, in Tinode's letters. It may only take rights away, and must keep `J` (a member
+    /// without it could never attach): a letter the join's `given` lacks, or a mode without `J`, is a fault, and the
+    /// host acts on the hook's failure policy; to keep the user out, reject. [`Join::given_without`] builds one.
     Restrict(String),
 }
 

@@ -84,9 +84,12 @@ pub trait FileScanner: Default + 'static {
 /// A plugin that learns of stored messages and account changes (world `listener`). The host calls it off the
 /// request path, from its task queue, **at least once**: a node that dies mid-delivery, or an `Err`, makes the
 /// host deliver again (`attempt` counts), up to its attempt limit, after which the event is a dead letter. So act
-/// idempotently (by `(topic, seq)` for a message). A panic or a breached limit counts as an `Err`; the call's
-/// key-value writes, events and notifications apply when it returns, `Ok` or `Err`, and are dropped on a panic.
-/// Held messages are not delivered. Implement the hook you need: the other answers `Ok(())`.
+/// idempotently (by `(topic, seq)` for a message, by [`AccountEvent::id`] for an account change). A panic or a
+/// breached limit counts as an `Err`, and an `Err` counts towards the plugin's circuit breaker for the tenant like a
+/// fault; the call's key-value writes, events and notifications apply when it returns, `Ok` or `Err`, and are
+/// dropped on a panic. Held messages are not delivered. Implement the hook you need, and name it in the manifest
+/// (`[hooks.after-publish]`, `[hooks.on-account]`; an empty table is enough): the host runs only the hooks named.
+/// The other answers `Ok(())`.
 pub trait Listener: Default + 'static {
     /// One stored message. `Err(reason)`: not done, deliver it again later.
     fn after_publish<H: Host>(&mut self, cx: &mut Context<'_, H>, msg: &Published) -> Result<(), String> {
@@ -103,7 +106,9 @@ pub trait Listener: Default + 'static {
 
 /// A plugin that admits logins and joins (world `gate`), on the request path: keep it fast. A panic or a breached
 /// limit answers with the hook's failure policy for the tenant (closed by default: the login or join is refused
-/// with a retryable 503). Implement the hook you need: the other allows everything.
+/// with a retryable 503). Implement the hook you need, and name it in the manifest (`[hooks.on-login]`,
+/// `[hooks.before-subscribe]`; an empty table is enough): the host runs only the hooks named. The other allows
+/// everything.
 pub trait Gate: Default + 'static {
     /// A login whose credentials matched, before the session is authenticated. `Err`: refused with its code.
     fn on_login<H: Host>(&mut self, cx: &mut Context<'_, H>, login: &Login) -> Result<(), Rejection> {

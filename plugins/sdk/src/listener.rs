@@ -76,19 +76,53 @@ impl Published {
 pub enum AccountChange {
     /// Signed up, or created by an operator.
     Created,
-    /// Its public profile, tags or state changed.
+    /// Its public profile or tags changed.
     Updated,
-    /// Deleted; its data is gone or going.
+    /// An operator suspended it: it cannot log in, and its sessions were closed.
+    Suspended,
+    /// An operator made a suspended account active again.
+    Reactivated,
+    /// Deleted (by the user or an operator); its data is gone or going.
     Deleted,
 }
 
-/// One change of one account. Deliveries repeat like [`Published`]'s.
+impl AccountChange {
+    /// The change's name, as the WIT spells it: `created`, `updated`, `suspended`, `reactivated`, `deleted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccountChange::Created => "created",
+            AccountChange::Updated => "updated",
+            AccountChange::Suspended => "suspended",
+            AccountChange::Reactivated => "reactivated",
+            AccountChange::Deleted => "deleted",
+        }
+    }
+
+    /// The change named `name` (as [`AccountChange::as_str`] spells it).
+    pub fn parse(name: &str) -> Option<AccountChange> {
+        [
+            AccountChange::Created,
+            AccountChange::Updated,
+            AccountChange::Suspended,
+            AccountChange::Reactivated,
+            AccountChange::Deleted,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == name)
+    }
+}
+
+/// One change of one account. Deliveries repeat like [`Published`]'s: drop them by [`AccountEvent::id`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct AccountEvent {
+    /// The event's id, the same on every delivery of it: drop repeats by it.
+    pub id: String,
     /// The account, `usr…`.
     pub user: String,
-    /// Who made the change: the user, or the user itself when an operator did.
+    /// Who made the change: the user, or the account itself when an operator did (then `by_operator`).
     pub actor: String,
+    /// Whether an operator (the admin API, an admin command) made the change.
+    pub by_operator: bool,
     pub change: AccountChange,
     /// Unix ms of the change.
     pub ts_ms: u64,
@@ -101,11 +135,13 @@ pub struct AccountEvent {
 }
 
 impl AccountEvent {
-    /// The first delivery of `change` to `user`, made by the user, as tests build them.
+    /// The first delivery of `change` to `user`, made by the user, as tests build them; its id is `test`.
     pub fn new(user: &str, change: AccountChange) -> AccountEvent {
         AccountEvent {
+            id: "test".to_owned(),
             user: user.to_owned(),
             actor: user.to_owned(),
+            by_operator: false,
             change,
             ts_ms: 0,
             public: None,
@@ -116,11 +152,15 @@ impl AccountEvent {
 
     pub(crate) fn from_wit(e: wit_account::AccountEvent) -> AccountEvent {
         AccountEvent {
+            id: e.id,
             user: e.user,
             actor: e.call.actor,
+            by_operator: e.by_operator,
             change: match e.change {
                 wit_account::AccountChange::Created => AccountChange::Created,
                 wit_account::AccountChange::Updated => AccountChange::Updated,
+                wit_account::AccountChange::Suspended => AccountChange::Suspended,
+                wit_account::AccountChange::Reactivated => AccountChange::Reactivated,
                 wit_account::AccountChange::Deleted => AccountChange::Deleted,
             },
             ts_ms: e.ts_ms,
@@ -144,5 +184,21 @@ mod tests {
         assert_eq!(m.key(), "grpTest/7");
         assert_eq!(Published::new("plain").text(), Some("plain"));
         assert_eq!(Published::new(json!(3)).text(), None);
+    }
+
+    #[test]
+    fn change_names_round_trip() {
+        for c in [
+            AccountChange::Created,
+            AccountChange::Updated,
+            AccountChange::Suspended,
+            AccountChange::Reactivated,
+            AccountChange::Deleted,
+        ] {
+            assert_eq!(AccountChange::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(AccountChange::parse("renamed"), None);
+        let e = AccountEvent::new("usrA", AccountChange::Suspended);
+        assert_eq!((e.id.as_str(), e.by_operator, e.actor.as_str()), ("test", false, "usrA"));
     }
 }

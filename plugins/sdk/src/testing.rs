@@ -426,12 +426,14 @@ pub fn run_listener_fixtures<P: Listener>(manifest: &str) -> Result<usize, Strin
         if check_done(&expect, &got) { Ok(()) } else { Err(format!("expected {expect}, got {got:?}")) }
     })?;
     let accounts = run_fixtures::<P>(manifest, "on-account", |h, f| {
-        let change = match f.get("change").and_then(Value::as_str) {
-            Some("updated") => AccountChange::Updated,
-            Some("deleted") => AccountChange::Deleted,
-            _ => AccountChange::Created,
+        let change = match f.get("change").map(|c| c.as_str().and_then(AccountChange::parse)) {
+            None => AccountChange::Created,
+            Some(Some(c)) => c,
+            Some(None) => return Err(format!("change {} is not an account change", f["change"])),
         };
         let mut event = AccountEvent::new(&h.call.actor, change);
+        event.id = "fixture".to_owned();
+        event.by_operator = f.get("by_operator").and_then(Value::as_bool).unwrap_or(false);
         event.public = f.get("public").cloned();
         event.tags = f
             .get("tags")
@@ -446,8 +448,17 @@ pub fn run_listener_fixtures<P: Listener>(manifest: &str) -> Result<usize, Strin
     Ok(published + accounts)
 }
 
+/// Whether the host runs `hook` of `manifest`: in worlds `gate` and `listener`, only a hook the manifest names in
+/// `[hooks.<name>]`; in the others, every hook of the world.
+fn runs_hook(manifest: &str, hook: &str) -> Result<bool, String> {
+    let m: Value = toml::from_str(manifest).map_err(|e| format!("manifest: {e}"))?;
+    let named = matches!(m.get("world").and_then(Value::as_str), Some("gate" | "listener"));
+    Ok(!named || m.get("hooks").and_then(|h| h.get(hook)).is_some())
+}
+
 /// Runs the fixtures of one hook, each on a fresh plugin with the fixture's settings; the other hook's are left
-/// to the other runner.
+/// to the other runner. A fixture of a hook the host would never run (a gate's or listener's hook its manifest does
+/// not name) fails, as the host's load gate refuses the manifest.
 fn run_fixtures<P: Default>(
     manifest: &str,
     hook: &str,
@@ -459,10 +470,50 @@ fn run_fixtures<P: Default>(
             continue;
         }
         let name = f.get("name").and_then(Value::as_str).unwrap_or("?").to_owned();
+        if !runs_hook(manifest, hook)? {
+            return Err(format!("fixture {name:?}: the manifest does not name [hooks.{hook}], so {hook} never runs"));
+        }
         let mut h = Harness::<P>::with_manifest(manifest)?;
         h.settings(f.get("settings").cloned().unwrap_or(Value::Null));
         run(&mut h, &f).map_err(|e| format!("fixture {name:?}: {e}"))?;
         n += 1;
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Takes only an operator's suspension, as a fixture builds it.
+    #[derive(Default)]
+    struct Suspensions;
+
+    impl Listener for Suspensions {
+        fn on_account<H: Host>(&mut self, _cx: &mut Context<'_, H>, e: &AccountEvent) -> Result<(), String> {
+            let expected = e.by_operator && e.change == AccountChange::Suspended && e.id == "fixture";
+            if expected { Ok(()) } else { Err(format!("{e:?}")) }
+        }
+    }
+
+    const MANIFEST: &str = "name = \"l\"\nversion = \"1.0.0\"\nworld = \"listener\"\n[hooks.on-account]\n\
+                            [[fixtures]]\nname = \"s\"\nhook = \"on-account\"\nchange = \"suspended\"\n\
+                            by_operator = true\nexpect = { verdict = \"ok\" }\n";
+
+    #[test]
+    fn account_fixtures_take_every_change_and_who_made_it() {
+        assert_eq!(run_listener_fixtures::<Suspensions>(MANIFEST), Ok(1));
+        let by_user = MANIFEST.replace("by_operator = true\n", "");
+        assert!(run_listener_fixtures::<Suspensions>(&by_user).is_err());
+        let unknown = MANIFEST.replace("\"suspended\"", "\"renamed\"");
+        let e = run_listener_fixtures::<Suspensions>(&unknown).unwrap_err();
+        assert!(e.contains("not an account change"), "{e}");
+    }
+
+    #[test]
+    fn a_fixture_of_a_hook_the_manifest_does_not_name_fails() {
+        let unnamed = MANIFEST.replace("[hooks.on-account]\n", "[hooks.after-publish]\n");
+        let e = run_listener_fixtures::<Suspensions>(&unnamed).unwrap_err();
+        assert!(e.contains("[hooks.on-account]") && e.contains("never runs"), "{e}");
+    }
 }

@@ -3,10 +3,10 @@
 //!
 //! The host delivers at least once, so a delivery may repeat: `X-Palaver-Delivery` names the event (the same on
 //! every retry) for the receiver to drop duplicates. A non-2xx answer or a failed request is an `Err`, which makes
-//! the host deliver again later.
+//! the host deliver again later (and counts towards the plugin's circuit breaker for the tenant).
 
 use palaver_plugin_sdk::http::{Request, sign_webhook};
-use palaver_plugin_sdk::{AccountChange, AccountEvent, Context, Host, Level, Listener, Published, TopicKind, json};
+use palaver_plugin_sdk::{AccountEvent, Context, Host, Level, Listener, Published, TopicKind, json};
 use serde::Deserialize;
 
 /// The tenant's settings.
@@ -30,14 +30,6 @@ fn kind(k: TopicKind) -> &'static str {
         TopicKind::Me => "me",
         TopicKind::Fnd => "fnd",
         TopicKind::Sys => "sys",
-    }
-}
-
-fn change(c: AccountChange) -> &'static str {
-    match c {
-        AccountChange::Created => "created",
-        AccountChange::Updated => "updated",
-        AccountChange::Deleted => "deleted",
     }
 }
 
@@ -99,15 +91,18 @@ impl Listener for Webhook {
         let body = json!({
             "event": "account",
             "tenant": tenant,
+            "id": event.id,
             "user": event.user,
             "actor": event.actor,
-            "change": change(event.change),
+            "by_operator": event.by_operator,
+            "change": event.change.as_str(),
             "ts_ms": event.ts_ms,
             "public": event.public,
             "tags": event.tags,
             "attempt": event.attempt,
         });
-        let id = format!("account:{tenant}:{}:{}:{}", event.user, change(event.change), event.ts_ms);
+        // The host's event id, the same on every delivery (two changes in the same millisecond differ by it).
+        let id = format!("account:{tenant}:{}", event.id);
         deliver(cx, &s, "account", &id, body.to_string().as_bytes())
     }
 }
@@ -119,7 +114,7 @@ mod tests {
     use super::*;
     use palaver_plugin_sdk::http::{HttpError, Response, verify_webhook};
     use palaver_plugin_sdk::testing::Harness;
-    use palaver_plugin_sdk::{Value, json};
+    use palaver_plugin_sdk::{AccountChange, Value, json};
 
     const MANIFEST: &str = include_str!("../plugin.toml");
 
@@ -174,10 +169,30 @@ mod tests {
         assert_eq!(h.on_account(&AccountEvent::new("usrA", AccountChange::Deleted)), Ok(()));
         let body: Value = serde_json::from_slice(&h.host.http_requests[0].body).unwrap();
         assert_eq!((body["event"].as_str(), body["change"].as_str()), (Some("account"), Some("deleted")));
+        assert_eq!(body["by_operator"], false);
 
         let mut h = harness(json!({ "url": "https://h.example/", "secret": "s", "topics": ["grpOther"] }));
         assert_eq!(h.after_publish(&Published::new("hi")), Ok(()));
         assert!(h.host.http_requests.is_empty(), "another topic");
+    }
+
+    #[test]
+    fn an_account_change_is_named_by_its_event_id_and_says_who_made_it() {
+        let mut h = harness(configured());
+        for change in [AccountChange::Suspended, AccountChange::Reactivated] {
+            h.host.http_responses.push_back(Ok(Response::new(204, "")));
+            let mut event = AccountEvent::new("usrA", change);
+            (event.id, event.by_operator, event.attempt) = ("9f3c".to_owned(), true, 2);
+            assert_eq!(h.on_account(&event), Ok(()));
+        }
+        for (req, change) in h.host.http_requests.iter().zip(["suspended", "reactivated"]) {
+            let header = |n: &str| req.headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap();
+            assert_eq!(header("x-palaver-delivery"), "account:1:9f3c", "the same on every delivery");
+            assert_eq!(header("x-palaver-event"), "account");
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            assert_eq!((body["change"].as_str(), body["id"].as_str()), (Some(change), Some("9f3c")));
+            assert_eq!((body["by_operator"].as_bool(), body["actor"].as_str()), (Some(true), Some("usrA")));
+        }
     }
 
     #[test]

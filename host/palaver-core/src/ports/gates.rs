@@ -1,6 +1,7 @@
-//! Gates plugins keep on the request path: `on-login` admits a login after its credentials matched, and
-//! `before-subscribe` admits a join (a `{sub}` to a topic the user is not yet a member of). Each answers before
-//! anything is stored, so a refusal leaves no trace but the client's ctrl.
+//! Gates plugins keep on the request path: `on-login` admits a session's login after its credentials matched, and
+//! `before-subscribe` admits a join on one's own (a `{sub}` to a group the user is not yet a member of, or the
+//! `group.join.request` command joining an open group). A refused login leaves the session unauthenticated (a sign-up's account stays, not
+//! logged in); a refused join stores nothing.
 
 use crate::{TenantId, TopicKind, UserId};
 

@@ -11,7 +11,12 @@ use serde_json::{Map, Value};
 #[serde(rename_all = "lowercase")]
 pub enum AccountChange {
     Created,
+    /// Its public profile or tags changed.
     Updated,
+    /// An operator suspended it: it cannot log in, its sessions were closed.
+    Suspended,
+    /// An operator made a suspended account active again.
+    Reactivated,
     Deleted,
 }
 
@@ -35,9 +40,12 @@ pub enum PluginEvent {
     /// An account was created, changed or deleted.
     Account {
         tenant: TenantId,
+        /// The event's own id (128 random bits in hex), the same on every delivery, for listeners to drop repeats.
+        id: String,
         user: UserId,
-        /// Who made the change (the user itself when an operator did).
-        actor: UserId,
+        /// Who made the change: the user, or `None` when an operator (the admin API or an admin command) did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        actor: Option<UserId>,
         change: AccountChange,
         /// Unix ms of the change.
         ts: i64,
@@ -76,6 +84,9 @@ pub enum ListenerKind {
 pub struct ListenerFailure {
     pub plugin: String,
     pub reason: String,
+    /// The plugin was not called: its circuit breaker for the tenant is open. Trying again within the backoff is
+    /// pointless, so the worker dead-letters the event for it at once.
+    pub skipped: bool,
 }
 
 /// The listeners.
@@ -84,6 +95,11 @@ pub trait EventHook: Send + Sync {
     /// The plugins that take `kind` events for `tenant` now: a lookup, no call. The service leaves no event on the
     /// queue when it is empty.
     fn listeners(&self, tenant: TenantId, kind: ListenerKind) -> Vec<String>;
+
+    /// Whether any plugin takes `kind` events for `tenant` now: the publish path's check, without allocating.
+    fn listens(&self, tenant: TenantId, kind: ListenerKind) -> bool {
+        !self.listeners(tenant, kind).is_empty()
+    }
 
     /// Hands `event` to the listeners named in `only` (all of [`Self::listeners`] when `None`); `attempt` is 1 on
     /// the first delivery. Returns the listeners that failed (an `err`, a fault, a breached limit).

@@ -4,8 +4,8 @@
 use palaver_core::ports::{PublishContext, PublishVerdict};
 use palaver_core::{TenantId, TopicKind, UserId};
 use palaver_plugin_runtime::{
-    BreakerConfig, HostServices, KvScope, Manifest, MemoryKv, PluginHooks, PluginInfo, PluginRegistry, PoolingConfig,
-    RecordingEffects, RuntimeConfig, SystemClock,
+    BreakerConfig, HostServices, KvError, KvOp, KvQuota, KvScope, KvUsage, Manifest, MemoryKv, PluginHooks, PluginInfo,
+    PluginKv, PluginRegistry, PoolingConfig, RecordingEffects, RuntimeConfig, SystemClock,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -172,4 +172,33 @@ pub(crate) fn as_built_against(wasm: &[u8], version: &str) -> Vec<u8> {
     }
     assert!(replaced > 0, "the component names palaver:plugin@0.1.3");
     out
+}
+
+/// A key-value store whose first `losses` commits lose a race (a conflict), then the memory store.
+pub(crate) struct LosesFirst {
+    losses: std::sync::atomic::AtomicU32,
+    inner: MemoryKv,
+}
+
+impl LosesFirst {
+    pub(crate) fn new(losses: u32) -> LosesFirst {
+        LosesFirst { losses: std::sync::atomic::AtomicU32::new(losses), inner: MemoryKv::new(Arc::new(SystemClock)) }
+    }
+}
+
+#[async_trait::async_trait]
+impl PluginKv for LosesFirst {
+    async fn get(&self, scope: KvScope<'_>, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        self.inner.get(scope, key).await
+    }
+
+    async fn usage(&self, scope: KvScope<'_>) -> Result<KvUsage, KvError> {
+        self.inner.usage(scope).await
+    }
+
+    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp], quota: &KvQuota) -> Result<(), KvError> {
+        let order = std::sync::atomic::Ordering::SeqCst;
+        let lost = self.losses.fetch_update(order, order, |n| n.checked_sub(1)).is_ok();
+        if lost { Err(KvError::Conflict("greetings".to_owned())) } else { self.inner.commit(scope, ops, quota).await }
+    }
 }

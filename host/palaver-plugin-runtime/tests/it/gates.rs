@@ -1,13 +1,16 @@
 //! The gates (world `gate`, since 0.1.3): the access-rules plugin admits logins by the client's network and joins
 //! by the group's rules; restrictions chain in priority order (gate-fault, after it, sees the narrowed mode); a
-//! restriction that adds a right, a malformed answer, a trap or an open breaker answers with the hook's failure
-//! policy (closed by default: 503, retryable), which a tenant may open; a canary's tenants run the canary.
+//! restriction that adds a right or drops `J`, a malformed answer, a trap or an open breaker answers with the hook's
+//! failure policy (closed by default: 503, retryable), which a tenant may open; a hook the manifest does not name
+//! is never called; a canary's tenants run the canary.
 
 use crate::common::{ACTOR, artifact, config, env, env_with};
 use palaver_api::Reason;
 use palaver_core::ports::{GateHook, GateVerdict, JoinContext, LoginContext};
 use palaver_core::{TenantId, TopicKind};
-use palaver_plugin_runtime::{BreakerConfig, FailurePolicy, FaultKind, Hook, ReleaseRef, RolloutTarget, RuntimeConfig};
+use palaver_plugin_runtime::{
+    BreakerConfig, Expect, FailurePolicy, FaultKind, Fixture, Hook, ReleaseRef, RolloutTarget, RuntimeConfig,
+};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -150,6 +153,11 @@ async fn a_restriction_that_adds_a_right_is_a_fault_on_the_failure_policy() {
     assert_eq!(faults(&e, "gate-fault", Hook::BeforeSubscribe, FaultKind::InvalidOutput), 2);
     let fault = e.registry.last_fault("gate-fault").expect("the fault is kept");
     assert!(fault.contains("before-subscribe: invalid-output") && fault.contains("is a change"), "{fault}");
+    // Without `J` the member could never attach: refused too (a gate that wants the user out rejects).
+    assert_eq!(e.hooks.before_subscribe(&join_to(T, "grpX", "no-join", "JRWPS")).await, unavailable, "no J");
+    assert_eq!(faults(&e, "gate-fault", Hook::BeforeSubscribe, FaultKind::InvalidOutput), 3);
+    let fault = e.registry.last_fault("gate-fault").expect("the fault is kept");
+    assert!(fault.contains("restrict mode RWPS lacks J"), "{fault}");
     assert_eq!(e.hooks.before_subscribe(&join_to(T, "grpX", "boom", "JRWPS")).await, unavailable);
     assert_eq!(faults(&e, "gate-fault", Hook::BeforeSubscribe, FaultKind::Trap), 1);
     // A tenant that opens the policy lets the join go on as if the gate had allowed it.
@@ -160,6 +168,47 @@ async fn a_restriction_that_adds_a_right_is_a_fault_on_the_failure_policy() {
     // The gates' policy may be chosen either way.
     let policies = e.registry.failure_policies(T, "gate-fault").unwrap();
     assert_eq!(policies, vec![(Hook::OnLogin, FailurePolicy::Closed), (Hook::BeforeSubscribe, FailurePolicy::Open)]);
+}
+
+#[test]
+fn a_fixture_expecting_a_restriction_without_j_is_refused_at_load() {
+    let e = env();
+    let refused = e.load_edited("gate-fault-1.0.0", |m| {
+        m.fixtures.push(Fixture {
+            want: Some("no-join".to_owned()),
+            ..Fixture::new(
+                "read without joining",
+                Hook::BeforeSubscribe,
+                Expect::Restrict { mode: Some("RWPS".into()) },
+            )
+        });
+    });
+    let err = refused.expect_err("the host refuses a restriction without J").to_string();
+    assert!(err.contains("read without joining") && err.contains("lacks J"), "{err}");
+}
+
+/// A login-only gate (`[hooks.on-login]` without `[hooks.before-subscribe]`) is not called on joins: the join path
+/// sees no gate, and a join it would trap on (fail closed) goes on.
+#[tokio::test]
+async fn a_gate_runs_only_the_hooks_its_manifest_names() {
+    let e = env();
+    e.load_edited("gate-fault-1.0.0", |m| {
+        m.hooks.before_subscribe = None;
+        m.fixtures.retain(|f| f.hook != Hook::BeforeSubscribe);
+    })
+    .expect("a login-only gate loads");
+    assert!(e.hooks.gates_login(T) && !e.hooks.gates_join(T), "it gates logins only");
+    assert_eq!(e.hooks.before_subscribe(&join_to(T, "grpX", "boom", "JRWPS")).await, GateVerdict::Allow);
+    let info = e.info("gate-fault");
+    assert_eq!((info.before_subscribe.calls, info.before_subscribe.skipped), (0, 0), "never called");
+    assert_eq!(info.hooks, vec![Hook::OnLogin]);
+    assert_eq!(e.registry.failure_policies(T, "gate-fault").unwrap(), vec![(Hook::OnLogin, FailurePolicy::Closed)]);
+    assert_eq!(
+        e.hooks.on_login(&login_from(T, "10.0.0.1", "reject")).await,
+        reject(403, &format!("{ACTOR} may not log in from 10.0.0.1")),
+        "logins are still gated"
+    );
+    assert_eq!(e.info("gate-fault").on_login.calls, 1);
 }
 
 #[tokio::test]

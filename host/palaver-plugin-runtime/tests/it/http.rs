@@ -2,7 +2,7 @@
 //! what reaches the server, the allow-list and a tenant's narrowing, no redirects, the caps, the time bound, the
 //! headers a plugin may not set, and the grant checked at load.
 
-use crate::common::{ACTOR, env};
+use crate::common::{ACTOR, LosesFirst, env};
 use palaver_core::TenantId;
 use palaver_plugin_runtime::{CommandContext, CommandOutcome, Grant, LoadError, Manifest, RegistryError, TenantChoice};
 use parking_lot::Mutex;
@@ -31,8 +31,8 @@ impl Seen {
 }
 
 /// A tiny HTTP/1.1 server on 127.0.0.1, one request per connection: `/echo` answers 200 `hello`, `/redirect` a 302
-/// to `/echo`, `/big` 2 KiB with a length, `/chunked` 2 KiB in chunks without one, `/hook` 204, `/fail` 500,
-/// `/slow` after three seconds.
+/// to `/echo`, `/big` 2 KiB with a length, `/chunked` 2 KiB in chunks without one, `/headers` a 2-byte body with
+/// 1 KiB of headers, `/hook` 204, `/fail` 500, `/slow` after three seconds.
 struct Server {
     addr: SocketAddr,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -120,6 +120,10 @@ async fn serve(mut stream: TcpStream, addr: SocketAddr, seen: Arc<Mutex<Vec<Seen
                 chunk.repeat(4)
             )
         }
+        "/headers" => format!(
+            "HTTP/1.1 200 OK\r\nx-padding: {}\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+            "p".repeat(1024)
+        ),
         "/hook" => "HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n".to_owned(),
         "/fail" => "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
         "/slow" => {
@@ -305,8 +309,12 @@ async fn a_response_over_the_cap_is_a_limit_and_nothing_more_is_sent_in_the_call
     // Without a content-length the body is read up to the cap and no further.
     let results = run(&e, 1, json!([{ "url": server.url("/chunked") }])).await;
     assert_eq!(error(&results[0]), "limit", "{results:?}");
+    // The headers count too: 1 KiB of them and a 2-byte body pass the 1 KiB cap.
+    let results = run(&e, 1, json!([{ "url": server.url("/headers") }])).await;
+    assert_eq!(error(&results[0]), "limit", "{results:?}");
+    assert!(results[0]["message"].as_str().unwrap().contains("header"), "{results:?}");
     let paths: Vec<String> = server.seen().into_iter().map(|s| s.path).collect();
-    assert_eq!(paths, ["/big", "/chunked"]);
+    assert_eq!(paths, ["/big", "/chunked", "/headers"]);
     // The next call starts afresh.
     assert_eq!(run(&e, 1, json!([{ "url": server.url("/echo") }])).await[0]["status"], 200);
 }
@@ -324,6 +332,29 @@ async fn more_requests_than_the_cap_are_a_limit() {
     assert_eq!((error(&results[3]), error(&results[4])), ("limit", "limit"));
     assert_eq!(server.seen().len(), 3, "the server saw exactly the cap");
     assert_eq!(metric(&e, "limit"), 2);
+}
+
+/// A call that lost a key-value race runs again, and its requests with it (they are not buffered): the runs share
+/// the call's `max_requests`, so the server never sees more than the cap of one call.
+#[tokio::test]
+async fn the_runs_of_a_call_share_its_request_cap() {
+    let server = Server::start().await;
+    let e = crate::common::env_with(crate::common::config(), |s| s.with_kv(Arc::new(LosesFirst::new(1))));
+    e.load_edited("http-probe-1.0.0", |m| {
+        let http = m.http.as_mut().expect("the probe has an [http] section");
+        http.allow = vec![format!("127.0.0.1:{}", server.port())];
+        http.max_requests = 2;
+    })
+    .expect("the probe loads");
+    let two = json!([{ "url": server.url("/echo") }, { "url": server.url("/echo") }]);
+    let ctx = CommandContext::new(TenantId(1), ACTOR);
+    let out = e.hooks.run_command(&ctx, "http-probe.run", &json!({ "requests": two, "mark": "done" })).await;
+    let Ok(CommandOutcome::Ok(v)) = out else { panic!("the probe did not answer: {out:?}") };
+    // The first run sent both and lost its commit; the second, which committed, had none left.
+    let results = v["results"].as_array().cloned().unwrap_or_default();
+    assert_eq!((error(&results[0]), error(&results[1])), ("limit", "limit"), "{results:?}");
+    assert_eq!(server.seen().len(), 2, "two requests for the call, not two per run");
+    assert!(e.registry.render_metrics().contains("palaver_plugin_kv_retries_total{plugin=\"http-probe\"} 1"));
 }
 
 #[tokio::test]
@@ -399,15 +430,21 @@ async fn headers_the_host_sets_and_malformed_requests_are_invalid() {
 }
 
 /// The example webhook plugin end to end: a stored message reaches the tenant's URL signed over the timestamp and
-/// the raw body; a receiver's 500 is a listener failure, so the host delivers again.
+/// the raw body; a receiver's 500 is a listener failure, so the host delivers again. The shipped manifest allows a
+/// placeholder host only: the test replaces it by its receiver in the copy it loads, as an operator would.
 #[tokio::test]
 async fn the_webhook_plugin_posts_signed_events_and_fails_on_a_bad_answer() {
     use hmac::{Hmac, Mac};
-    use palaver_core::ports::{EventHook, PluginEvent};
+    use palaver_core::ports::{AccountChange, EventHook, PluginEvent};
     let server = Server::start().await;
     let e = env();
-    e.load_edited("webhook-0.1.0", |m| m.http.as_mut().unwrap().allow = vec![format!("127.0.0.1:{}", server.port())])
-        .expect("the webhook loads");
+    let manifest = e.copy("webhook-0.1.0");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let shipped = "allow = [\"hooks.example.invalid\"]";
+    assert!(text.contains(shipped), "the shipped allow-list reaches no real host: {text}");
+    let local = format!("allow = [\"127.0.0.1:{}\"]", server.port());
+    std::fs::write(&manifest, text.replace(shipped, &local)).unwrap();
+    e.registry.load_file(&manifest).expect("the webhook loads");
     e.registry.set_enabled(TenantId(1), "webhook", Some(true)).unwrap();
     let settings = json!({ "url": server.url("/hook"), "secret": "s3cret", "topics": ["grpHooked"] });
     e.registry.set_settings(TenantId(1), "webhook", Some(settings)).unwrap();
@@ -438,6 +475,23 @@ async fn the_webhook_plugin_posts_signed_events_and_fails_on_a_bad_answer() {
         (body["event"].as_str(), body["content"].as_str(), body["seq"].as_i64()),
         (Some("message"), Some("hi there"), Some(9))
     );
+    // An operator's suspension: named by the event's id, made by an operator, acted on the account itself.
+    let suspended = PluginEvent::Account {
+        tenant: TenantId(1),
+        id: "5eed".to_owned(),
+        user: ACTOR,
+        actor: None,
+        change: AccountChange::Suspended,
+        ts: 2_000,
+        public: None,
+        tags: Vec::new(),
+    };
+    assert_eq!(e.hooks.deliver(&suspended, None, 1).await, vec![]);
+    let seen = server.seen();
+    assert_eq!(seen[1].header("x-palaver-delivery"), Some("account:1:5eed"), "{seen:?}");
+    let body: Value = serde_json::from_slice(&seen[1].body).unwrap();
+    assert_eq!((body["change"].as_str(), body["by_operator"].as_bool()), (Some("suspended"), Some(true)), "{body}");
+    assert_eq!((body["id"].as_str(), body["actor"].as_str()), (Some("5eed"), Some(ACTOR.to_string().as_str())));
     // A receiver that fails makes the delivery fail, named by the plugin.
     let failing = json!({ "url": server.url("/fail"), "secret": "s3cret" });
     e.registry.set_settings(TenantId(1), "webhook", Some(failing)).unwrap();

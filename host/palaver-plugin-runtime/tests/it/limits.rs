@@ -3,7 +3,7 @@
 //! refused (fail-closed, the default); side effects of a failed call discarded; fail-open and fail-closed
 //! policies; the circuit breaker; commit conflicts.
 
-use crate::common::{ACTOR, config, env, env_with};
+use crate::common::{ACTOR, LosesFirst, config, env, env_with};
 use palaver_core::TenantId;
 use palaver_core::ports::PublishVerdict;
 use palaver_plugin_runtime::{
@@ -207,35 +207,9 @@ async fn the_breaker_opens_after_repeated_faults_and_closes_after_a_good_trial()
 /// `losses` commits are spent.
 struct Conflicting;
 
-struct LosesFirst {
-    losses: std::sync::atomic::AtomicU32,
-    inner: palaver_plugin_runtime::MemoryKv,
-}
-
-#[async_trait::async_trait]
-impl PluginKv for LosesFirst {
-    async fn get(&self, scope: KvScope<'_>, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        self.inner.get(scope, key).await
-    }
-
-    async fn usage(&self, scope: KvScope<'_>) -> Result<KvUsage, KvError> {
-        self.inner.usage(scope).await
-    }
-
-    async fn commit(&self, scope: KvScope<'_>, ops: &[KvOp], quota: &KvQuota) -> Result<(), KvError> {
-        let order = std::sync::atomic::Ordering::SeqCst;
-        let lost = self.losses.fetch_update(order, order, |n| n.checked_sub(1)).is_ok();
-        if lost { Err(KvError::Conflict("greetings".to_owned())) } else { self.inner.commit(scope, ops, quota).await }
-    }
-}
-
 #[tokio::test]
 async fn a_call_that_loses_a_kv_race_runs_again_and_commits_once() {
-    let kv = LosesFirst {
-        losses: std::sync::atomic::AtomicU32::new(2),
-        inner: palaver_plugin_runtime::MemoryKv::new(Arc::new(palaver_plugin_runtime::SystemClock)),
-    };
-    let e = env_with(config(), |s| s.with_kv(Arc::new(kv)));
+    let e = env_with(config(), |s| s.with_kv(Arc::new(LosesFirst::new(2))));
     e.load("hello-0.1.0");
     e.registry.set_enabled(TenantId(1), "hello", Some(true)).unwrap();
     let (cmd, args) = (CommandContext::new(TenantId(1), ACTOR), json!({ "name": "Ann" }));

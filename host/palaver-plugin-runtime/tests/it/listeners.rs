@@ -1,7 +1,8 @@
 //! The listeners (world `listener`, since 0.1.3): the listen-echo plugin takes stored messages and account
 //! changes with their attempt; an `err`, a trap, the deadline or an open breaker comes back as a failure named by
-//! the plugin (listeners always fail closed); `only` limits a delivery to the listeners named; a tenant that
-//! disabled a listener has none; a canary's tenants run the canary.
+//! the plugin (listeners always fail closed), an `err` counting towards the breaker and a skip marked as one;
+//! `only` limits a delivery to the listeners named; a tenant that disabled a listener has none, and neither has a
+//! hook the manifest does not name; a canary's tenants run the canary.
 
 use crate::common::{ACTOR, artifact, config, env, env_with};
 use palaver_core::ports::{AccountChange, EventHook, ListenerFailure, ListenerKind, PluginEvent};
@@ -31,8 +32,9 @@ fn message(tenant: TenantId, seq: i64, text: &str) -> PluginEvent {
 fn account(tenant: TenantId, change: AccountChange, tags: &[&str]) -> PluginEvent {
     PluginEvent::Account {
         tenant,
+        id: "e1".to_owned(),
         user: BOB,
-        actor: ACTOR,
+        actor: Some(ACTOR),
         change,
         ts: 2_000,
         public: Some(json!({ "fn": "Bob" })),
@@ -41,7 +43,7 @@ fn account(tenant: TenantId, change: AccountChange, tags: &[&str]) -> PluginEven
 }
 
 fn failure(plugin: &str, reason: &str) -> ListenerFailure {
-    ListenerFailure { plugin: plugin.to_owned(), reason: reason.to_owned() }
+    ListenerFailure { plugin: plugin.to_owned(), reason: reason.to_owned(), skipped: false }
 }
 
 /// The value listen-echo (or a copy under another name) stored under `key` for `tenant`.
@@ -63,6 +65,7 @@ async fn messages_and_account_changes_reach_the_listener_with_their_attempt() {
     e.load("listen-echo-1.0.0");
     assert_eq!(e.hooks.listeners(T, ListenerKind::Published), vec!["listen-echo".to_owned()]);
     assert_eq!(e.hooks.listeners(T, ListenerKind::Account), vec!["listen-echo".to_owned()]);
+    assert!(e.hooks.listens(T, ListenerKind::Published) && e.hooks.listens(T, ListenerKind::Account));
     assert_eq!(e.hooks.deliver(&message(T, 5, "hello"), None, 1).await, vec![]);
     assert_eq!(record(&e, T, "listen-echo", "msg:grpTestTopic:5").as_deref(), Some("v1 attempt 1 hello"));
     assert_eq!(e.hooks.deliver(&account(T, AccountChange::Updated, &["x"]), None, 2).await, vec![]);
@@ -72,6 +75,7 @@ async fn messages_and_account_changes_reach_the_listener_with_their_attempt() {
     assert_eq!((info.after_publish.calls, info.on_account.calls, info.faults), (1, 1, 0));
     e.registry.set_enabled(T, "listen-echo", Some(false)).unwrap();
     assert!(e.hooks.listeners(T, ListenerKind::Published).is_empty(), "a tenant that disabled it has none");
+    assert!(!e.hooks.listens(T, ListenerKind::Published) && !e.hooks.listens(T, ListenerKind::Account));
     assert_eq!(e.hooks.deliver(&message(T, 6, "hello"), None, 1).await, vec![]);
     assert_eq!(e.info("listen-echo").after_publish.calls, 1, "and no call is made");
 }
@@ -124,11 +128,68 @@ async fn an_open_breaker_is_a_failure_to_retry() {
     let e = env_with(RuntimeConfig { breaker, ..config() }, |s| s);
     e.load("listen-echo-1.0.0");
     assert_eq!(e.hooks.deliver(&message(T, 1, "boom"), None, 1).await.len(), 1);
-    assert_eq!(
-        e.hooks.deliver(&message(T, 2, "hello"), None, 1).await,
-        vec![failure("listen-echo", "plugin listen-echo failed: its circuit breaker is open")]
-    );
+    let skipped = ListenerFailure {
+        skipped: true,
+        ..failure("listen-echo", "plugin listen-echo failed: its circuit breaker is open")
+    };
+    assert_eq!(e.hooks.deliver(&message(T, 2, "hello"), None, 1).await, vec![skipped]);
     assert_eq!(e.info("listen-echo").after_publish.skipped, 1);
+}
+
+/// A receiver that is down makes every delivery answer `err`: those count towards the tenant's breaker, so it
+/// opens and the worker dead-letters the events at once instead of trying each against the plugin; they stay
+/// answers, not faults.
+#[tokio::test]
+async fn an_err_counts_towards_the_breaker_but_is_no_fault() {
+    let breaker =
+        BreakerConfig { failure_threshold: 2, cool_down: Duration::from_secs(60), ..BreakerConfig::default() };
+    let e = env_with(RuntimeConfig { breaker, ..config() }, |s| s);
+    e.load("listen-echo-1.0.0");
+    assert_eq!(
+        e.hooks.deliver(&message(T, 1, "fail"), None, 1).await,
+        vec![failure("listen-echo", "asked to fail (attempt 1)")]
+    );
+    assert_eq!(e.registry.breaker("listen-echo", T), Some("closed"), "one err is below the threshold");
+    let failed = e.hooks.deliver(&account(T, AccountChange::Created, &["fail"]), None, 1).await;
+    assert_eq!(failed, vec![failure("listen-echo", "asked to fail (attempt 1)")], "the err that trips it ran");
+    assert_eq!(e.registry.breaker("listen-echo", T), Some("open"));
+    let next = e.hooks.deliver(&message(T, 2, "hello"), None, 1).await;
+    assert_eq!(next.len(), 1);
+    assert!(next[0].skipped, "not called: {next:?}");
+    assert_eq!(record(&e, T, "listen-echo", "msg:grpTestTopic:2"), None);
+    let info = e.info("listen-echo");
+    assert_eq!((info.faults, info.after_publish.calls, info.after_publish.skipped), (0, 1, 1));
+    assert_eq!(e.registry.last_fault("listen-echo"), None, "an err is no fault");
+    let metrics = e.registry.render_metrics();
+    let line = "palaver_plugin_verdicts_total{plugin=\"listen-echo\",hook=\"on-account\",verdict=\"err\"} 1";
+    assert!(metrics.contains(line), "{metrics}");
+    // Another tenant's breaker is its own.
+    assert_eq!(e.hooks.deliver(&message(TenantId(2), 3, "hello"), None, 1).await, vec![]);
+}
+
+/// A listener whose manifest names `[hooks.after-publish]` only takes messages: nobody listens for account
+/// changes, so the service queues none for it, and a delivery calls nothing.
+#[tokio::test]
+async fn a_listener_takes_only_the_events_of_the_hooks_it_names() {
+    let e = env();
+    e.load_edited("listen-echo-1.0.0", |m| {
+        m.hooks.on_account = None;
+        m.fixtures.retain(|f| f.hook != Hook::OnAccount);
+    })
+    .expect("a message-only listener loads");
+    assert_eq!(e.hooks.listeners(T, ListenerKind::Published), vec!["listen-echo".to_owned()]);
+    assert!(e.hooks.listeners(T, ListenerKind::Account).is_empty(), "not listed for account events");
+    assert!(e.hooks.listens(T, ListenerKind::Published) && !e.hooks.listens(T, ListenerKind::Account));
+    assert_eq!(e.hooks.deliver(&account(T, AccountChange::Updated, &[]), None, 1).await, vec![]);
+    assert_eq!(record(&e, T, "listen-echo", &format!("acc:{BOB}")), None);
+    let info = e.info("listen-echo");
+    assert_eq!((info.on_account.calls, info.hooks.as_slice()), (0, [Hook::AfterPublish].as_slice()));
+    assert_eq!(
+        e.registry.failure_policies(T, "listen-echo").unwrap(),
+        vec![(Hook::AfterPublish, FailurePolicy::Closed)]
+    );
+    assert_eq!(e.hooks.deliver(&message(T, 1, "hi"), None, 1).await, vec![]);
+    assert_eq!(record(&e, T, "listen-echo", "msg:grpTestTopic:1").as_deref(), Some("v1 attempt 1 hi"));
 }
 
 #[tokio::test]

@@ -4,10 +4,17 @@
 //! way the relay (or the embedded queue) takes it to `im.plugin.event`, where one consumer group across the nodes,
 //! the [`EventWorker`], delivers it. Nothing is made while no plugin listens for the tenant.
 //!
-//! **At least once.** The worker commits an event after every listener took it, or after the failed ones were
-//! retried `max_attempts` times with backoff and the event went to the dead-letter topic naming them and their
-//! reasons. A retry goes only to the listeners that failed. A node dying mid-delivery hands the event out again,
-//! to every listener: plugins are told to be idempotent by `(topic, seq)` or `(user, change, ts)`.
+//! **At least once, from the queue.** The worker commits an event after every listener took it, or after the
+//! failed ones were retried `max_attempts` times with backoff and the event went to the dead-letter topic naming
+//! them and their reasons. A retry goes only to the listeners that failed; a listener whose circuit breaker is
+//! open for the tenant gets its dead letter at once, so a tenant's broken receiver holds the others' events for
+//! no more than its breaker's threshold of calls. A node dying mid-delivery hands the event out again, to every
+//! listener: plugins drop repeats by `(topic, seq)` or the account event's id.
+//!
+//! **Before the queue.** An account event commits with its change where the store takes records in the change's
+//! transaction (a suspension, a deletion), else it is written to the outbox right after the change, and a crash in
+//! between loses it. A message event waits in a bounded in-memory buffer as a push task does: a full buffer or a
+//! crash loses it (`palaver_plugin_events_dropped_total` counts the first).
 
 use super::lane::{Lane, Queued};
 use crate::{Inner, Service};
@@ -22,6 +29,9 @@ use tokio::sync::mpsc;
 
 /// The longest wait before joining the group again after a queue failure.
 const REJOIN_MAX: Duration = Duration::from_secs(5);
+
+/// Produces of one dead letter before the worker gives up on it (and joins again).
+const DEAD_LETTER_ATTEMPTS: u32 = 3;
 
 /// Settings of the event path (`[plugins.events]`).
 #[derive(Debug, Clone)]
@@ -45,8 +55,9 @@ impl Default for EventConfig {
     }
 }
 
-/// The record an event travels in: keyed by tenant and topic (or user), so one conversation's events keep their
-/// order.
+/// The record an event travels in: keyed by tenant and topic (or user), so the events of one conversation share a
+/// partition. That keeps them in the order they were produced, which for messages of one topic published at once
+/// (or on two nodes) need not be seq order: listeners order by `seq`.
 pub fn event_record(event: &PluginEvent) -> QueueRecord {
     let target = match event {
         PluginEvent::Published { topic, .. } => topic.clone(),
@@ -130,7 +141,7 @@ impl palaver_core::MetricsSource for EventState {
 impl Inner {
     /// Hands an event for `msg` (stored, not held) to the buffer, without waiting; nothing when no plugin listens.
     pub(crate) fn enqueue_published(&self, tenant: TenantId, msg: &Message) {
-        if self.ports.listeners.listeners(tenant, ListenerKind::Published).is_empty() {
+        if !self.ports.listeners.listens(tenant, ListenerKind::Published) {
             return;
         }
         self.events.lane.offer(PluginEvent::Published {
@@ -144,16 +155,23 @@ impl Inner {
         });
     }
 
-    /// Records that `user`'s account changed (made by `actor`) for the listening plugins, through the tenant's
-    /// outbox; nothing when no plugin listens. The account's public profile and tags are read now, after the
-    /// change (none once deleted).
-    pub(crate) async fn account_changed(&self, tenant: TenantId, user: UserId, actor: UserId, change: AccountChange) {
-        if self.ports.listeners.listeners(tenant, ListenerKind::Account).is_empty() {
-            return;
+    /// The record telling the listening plugins that `user`'s account changed (by `actor`, `None` for an
+    /// operator), for the caller to commit with the change where it can; `None` when no plugin listens. The
+    /// account's public profile and tags are read now (none once deleted), so call it after a profile change and
+    /// before or after a state change. Counted as made.
+    pub(crate) async fn account_event(
+        &self,
+        tenant: TenantId,
+        user: UserId,
+        actor: Option<UserId>,
+        change: AccountChange,
+    ) -> Option<QueueRecord> {
+        if !self.ports.listeners.listens(tenant, ListenerKind::Account) {
+            return None;
         }
         let (public, tags) = match change {
             AccountChange::Deleted => (None, Vec::new()),
-            AccountChange::Created | AccountChange::Updated => match self.ports.users.get_user(tenant, user).await {
+            _ => match self.ports.users.get_user(tenant, user).await {
                 Ok(Some(u)) => (u.public, u.tags),
                 Ok(None) => (None, Vec::new()),
                 Err(err) => {
@@ -162,9 +180,23 @@ impl Inner {
                 }
             },
         };
-        let event = PluginEvent::Account { tenant, user, actor, change, ts: palaver_core::now_millis(), public, tags };
+        let id = super::new_event_id();
+        let ts = palaver_core::now_millis();
         self.events.lane.offered.inc();
-        if let Err(err) = self.put_outbox(tenant, &[event_record(&event)]).await {
+        Some(event_record(&PluginEvent::Account { tenant, id, user, actor, change, ts, public, tags }))
+    }
+
+    /// [`Inner::account_event`] written to the tenant's outbox right after a change that could not carry it in
+    /// its own transaction: a crash between the two loses the event (counted as dropped when the outbox refuses).
+    pub(crate) async fn account_changed(
+        &self,
+        tenant: TenantId,
+        user: UserId,
+        actor: Option<UserId>,
+        change: AccountChange,
+    ) {
+        let Some(record) = self.account_event(tenant, user, actor, change).await else { return };
+        if let Err(err) = self.put_outbox(tenant, &[record]).await {
             self.events.lane.dropped.inc();
             tracing::warn!(%tenant, %err, "account event not written to the outbox");
         }
@@ -231,8 +263,16 @@ impl EventWorker {
                 inner.events.delivered.inc();
                 return Ok(());
             }
+            // A listener whose breaker is open for the tenant was not called: waiting out a backoff for it would
+            // hold every event behind this one, so it gets its dead letter now, and the rest their retries.
+            let (skipped, failed): (Vec<_>, Vec<_>) = failed.into_iter().partition(|f| f.skipped);
+            if !skipped.is_empty() {
+                self.dead_letter(delivery, "listeners' circuit breakers are open", &skipped).await?;
+            }
+            if failed.is_empty() {
+                return Ok(());
+            }
             if attempt >= cfg.max_attempts.max(1) {
-                inner.events.dead_lettered.inc();
                 let reason = format!("listeners failed {attempt} times");
                 return self.dead_letter(delivery, &reason, &failed).await;
             }
@@ -246,7 +286,8 @@ impl EventWorker {
     }
 
     /// Records an event that could not be delivered on the dead-letter topic, the reason (and the listeners that
-    /// failed, with theirs) in its headers.
+    /// failed, with theirs) in its headers. The produce is tried a few times here: a refusal in the end makes the
+    /// worker join again and the event come back to every listener.
     async fn dead_letter(&self, delivery: &Delivery, reason: &str, failed: &[ListenerFailure]) -> StoreResult<()> {
         tracing::warn!(reason, failed = ?failed, offset = delivery.offset, "plugin event sent to the dead-letter topic");
         let mut record =
@@ -261,7 +302,22 @@ impl EventWorker {
         for f in failed {
             record.headers.push((format!("dlq.plugin.{}", f.plugin), f.reason.chars().take(256).collect()));
         }
-        self.queue.produce(record).await
+        let mut wait = Duration::from_millis(100);
+        for attempt in 1..=DEAD_LETTER_ATTEMPTS {
+            match self.queue.produce(record.clone()).await {
+                Ok(()) => {
+                    self.service.inner.events.dead_lettered.inc();
+                    return Ok(());
+                }
+                Err(err) if attempt < DEAD_LETTER_ATTEMPTS => {
+                    tracing::warn!(%err, attempt, "plugin event's dead letter not written; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -269,10 +325,7 @@ impl EventWorker {
 /// record's `tenant` header (an event is never delivered to a tenant it was not written for).
 fn read_event(record: &QueueRecord) -> Option<PluginEvent> {
     let event: PluginEvent = serde_json::from_slice(&record.payload).ok()?;
-    if record.header("tenant").is_some_and(|h| h != event.tenant().0.to_string()) {
-        return None;
-    }
-    Some(event)
+    (record.header("tenant")? == event.tenant().0.to_string()).then_some(event)
 }
 
 #[cfg(test)]
@@ -283,8 +336,9 @@ mod tests {
     fn events_are_read_with_their_tenant_checked() {
         let event = PluginEvent::Account {
             tenant: TenantId(7),
+            id: "e1".into(),
             user: UserId(3),
-            actor: UserId(3),
+            actor: None,
             change: AccountChange::Created,
             ts: 5,
             public: Some(serde_json::json!({"fn": "A"})),
@@ -296,6 +350,8 @@ mod tests {
         let mut forged = record.clone();
         forged.headers = vec![("tenant".into(), "8".into())];
         assert_eq!(read_event(&forged), None, "a payload naming another tenant than its header");
+        forged.headers.clear();
+        assert_eq!(read_event(&forged), None, "a record without its tenant header");
         let garbage = QueueRecord::new(QueueTopic::PluginEvent, "k", b"{".to_vec());
         assert_eq!(read_event(&garbage), None);
     }

@@ -35,7 +35,21 @@ async fn add_member(cx: &Cx<'_>, g: &Group, user: UserId) -> BizResult<bool> {
     if let Some(max) = cx.svc.subscriptions(cx.tenant).at_group_limit(user).await? {
         return Err(BizError::new(Reason::TooManyGroups, format!("the user already belongs to {max} groups")));
     }
-    let mode = g.topic.defacs.auth;
+    let mut mode = g.topic.defacs.auth;
+    if cx.actor == user && !cx.admin {
+        // A join on one's own answers to the join gates, as `{sub}` does.
+        let subs = cx.svc.subscriptions(cx.tenant);
+        mode = match subs.admit_join(user, g.name(), String::new(), None, mode).await {
+            Ok(m) => m,
+            // A gate's refusal, or a faulted gate failing closed (503): the command fails with the table's reason
+            // for it and the gate's own words.
+            Err(crate::ServiceError::Rejected { code, reason }) => {
+                let r = if code.code() >= 500 { Reason::PluginUnavailable } else { Reason::RuleRefused };
+                return Err(BizError::new(r, format!("before-subscribe: {reason}")));
+            }
+            Err(e) => return Err(e.into()),
+        };
+    }
     let sub = Subscription {
         topic: g.name().to_owned(),
         user,

@@ -11,7 +11,7 @@ use crate::delivery::dispatch::Event;
 use crate::delivery::hub::SessionHandle;
 use crate::error::ServiceResult;
 use crate::{Inner, Service, render};
-use palaver_core::ports::ControlScope;
+use palaver_core::ports::{AccountChange, ControlScope};
 use palaver_core::{RecordState, SessionId, TenantId, UserId};
 use palaver_proto::Code;
 use serde_json::json;
@@ -147,11 +147,12 @@ impl Service {
         let audit = audit_event(tenant, action, ("admin", None), ("user", user.to_string()))
             .with_detail(serde_json::json!({ "state": word }));
         let summary = crate::Summary::new("user.state", "user", user.to_string(), serde_json::json!({ "state": word }));
-        let owed = [audit_record(&audit), summary.record(tenant)];
+        let mut owed = vec![audit_record(&audit), summary.record(tenant)];
+        let change = if active { AccountChange::Reactivated } else { AccountChange::Suspended };
+        owed.extend(inner.account_event(tenant, user, None, change).await);
         // A deleted account stays deleted: the store refuses the state as `NotFound`, in the same write.
         inner.ports.users.revoke_tokens(tenant, user, Some(state), inner.owed(tenant, &owed)).await?;
         inner.owed_written();
-        inner.account_changed(tenant, user, user, palaver_core::ports::AccountChange::Updated).await;
         let closed =
             if active { 0 } else { inner.control(tenant, user, ControlScope::User, "account disabled", None).await? };
         Ok(closed)

@@ -118,12 +118,22 @@ impl Session {
     }
 
     /// Answers a stored sign-up: with `login` (and no login yet on this session) the session logs in as it (200,
-    /// Tinode's `authlvl` `anon` for an anonymous account); otherwise 201.
+    /// Tinode's `authlvl` `anon` for an anonymous account); otherwise, or when a login gate refuses that login,
+    /// 201: the account exists either way, and the client must learn so rather than sign up again.
     async fn reply_created(&mut self, m: MsgAcc, user: &User, anon: bool) -> ServiceResult<()> {
         let desc = account_desc(user);
+        let mut logged_in = None;
         if m.login && self.user.is_none() {
             let scheme = if anon { "anonymous" } else { m.scheme.as_deref().unwrap_or("basic") };
-            let mut params = self.complete_login(user, anon, scheme).await?;
+            match self.complete_login(user, anon, scheme).await {
+                Ok(params) => logged_in = Some(params),
+                Err(ServiceError::Rejected { reason, .. }) => {
+                    tracing::info!(user = %user.id, %reason, "signed up; the login a gate refused is left out");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(mut params) = logged_in {
             params["desc"] = desc;
             self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
         } else {
@@ -142,7 +152,7 @@ impl Session {
             return Err(ServiceError::UnknownScheme);
         }
         let user = self.new_user(&m).await?;
-        let user = accounts.create_with(user, None, None).await?;
+        let user = accounts.create_with(user, None, None, false).await?;
         self.reply_created(m, &user, true).await
     }
 
@@ -272,10 +282,12 @@ impl Session {
         if scheme == "code" {
             return self.login_with_code(m.id.as_deref(), secret).await;
         }
+        let mut basic_login = None;
         let user = match scheme {
             "basic" => {
                 let (login, password) = auth::parse_basic_secret(secret).ok_or(ServiceError::AuthFailed)?;
                 let user = self.verify_basic(&login, password, None).await?;
+                basic_login = Some(login);
                 accounts.user(user).await?.ok_or(ServiceError::AuthFailed)?
             }
             "token" => accounts.user_of_token(secret).await?,
@@ -295,7 +307,17 @@ impl Session {
         }
         // An account with neither a login nor an external id is an anonymous one: its token is all it has.
         let anon = scheme == "token" && accounts.identity(user.id).await? == Identity::default();
-        let params = self.complete_login(&user, anon, scheme).await?;
+        let params = match self.complete_login(&user, anon, scheme).await {
+            // A login gate refused a password that matched. Answered and counted as a wrong password, so that
+            // from a refused network the gate cannot tell a guesser which password was right; the gate's reason
+            // is in the log (a token, unguessable, gets the gate's own answer).
+            Err(ServiceError::Rejected { .. }) if basic_login.is_some() => {
+                let keys = self.login_keys(basic_login.as_deref().unwrap_or_default());
+                self.svc.accounts(self.tenant()).count_failed_login(&keys).await;
+                return Err(ServiceError::AuthFailed);
+            }
+            r => r?,
+        };
         self.reply(m.id.as_deref(), None, Code::Ok, Some(params)).await;
         Ok(())
     }

@@ -29,17 +29,19 @@ impl Accounts<'_> {
 
     /// Stores a new account for `user` (its id is chosen here) with the basic credential `login:password`.
     pub(crate) async fn create(&self, user: User, login: &str, password: String) -> ServiceResult<User> {
-        self.create_with(user, Some((login, password)), None).await
+        self.create_with(user, Some((login, password)), None, false).await
     }
 
     /// Stores a new account for `user` (its id is chosen here) with, as given, the basic credential
-    /// `login:password` and the external id an app backend knows it by. `DuplicateCredential` when the login or
-    /// the external id names another account.
+    /// `login:password` and the external id an app backend knows it by; `by_operator` when an operator creates
+    /// it rather than the user signing up. `DuplicateCredential` when the login or the external id names another
+    /// account.
     pub(crate) async fn create_with(
         &self,
         mut user: User,
         basic: Option<(&str, String)>,
         external: Option<&str>,
+        by_operator: bool,
     ) -> ServiceResult<User> {
         let tenant = self.tenant;
         let users = &self.svc.ports.users;
@@ -61,7 +63,8 @@ impl Accounts<'_> {
             };
             match created {
                 Ok(()) => {
-                    self.svc.account_changed(tenant, user.id, user.id, AccountChange::Created).await;
+                    let actor = (!by_operator).then_some(user.id);
+                    self.svc.account_changed(tenant, user.id, actor, AccountChange::Created).await;
                     return Ok(user);
                 }
                 Err(StoreError::Conflict(_)) => {
@@ -116,7 +119,7 @@ impl Accounts<'_> {
     /// Changes the user's own profile, tags or default access.
     pub(crate) async fn update_profile(&self, user: UserId, update: &UserUpdate) -> ServiceResult<()> {
         self.svc.ports.users.update_user(self.tenant, user, update).await?;
-        self.svc.account_changed(self.tenant, user, user, AccountChange::Updated).await;
+        self.svc.account_changed(self.tenant, user, Some(user), AccountChange::Updated).await;
         Ok(())
     }
 
@@ -180,7 +183,7 @@ impl Accounts<'_> {
         }
         let public = identity.name.map(|name| serde_json::json!({ "fn": name }));
         let user = User { public, user_agent, ..User::new_active(now_millis(), DefaultAccess::USER) };
-        match self.create_with(user, None, Some(&identity.subject)).await {
+        match self.create_with(user, None, Some(&identity.subject), false).await {
             Ok(user) => {
                 let detail = serde_json::json!({ "external_id": identity.subject, "via": "jwt" });
                 let target = ("user", user.id.to_string());
@@ -263,6 +266,11 @@ impl Accounts<'_> {
                 tracing::warn!(error = %e, "failed login not counted in the shared counters");
             }
         }
+    }
+
+    /// Counts a login refused after its password matched (a login gate said no) as a failed one.
+    pub(crate) async fn count_failed_login(&self, keys: &[LoginKey]) {
+        self.login_failed(keys).await;
     }
 
     /// A successful login forgets its login's failures (not its address's).

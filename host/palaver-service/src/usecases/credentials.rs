@@ -392,7 +392,7 @@ impl<'a> Credentials<'a> {
             defacs: None,
         };
         self.svc.ports.users.update_user(self.tenant, user, &update).await?;
-        self.svc.account_changed(self.tenant, user, user, palaver_core::ports::AccountChange::Updated).await;
+        self.svc.account_changed(self.tenant, user, Some(user), palaver_core::ports::AccountChange::Updated).await;
         Ok(true)
     }
 

@@ -93,7 +93,10 @@ impl Inner {
         let audit =
             crate::backbone::audit_event(tenant, "user.delete", actor, ("user", user.to_string())).with_detail(detail);
         let summary = Summary::new("user.state", "user", user.to_string(), json!({ "state": "deleted" }));
-        let owed = [crate::backbone::audit_record(&audit), summary.record(tenant)];
+        let mut owed = vec![crate::backbone::audit_record(&audit), summary.record(tenant)];
+        // The listening plugins learn of it with the deletion's own write, so no later step's failure loses it.
+        let by = actor.1.map(|id| UserId(id as u64));
+        owed.extend(self.account_event(tenant, user, by, palaver_core::ports::AccountChange::Deleted).await);
         self.ports.users.revoke_tokens(tenant, user, Some(RecordState::Deleted), self.owed(tenant, &owed)).await?;
         self.owed_written();
         // 2. Its sessions close on every node. If that cannot be asked, the deletion fails here (an admin
@@ -148,8 +151,6 @@ impl Inner {
                 }
             }
         }
-        let by = actor.1.map_or(user, |id| UserId(id as u64));
-        self.account_changed(tenant, user, by, palaver_core::ports::AccountChange::Deleted).await;
         Ok(done)
     }
 }

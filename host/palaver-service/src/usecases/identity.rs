@@ -53,7 +53,8 @@ impl Service {
         }
         let user = User { public, tags, ..User::new_active(now_millis(), DefaultAccess::USER) };
         let accounts = inner.accounts(tenant);
-        let user = accounts.create_with(user, basic.as_ref().map(|(l, p)| (l.as_str(), p.clone())), external).await?;
+        let user =
+            accounts.create_with(user, basic.as_ref().map(|(l, p)| (l.as_str(), p.clone())), external, true).await?;
         let info = self.user_info(tenant, user).await?;
         let detail = json!({ "login": info.login, "external_id": info.external_id });
         inner

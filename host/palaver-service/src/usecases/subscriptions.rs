@@ -134,10 +134,12 @@ impl Subscriptions<'_> {
         Ok(sub)
     }
 
-    /// Asks the join gates (plugins' `before-subscribe`) about `me` joining `name` with `given` (asking for
-    /// `wanted`): the mode to grant, `given` itself or narrower when a gate restricts it; `Rejected` with the
-    /// gate's code and reason when one refuses. Nothing is asked while no gate runs for the tenant.
-    async fn admit_join(
+    /// Asks the join gates (plugins' `before-subscribe`) about `me` joining `name` on their own with `given`
+    /// (asking for `wanted`): the mode to grant, `given` itself or narrower when a gate restricts it; `Rejected`
+    /// with the gate's code and reason when one refuses. Nothing is asked while no gate runs for the tenant.
+    /// Every self-join asks: `{sub}` here and the `group.join.request` command joining an open group; an invite or an approved request is an
+    /// admin's decision and asks nothing.
+    pub(crate) async fn admit_join(
         &self,
         me: UserId,
         name: &str,

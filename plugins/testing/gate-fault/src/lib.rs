@@ -2,8 +2,8 @@
 //! refuses with 403, `bad-code` refuses with code 200 (a malformed answer); anything else allows. `before-subscribe`,
 //! by the wanted mode: `boom` traps, `reject` refuses with 409, `drop-s` restricts to `given` without `S`, `grant-d`
 //! restricts to `given` plus `D` (more than given: the host must refuse it), `delta` restricts to `-W` (a change,
-//! not a mode), `echo` refuses with 418 and `given` as the reason (what the gates before it left); anything else
-//! allows.
+//! not a mode), `no-join` restricts to `given` without `J` (a member that could never attach: refused too), `echo`
+//! refuses with 418 and `given` as the reason (what the gates before it left); anything else allows.
 
 use palaver_plugin_sdk::{Context, Gate, Host, Join, JoinVerdict, Login, Rejection};
 
@@ -34,6 +34,7 @@ impl Gate for GateFault {
             "drop-s" => JoinVerdict::restrict(join.given_without("S")),
             "grant-d" => JoinVerdict::restrict(format!("{}D", join.given)),
             "delta" => JoinVerdict::restrict("-W"),
+            "no-join" => JoinVerdict::restrict(join.given_without("J")),
             "echo" => JoinVerdict::reject(418, join.given.clone()),
             _ => JoinVerdict::Allow,
         }

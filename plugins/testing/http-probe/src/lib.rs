@@ -1,6 +1,7 @@
 //! A test plugin for the `http` import: `http-probe.run` with `{"requests": [{"method", "url", "headers":
 //! [[name, value]], "body"}]}` makes each request in order and answers `{"results": [...]}`, each either
-//! `{"status", "headers": {name: value}, "body"}` or `{"error": kind, "message"}`.
+//! `{"status", "headers": {name: value}, "body"}` or `{"error": kind, "message"}`. With `"mark": key` it then
+//! writes `key` in its key-value store, so that a test can make the call lose a key-value race and run again.
 
 use palaver_plugin_sdk::http::Request;
 use palaver_plugin_sdk::{Command, CommandHandler, CommandOutcome, Context, Host, Map, Value, json};
@@ -42,6 +43,11 @@ impl CommandHandler for HttpProbe {
                 }
             };
             results.push(result);
+        }
+        if let Some(key) = cmd.args.get("mark").and_then(Value::as_str)
+            && let Err(e) = cx.kv().set(key, b"1", None)
+        {
+            return CommandOutcome::reject_other(500, "KV_FAILED", e.to_string());
         }
         CommandOutcome::ok(json!({ "results": results }))
     }

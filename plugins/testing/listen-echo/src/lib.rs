@@ -3,7 +3,7 @@
 //! as `<label> attempt <n> <text>`. `on-account`: a `fail` tag answers `err`, anything else is recorded under
 //! `acc:<user>` as `<label> <change> attempt <n>`. `label` is a setting, so that two versions (a canary) differ.
 
-use palaver_plugin_sdk::{AccountChange, AccountEvent, Context, Host, Listener, Published};
+use palaver_plugin_sdk::{AccountEvent, Context, Host, Listener, Published};
 
 /// Does what it is told.
 #[derive(Default)]
@@ -40,12 +40,7 @@ impl Listener for ListenEcho {
         if event.tags.iter().any(|t| t == "fail") {
             return Err(format!("asked to fail (attempt {})", event.attempt));
         }
-        let change = match event.change {
-            AccountChange::Created => "created",
-            AccountChange::Updated => "updated",
-            AccountChange::Deleted => "deleted",
-        };
-        let record = format!("{} {change} attempt {}", label(cx), event.attempt);
+        let record = format!("{} {} attempt {}", label(cx), event.change.as_str(), event.attempt);
         cx.kv().set(&format!("acc:{}", event.user), record.as_bytes(), None).map_err(|e| e.to_string())
     }
 }
@@ -55,6 +50,7 @@ palaver_plugin_sdk::listener!(ListenEcho);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use palaver_plugin_sdk::AccountChange;
     use palaver_plugin_sdk::testing::{Harness, run_listener_fixtures};
 
     const MANIFEST: &str = include_str!("../plugin.toml");
