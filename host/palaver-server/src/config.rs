@@ -471,7 +471,7 @@ pub struct PluginsConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct PluginEventsConfig {
     /// Message events waiting between the publish path and the outbox (or the embedded queue); beyond it new ones
-    /// are dropped and counted (`palaver_plugin_events_dropped_total`).
+    /// are dropped and counted (`palaver_listener_events_dropped_total`).
     pub buffer: usize,
     /// Deliveries of an event to a failing listener before it goes to the dead-letter topic.
     pub max_attempts: u32,

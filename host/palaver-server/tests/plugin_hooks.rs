@@ -7,13 +7,12 @@
 mod common;
 
 use common::cluster::{Cleanup, node};
-use common::webhook::read_request;
+use common::webhook::serve;
 use common::{Client, http_with, plugins_dir};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 
 const ADMIN: &str = "test-admin-token-plugin-hooks-0123456";
 const SECRET: &str = "s3cret-webhook";
@@ -33,25 +32,8 @@ struct Receiver {
 
 impl Receiver {
     async fn start(&self) -> SocketAddr {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let me = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut s, _)) = listener.accept().await else { return };
-                let me = me.clone();
-                tokio::spawn(async move {
-                    while let Some((head, body)) = read_request(&mut s).await {
-                        let status = me.check(&head, &body);
-                        let resp = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n");
-                        if s.write_all(resp.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        addr
+        serve(move |head, body| me.check(head, body)).await
     }
 
     /// Checks the request as the webhook plugin documents it; the status to answer.

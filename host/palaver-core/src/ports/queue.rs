@@ -107,6 +107,22 @@ pub struct Delivery {
     pub offset: i64,
 }
 
+impl Delivery {
+    /// This record as a dead letter: its key, payload and headers, plus where it sat and why (`dlq.topic`, the
+    /// role it was consumed from; `dlq.partition`, `dlq.offset`, `dlq.error`).
+    pub fn dead_letter(&self, reason: &str) -> QueueRecord {
+        let mut record = QueueRecord::new(QueueTopic::DeadLetter, self.record.key.clone(), self.record.payload.clone());
+        record.headers = self.record.headers.clone();
+        record.headers.extend([
+            ("dlq.topic".to_owned(), self.record.topic.as_str().to_owned()),
+            ("dlq.partition".to_owned(), self.partition.to_string()),
+            ("dlq.offset".to_owned(), self.offset.to_string()),
+            ("dlq.error".to_owned(), reason.to_owned()),
+        ]);
+        record
+    }
+}
+
 /// The queue. `Unavailable` from any call is transient: the caller retries with backoff.
 #[async_trait::async_trait]
 pub trait TaskQueue: Send + Sync {

@@ -10,6 +10,29 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub const SECRET: &str = "webhook-test-secret";
 
+/// An HTTP/1.1 server on a free local port that answers each request (its head and body) with the status `answer`
+/// gives and an empty JSON body, on keep-alive connections.
+pub async fn serve(answer: impl Fn(&str, &[u8]) -> u16 + Clone + Send + Sync + 'static) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else { return };
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                while let Some((head, body)) = read_request(&mut s).await {
+                    let status = answer(&head, &body);
+                    let resp = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n\r\n{{}}");
+                    if s.write_all(resp.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
 /// A webhook receiver: records each verified body; answers 410 for tokens listed in `gone`.
 #[derive(Clone, Default)]
 pub struct Hook {
@@ -19,25 +42,9 @@ pub struct Hook {
 
 impl Hook {
     pub async fn start(&self) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/push", listener.local_addr().unwrap());
         let hook = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut s, _)) = listener.accept().await else { return };
-                let hook = hook.clone();
-                tokio::spawn(async move {
-                    while let Some((head, body)) = read_request(&mut s).await {
-                        let status = hook.check(&head, &body);
-                        let resp = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n\r\n{{}}");
-                        if s.write_all(resp.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        url
+        let addr = serve(move |head, body| hook.check(head, body)).await;
+        format!("http://{addr}/push")
     }
 
     fn check(&self, head: &str, body: &[u8]) -> u16 {

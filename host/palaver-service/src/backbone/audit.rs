@@ -8,7 +8,7 @@
 //! topic with the reason, partition and offset in its headers and is then committed: it never stalls the topic.
 
 use super::Backbone;
-use palaver_core::ports::{AuditEvent, AuditStore, Delivery, QueueConsumer, QueueRecord, QueueTopic, TaskQueue};
+use palaver_core::ports::{AuditEvent, AuditStore, Delivery, QueueConsumer, QueueTopic, TaskQueue};
 use palaver_core::{StoreError, StoreResult};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,17 +32,7 @@ impl AuditConsumer {
 
     /// Consumes until the task is aborted, joining the group again after a queue failure.
     pub async fn run(self) {
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            match self.consume().await {
-                Ok(()) => return,
-                Err(err) => {
-                    tracing::warn!(%err, group = %self.group, "audit consumer: the queue failed; joining again");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
-                }
-            }
-        }
+        super::keep_consuming("audit consumer", &self.group, || self.consume()).await;
     }
 
     pub fn spawn(self) -> tokio::task::JoinHandle<()> {
@@ -90,16 +80,7 @@ impl AuditConsumer {
 
     async fn dead_letter(&self, delivery: &Delivery, reason: &str) -> StoreResult<()> {
         tracing::warn!(reason, offset = delivery.offset, "audit record sent to the dead-letter topic");
-        let mut record =
-            QueueRecord::new(QueueTopic::DeadLetter, delivery.record.key.clone(), delivery.record.payload.clone());
-        record.headers = delivery.record.headers.clone();
-        record.headers.extend([
-            ("dlq.topic".to_owned(), QueueTopic::Audit.as_str().to_owned()),
-            ("dlq.partition".to_owned(), delivery.partition.to_string()),
-            ("dlq.offset".to_owned(), delivery.offset.to_string()),
-            ("dlq.error".to_owned(), reason.to_owned()),
-        ]);
-        self.queue.produce(record).await
+        self.queue.produce(delivery.dead_letter(reason)).await
     }
 }
 

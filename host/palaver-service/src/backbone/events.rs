@@ -14,7 +14,7 @@
 //! **Before the queue.** An account event commits with its change where the store takes records in the change's
 //! transaction (a suspension, a deletion), else it is written to the outbox right after the change, and a crash in
 //! between loses it. A message event waits in a bounded in-memory buffer as a push task does: a full buffer or a
-//! crash loses it (`palaver_plugin_events_dropped_total` counts the first).
+//! crash loses it (`palaver_listener_events_dropped_total` counts the first).
 
 use super::lane::{Lane, Queued};
 use crate::{Inner, Service};
@@ -26,9 +26,6 @@ use prometheus_client::metrics::counter::Counter;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-
-/// The longest wait before joining the group again after a queue failure.
-const REJOIN_MAX: Duration = Duration::from_secs(5);
 
 /// Produces of one dead letter before the worker gives up on it (and joins again).
 const DEAD_LETTER_ATTEMPTS: u32 = 3;
@@ -114,20 +111,20 @@ impl EventState {
 impl palaver_core::MetricsSource for EventState {
     fn register(&self, r: &mut palaver_core::Registry) {
         let counters: [(&str, &str, &Counter); 5] = [
-            ("palaver_plugin_events_made", "Plugin events handed to the buffer or the outbox", &self.lane.offered),
+            ("palaver_listener_events_made", "Plugin events handed to the buffer or the outbox", &self.lane.offered),
             (
-                "palaver_plugin_events_dropped",
+                "palaver_listener_events_dropped",
                 "Message events lost: the buffer was full or the outbox refused them",
                 &self.lane.dropped,
             ),
-            ("palaver_plugin_events_delivered", "Plugin events every listener took", &self.delivered),
+            ("palaver_listener_events_delivered", "Plugin events every listener took", &self.delivered),
             (
-                "palaver_plugin_events_retried",
+                "palaver_listener_events_retried",
                 "Deliveries of a plugin event again to the listeners that failed",
                 &self.retried,
             ),
             (
-                "palaver_plugin_events_dead_lettered",
+                "palaver_listener_events_dead_lettered",
                 "Plugin events a listener failed for good, recorded on the dead-letter topic",
                 &self.dead_lettered,
             ),
@@ -224,14 +221,7 @@ impl EventWorker {
 
     /// Consumes until the task is aborted, joining the group again after a queue failure.
     pub async fn run(self) {
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            if let Err(err) = self.consume().await {
-                tracing::warn!(%err, group = %self.group, "plugin-event worker: the queue failed; joining again");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(REJOIN_MAX);
-            }
-        }
+        super::keep_consuming("plugin-event worker", &self.group, || self.consume()).await;
     }
 
     async fn consume(&self) -> StoreResult<()> {
@@ -290,15 +280,7 @@ impl EventWorker {
     /// worker join again and the event come back to every listener.
     async fn dead_letter(&self, delivery: &Delivery, reason: &str, failed: &[ListenerFailure]) -> StoreResult<()> {
         tracing::warn!(reason, failed = ?failed, offset = delivery.offset, "plugin event sent to the dead-letter topic");
-        let mut record =
-            QueueRecord::new(QueueTopic::DeadLetter, delivery.record.key.clone(), delivery.record.payload.clone());
-        record.headers = delivery.record.headers.clone();
-        record.headers.extend([
-            ("dlq.topic".to_owned(), QueueTopic::PluginEvent.as_str().to_owned()),
-            ("dlq.partition".to_owned(), delivery.partition.to_string()),
-            ("dlq.offset".to_owned(), delivery.offset.to_string()),
-            ("dlq.error".to_owned(), reason.to_owned()),
-        ]);
+        let mut record = delivery.dead_letter(reason);
         for f in failed {
             record.headers.push((format!("dlq.plugin.{}", f.plugin), f.reason.chars().take(256).collect()));
         }

@@ -37,6 +37,24 @@ pub async fn active_tenants(registry: Option<&dyn TenantStore>) -> StoreResult<V
     }
 }
 
+/// The longest wait before a consumer joins its group again after a queue failure.
+const REJOIN_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs a consumer's `consume` until it returns `Ok` or its task is aborted, joining the group again after each
+/// queue failure with a growing wait. `what` and `group` name it in the log.
+pub(crate) async fn keep_consuming<F, Fut>(what: &str, group: &str, mut consume: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = StoreResult<()>>,
+{
+    let mut backoff = std::time::Duration::from_millis(100);
+    while let Err(err) = consume().await {
+        tracing::warn!(%err, group, "{what}: the queue failed; joining again");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(REJOIN_MAX);
+    }
+}
+
 /// A fresh event id: 128 random bits in hex, unique without coordination between nodes.
 pub fn new_event_id() -> String {
     format!("{:032x}", rand::random::<u128>())

@@ -17,9 +17,6 @@ use palaver_core::{StoreResult, TenantId};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The longest wait before joining the group again after a queue failure.
-const REJOIN_MAX: Duration = Duration::from_secs(5);
-
 /// How the worker consumes and retries.
 #[derive(Debug, Clone)]
 pub struct ScanWorkerConfig {
@@ -62,14 +59,7 @@ impl ScanWorker {
 
     /// Consumes until the task is aborted, joining the group again after a queue failure.
     pub async fn run(self) {
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            if let Err(err) = self.consume().await {
-                tracing::warn!(%err, group = %self.cfg.group, "file-security worker: the queue failed; joining again");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(REJOIN_MAX);
-            }
-        }
+        super::keep_consuming("file-security worker", &self.cfg.group, || self.consume()).await;
     }
 
     async fn consume(&self) -> StoreResult<()> {
@@ -117,16 +107,7 @@ impl ScanWorker {
     /// Records a task that could not be done on the dead-letter topic, the reason in its headers.
     async fn dead_letter(&self, delivery: &Delivery, reason: &str) -> StoreResult<()> {
         tracing::warn!(reason, offset = delivery.offset, "file-security task sent to the dead-letter topic");
-        let mut record =
-            QueueRecord::new(QueueTopic::DeadLetter, delivery.record.key.clone(), delivery.record.payload.clone());
-        record.headers = delivery.record.headers.clone();
-        record.headers.extend([
-            ("dlq.topic".to_owned(), QueueTopic::FileSecurity.as_str().to_owned()),
-            ("dlq.partition".to_owned(), delivery.partition.to_string()),
-            ("dlq.offset".to_owned(), delivery.offset.to_string()),
-            ("dlq.error".to_owned(), reason.to_owned()),
-        ]);
-        self.queue.produce(record).await
+        self.queue.produce(delivery.dead_letter(reason)).await
     }
 }
 

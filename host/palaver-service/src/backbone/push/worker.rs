@@ -37,9 +37,7 @@ use super::state::PushState;
 use super::tenants::TenantPush;
 use crate::Service;
 use crate::names::wire_name;
-use palaver_core::ports::{
-    Delivery, Device, PushDedup, PushError, PushTask, QueueRecord, QueueTopic, TaskQueue, TenantStore,
-};
+use palaver_core::ports::{Delivery, Device, PushDedup, PushError, PushTask, QueueTopic, TaskQueue, TenantStore};
 use palaver_core::{AccessMode, StoreResult, TenantId, UserId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,9 +45,6 @@ use std::time::{Duration, Instant};
 
 /// The most tasks done before their offsets are committed, even while the consumer holds more.
 const COMMIT_EVERY: usize = 64;
-
-/// The longest wait before joining the group again after a queue failure.
-const REJOIN_MAX: Duration = Duration::from_secs(5);
 
 /// How the worker retries.
 #[derive(Debug, Clone)]
@@ -99,14 +94,7 @@ impl PushWorker {
 
     /// Consumes until the task is aborted, joining the group again after a queue failure.
     pub async fn run(self) {
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            if let Err(err) = self.consume().await {
-                tracing::warn!(%err, group = %self.cfg.group, "push worker: the queue failed; joining again");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(REJOIN_MAX);
-            }
-        }
+        crate::backbone::keep_consuming("push worker", &self.cfg.group, || self.consume()).await;
     }
 
     fn state(&self) -> &PushState {
@@ -301,15 +289,7 @@ impl PushWorker {
     async fn dead_letter(&self, delivery: &Delivery, reason: &str, device: Option<&Device>) -> StoreResult<()> {
         tracing::warn!(reason, offset = delivery.offset, "push sent to the dead-letter topic");
         self.state().dead_lettered.inc();
-        let mut record: QueueRecord =
-            QueueRecord::new(QueueTopic::DeadLetter, delivery.record.key.clone(), delivery.record.payload.clone());
-        record.headers = delivery.record.headers.clone();
-        record.headers.extend([
-            ("dlq.topic".to_owned(), QueueTopic::Push.as_str().to_owned()),
-            ("dlq.partition".to_owned(), delivery.partition.to_string()),
-            ("dlq.offset".to_owned(), delivery.offset.to_string()),
-            ("dlq.error".to_owned(), reason.to_owned()),
-        ]);
+        let mut record = delivery.dead_letter(reason);
         if let Some(d) = device {
             record.headers.push(("push.user".to_owned(), d.user.to_string()));
             record.headers.push(("push.device".to_owned(), d.device_id.clone()));
