@@ -256,6 +256,20 @@ macro_rules! __report_panics {
     };
 }
 
+/// What every export macro declares: the export type `__Export`, `__REPORT_PANICS`, and the instance's one plugin
+/// value `__PLUGIN`, made on first use (`__private::instance`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __instance_cell {
+    ($plugin:ty) => {
+        struct __Export;
+        $crate::__report_panics!();
+        ::std::thread_local! {
+            static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
+        }
+    };
+}
+
 /// Exports a [`PublishFilter`] as a component of world `publish-filter`.
 #[macro_export]
 macro_rules! publish_filter {
@@ -265,11 +279,7 @@ macro_rules! publish_filter {
         const _: () = {
             use ::palaver_plugin_sdk::bindings::publish_filter::exports::palaver::plugin::before_publish as __bp;
             use ::palaver_plugin_sdk::bindings::wit as __wit;
-            struct __Export;
-            $crate::__report_panics!();
-            ::std::thread_local! {
-                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
-            }
+            $crate::__instance_cell!($plugin);
             impl __bp::Guest for __Export {
                 fn judge(ctx: __wit::PublishContext, content: String, head: Option<String>) -> __wit::Verdict {
                     __PLUGIN.with_borrow_mut(|p| {
@@ -349,11 +359,7 @@ macro_rules! __export_two {
         const _: () = {
             use ::palaver_plugin_sdk::bindings::$world::exports::palaver::plugin::$i1 as __i1;
             use ::palaver_plugin_sdk::bindings::$world::exports::palaver::plugin::$i2 as __i2;
-            struct __Export;
-            $crate::__report_panics!();
-            ::std::thread_local! {
-                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
-            }
+            $crate::__instance_cell!($plugin);
             impl __i1::Guest for __Export {
                 fn $f1($a1: __i1::$in1) -> $out1 {
                     __PLUGIN.with_borrow_mut(|p| {
@@ -389,11 +395,7 @@ macro_rules! __export_one {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             use ::palaver_plugin_sdk::bindings::$world::exports::palaver::plugin::$iface as __i;
-            struct __Export;
-            $crate::__report_panics!();
-            ::std::thread_local! {
-                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
-            }
+            $crate::__instance_cell!($plugin);
             impl __i::Guest for __Export {
                 fn $f($arg: __i::$in) -> __i::$out {
                     __PLUGIN.with_borrow_mut(|p| {
@@ -418,11 +420,7 @@ macro_rules! command_handler {
         const _: () = {
             use ::palaver_plugin_sdk::bindings::command_handler::exports::palaver::plugin::on_command as __oc;
             use ::palaver_plugin_sdk::bindings::wit as __wit;
-            struct __Export;
-            $crate::__report_panics!();
-            ::std::thread_local! {
-                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
-            }
+            $crate::__instance_cell!($plugin);
             impl __oc::Guest for __Export {
                 fn handle(ctx: __wit::CallContext, name: String, args: String) -> __wit::CommandOutcome {
                     __PLUGIN.with_borrow_mut(|p| {
@@ -451,11 +449,7 @@ macro_rules! full_plugin {
             use ::palaver_plugin_sdk::bindings::command_handler::exports::palaver::plugin::on_command as __oc;
             use ::palaver_plugin_sdk::bindings::publish_filter::exports::palaver::plugin::before_publish as __bp;
             use ::palaver_plugin_sdk::bindings::wit as __wit;
-            struct __Export;
-            $crate::__report_panics!();
-            ::std::thread_local! {
-                static __PLUGIN: ::core::cell::RefCell<Option<$plugin>> = const { ::core::cell::RefCell::new(None) };
-            }
+            $crate::__instance_cell!($plugin);
             impl __bp::Guest for __Export {
                 fn judge(ctx: __wit::PublishContext, content: String, head: Option<String>) -> __wit::Verdict {
                     __PLUGIN.with_borrow_mut(|p| {
