@@ -11,44 +11,37 @@ use palaver_core::ports::{Call, CallEnd, CallState, CallStore};
 use palaver_core::{Seq, StoreResult, TenantId, UnixMillis, UserId};
 // The statements built at run time join only constants of `palaver_store_sql::calls`; every value is bound.
 use palaver_store_sql::calls::{
-    CALL_COLUMNS, CallRow, END_SET, LIVE_CONDITION, PARTIES_CONDITION, SWEEP_CONDITION, SWEEP_ORDER, call_of,
-    created_as, end_condition,
+    CALL_COLUMNS, CallRow, LIVE_CONDITION, PARTIES_CONDITION, SWEEP_CONDITION, SWEEP_ORDER, Transition, call_of,
+    created_as,
 };
-use sqlx::AssertSqlSafe;
+use palaver_store_sql::{bind_busy_check, bind_new_call, bind_transition, new_call_columns};
+use sqlx::{AssertSqlSafe, MySqlPool};
 
-impl MysqlStore {
-    /// The row on the primary, so a read right after a transition sees it.
-    async fn call_row(&self, tenant_id: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
-        let db = self.db(tenant_id).await?;
-        let sql = format!("SELECT {CALL_COLUMNS} FROM im_calls WHERE topic = ? AND seq = ?");
-        let row: Option<CallRow> = sqlx::query_as(AssertSqlSafe(sql))
-            .bind(topic)
-            .bind(seq)
-            .fetch_optional(&db.pool)
-            .await
-            .map_err(db_error)?;
-        Ok(row.map(call_of).transpose()?)
-    }
+/// The row on the primary, so a read right after a transition sees it.
+async fn call_row(pool: &MySqlPool, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
+    let sql = format!("SELECT {CALL_COLUMNS} FROM im_calls WHERE topic = ? AND seq = ?");
+    let query = sqlx::query_as(AssertSqlSafe(sql)).bind(topic).bind(seq);
+    let row: Option<CallRow> = query.fetch_optional(pool).await.map_err(db_error)?;
+    Ok(row.map(call_of).transpose()?)
+}
 
-    /// The call after a transition: read back if its conditional update changed the row, else `None`.
-    async fn after(&self, tenant_id: TenantId, topic: &str, seq: Seq, changed: u64) -> StoreResult<Option<Call>> {
-        if changed == 0 {
-            return Ok(None);
-        }
-        self.call_row(tenant_id, topic, seq).await
-    }
+/// Writes `change` if the call's state allows it, then reads the call back; `None` when no row changed.
+async fn transition(pool: &MySqlPool, topic: &str, seq: Seq, change: Transition<'_>) -> StoreResult<Option<Call>> {
+    let query = bind_transition!(sqlx::query(AssertSqlSafe(change.statement("topic = ? AND seq = ?"))), change);
+    let done = query.bind(topic).bind(seq).execute(pool).await.map_err(db_error)?;
+    if done.rows_affected() == 0 { Ok(None) } else { call_row(pool, topic, seq).await }
 }
 
 #[async_trait::async_trait]
 impl CallStore for MysqlStore {
     async fn create_call(
         &self,
-        tenant_id: TenantId,
+        tenant: TenantId,
         c: &Call,
         started_since: UnixMillis,
         accepted_since: UnixMillis,
     ) -> StoreResult<CallState> {
-        let db = self.db(tenant_id).await?;
+        let db = self.db(tenant).await?;
         let (caller, callee) = (user_col(c.caller), user_col(c.callee));
         // The lock rows exist before the transaction: inserting them inside it would take shared locks on the
         // ones already there, which two starts could then not both upgrade. In key order, like the locking read
@@ -70,129 +63,72 @@ impl CallStore for MysqlStore {
         // The transaction's first plain read, so its snapshot is taken after the locks: every start that held
         // them before has committed and is seen.
         let sql = format!("SELECT 1 FROM im_calls WHERE {PARTIES_CONDITION} AND {LIVE_CONDITION} LIMIT 1");
-        let busy: Option<i32> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(caller)
-            .bind(callee)
-            .bind(caller)
-            .bind(callee)
-            .bind(started_since)
-            .bind(accepted_since)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        let (state, ended_at, reason) = created_as(c, busy.is_some());
-        sqlx::query(
-            "INSERT INTO im_calls (topic, seq, caller_id, callee_id, caller_session, callee_session, \
-             audio_only, state, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&c.topic)
-        .bind(c.seq)
-        .bind(user_col(c.caller))
-        .bind(user_col(c.callee))
-        .bind(&c.caller_session)
-        .bind(&c.callee_session)
-        .bind(c.audio_only)
-        .bind(state.as_str())
-        .bind(c.started_at)
-        .bind(ended_at)
-        .bind(reason)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        let busy = bind_busy_check!(sqlx::query_scalar(AssertSqlSafe(sql)), c, started_since, accepted_since);
+        let busy: Option<i32> = busy.fetch_optional(&mut *tx).await.map_err(db_error)?;
+        let created = created_as(c, busy.is_some());
+        let sql = concat!("INSERT INTO im_calls (", new_call_columns!(), ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        bind_new_call!(sqlx::query(sql), c, created).execute(&mut *tx).await.map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
-        Ok(state)
+        Ok(created.0)
     }
 
-    async fn get_call(&self, tenant_id: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
-        self.call_row(tenant_id, topic, seq).await
+    async fn get_call(&self, tenant: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
+        call_row(&self.db(tenant).await?.pool, topic, seq).await
     }
 
     async fn accept_call(
         &self,
-        tenant_id: TenantId,
+        tenant: TenantId,
         topic: &str,
         seq: Seq,
         callee_session: &str,
         at: UnixMillis,
     ) -> StoreResult<Option<Call>> {
-        let db = self.db(tenant_id).await?;
-        let done = sqlx::query(
-            "UPDATE im_calls SET state = 'accepted', accepted_at = ?, callee_session = ? \
-             WHERE topic = ? AND seq = ? AND state = 'started'",
-        )
-        .bind(at)
-        .bind(callee_session)
-        .bind(topic)
-        .bind(seq)
-        .execute(&db.pool)
-        .await
-        .map_err(db_error)?;
-        self.after(tenant_id, topic, seq, done.rows_affected()).await
+        transition(&self.db(tenant).await?.pool, topic, seq, Transition::Accept { callee_session, at }).await
     }
 
     async fn end_call(
         &self,
-        tenant_id: TenantId,
+        tenant: TenantId,
         topic: &str,
         seq: Seq,
         end: CallEnd,
         reason: &str,
         at: UnixMillis,
     ) -> StoreResult<Option<Call>> {
-        let db = self.db(tenant_id).await?;
-        let sql = format!("UPDATE im_calls SET {END_SET} WHERE topic = ? AND seq = ? AND {}", end_condition(end));
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(end.state().as_str())
-            .bind(at)
-            .bind(at)
-            .bind(reason)
-            .bind(topic)
-            .bind(seq)
-            .execute(&db.pool)
-            .await
-            .map_err(db_error)?;
-        self.after(tenant_id, topic, seq, done.rows_affected()).await
+        transition(&self.db(tenant).await?.pool, topic, seq, Transition::End { end, reason, at }).await
     }
 
     async fn live_call_of(
         &self,
-        tenant_id: TenantId,
+        tenant: TenantId,
         user: UserId,
         started_since: UnixMillis,
         accepted_since: UnixMillis,
     ) -> StoreResult<Option<Call>> {
-        let db = self.db(tenant_id).await?;
+        let db = self.db(tenant).await?;
         let sql = format!(
             "SELECT {CALL_COLUMNS} FROM im_calls WHERE (caller_id = ? OR callee_id = ?) \
              AND {LIVE_CONDITION} ORDER BY started_at DESC LIMIT 1"
         );
-        let row: Option<CallRow> = sqlx::query_as(AssertSqlSafe(sql))
-            .bind(user_col(user))
-            .bind(user_col(user))
-            .bind(started_since)
-            .bind(accepted_since)
-            .fetch_optional(&db.pool)
-            .await
-            .map_err(db_error)?;
+        let query = sqlx::query_as(AssertSqlSafe(sql)).bind(user_col(user)).bind(user_col(user));
+        let query = query.bind(started_since).bind(accepted_since);
+        let row: Option<CallRow> = query.fetch_optional(&db.pool).await.map_err(db_error)?;
         Ok(row.map(call_of).transpose()?)
     }
 
     async fn live_calls(
         &self,
-        tenant_id: TenantId,
+        tenant: TenantId,
         since: UnixMillis,
         before: UnixMillis,
         limit: usize,
     ) -> StoreResult<Vec<Call>> {
-        let db = self.db(tenant_id).await?;
+        let db = self.db(tenant).await?;
         let sql = format!("SELECT {CALL_COLUMNS} FROM im_calls WHERE {SWEEP_CONDITION} {SWEEP_ORDER} LIMIT ?");
-        let rows: Vec<CallRow> = sqlx::query_as(AssertSqlSafe(sql))
-            .bind(since)
-            .bind(before)
-            .bind(u64::try_from(limit).unwrap_or(u64::MAX))
-            .fetch_all(&db.pool)
-            .await
-            .map_err(db_error)?;
+        let query = sqlx::query_as(AssertSqlSafe(sql)).bind(since).bind(before);
+        let rows: Vec<CallRow> =
+            query.bind(u64::try_from(limit).unwrap_or(u64::MAX)).fetch_all(&db.pool).await.map_err(db_error)?;
         Ok(rows.into_iter().map(call_of).collect::<Result<_, _>>()?)
     }
 }

@@ -1,6 +1,6 @@
 //! Conversions between domain values and their column forms: ids, modes, states, kinds, JSON text and times.
 
-use palaver_core::{AccessMode, StoreError, StoreResult};
+use palaver_core::{StoreError, StoreResult};
 pub(crate) use palaver_store_sql::columns::mode_of;
 pub(crate) use palaver_store_sql::columns::{limit_col, risk_flags_col, state_col, tags_col, user_col, user_of};
 use sqlx::mysql::MySqlQueryResult;
@@ -27,11 +27,6 @@ pub(crate) use {datetime_to_millis, millis_to_datetime};
 pub(crate) const DATETIME_OPEN: &str = "TIMESTAMPADD(MICROSECOND, ";
 pub(crate) const DATETIME_CLOSE: &str = " * 1000, '1970-01-01 00:00:00')";
 
-/// An access mode as stored: its bit set.
-pub(crate) fn mode_col(m: AccessMode) -> i16 {
-    i16::from(m.0)
-}
-
 /// The id an `INSERT` gave its auto-increment row, in the signed form the id columns are read back in.
 pub(crate) fn insert_id(done: &MySqlQueryResult) -> StoreResult<i64> {
     i64::try_from(done.last_insert_id()).map_err(|e| StoreError::Internal(e.to_string()))
@@ -45,11 +40,6 @@ mod tests {
     use super::*;
 
     // The shared column forms are tested in palaver_store_sql::columns; what is left here is this backend's own.
-    #[test]
-    fn modes_round_trip_through_their_column_width() {
-        assert_eq!(mode_of("m", mode_col(AccessMode::OWNER_FULL)).unwrap(), AccessMode::OWNER_FULL);
-    }
-
     #[test]
     fn time_conversions_are_inverse_sql() {
         assert_eq!(millis_to_datetime!(), format!("{DATETIME_OPEN}?{DATETIME_CLOSE}"));

@@ -3,40 +3,26 @@
 //! UTC `DATETIME(3)`, converted in SQL. The delayed pushes are `im_push_delayed` of migration 0011.
 
 use crate::MysqlStore;
-use crate::codec::{datetime_to_millis, millis_to_datetime, user_col, user_of};
+use crate::codec::{datetime_to_millis, millis_to_datetime, user_col};
 use crate::error::db_error;
 use palaver_core::ports::{DelayedPush, Device, DeviceStore};
 use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
-
-type DeviceRow = (String, i64, String, String, String, String, String, i64);
-
-fn device_of((device_id, user, platform, provider, token, app, language, last_seen): DeviceRow) -> Device {
-    Device { user: user_of(user), device_id, platform, provider, token, app, language, last_seen }
-}
+use palaver_store_sql::bind_device;
+use palaver_store_sql::devices::{DeviceRow, device_of};
 
 #[async_trait::async_trait]
 impl DeviceStore for MysqlStore {
     async fn upsert_device(&self, tenant: TenantId, d: &Device) -> StoreResult<()> {
         let db = self.db(tenant).await?;
-        sqlx::query(concat!(
+        let sql = concat!(
             "INSERT INTO im_devices (device_id, user_id, platform, provider, token, app, language, last_seen) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ",
             millis_to_datetime!(),
             ") ON DUPLICATE KEY UPDATE user_id = VALUES(user_id), platform = VALUES(platform), \
              provider = VALUES(provider), token = VALUES(token), app = VALUES(app), language = VALUES(language), \
              last_seen = VALUES(last_seen)"
-        ))
-        .bind(&d.device_id)
-        .bind(user_col(d.user))
-        .bind(&d.platform)
-        .bind(&d.provider)
-        .bind(&d.token)
-        .bind(&d.app)
-        .bind(&d.language)
-        .bind(d.last_seen)
-        .execute(&db.pool)
-        .await
-        .map_err(db_error)?;
+        );
+        bind_device!(sqlx::query(sql), d).execute(&db.pool).await.map_err(db_error)?;
         Ok(())
     }
 

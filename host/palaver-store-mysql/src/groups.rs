@@ -73,7 +73,7 @@ impl GroupStore for MysqlStore {
         let db = self.db(tenant).await?;
         // One statement: a replaced mute keeps when it was first created. A NULL end stays NULL through the
         // conversion.
-        sqlx::query(concat!(
+        let sql = concat!(
             "INSERT INTO group_mutes (topic, user_id, muted_by, reason, muted_until, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ",
             millis_to_datetime!(),
@@ -83,36 +83,24 @@ impl GroupStore for MysqlStore {
             millis_to_datetime!(),
             ") ON DUPLICATE KEY UPDATE muted_by = VALUES(muted_by), reason = VALUES(reason), \
              muted_until = VALUES(muted_until), updated_at = VALUES(updated_at)"
-        ))
-        .bind(topic)
-        .bind(mute_target_col(user))
-        .bind(user_col(by))
-        .bind(reason)
-        .bind(until)
-        .bind(now)
-        .bind(now)
-        .execute(&db.pool)
-        .await
-        .map_err(db_error)?;
+        );
+        let upsert = sqlx::query(sql).bind(topic).bind(mute_target_col(user)).bind(user_col(by)).bind(reason);
+        upsert.bind(until).bind(now).bind(now).execute(&db.pool).await.map_err(db_error)?;
         Ok(())
     }
 
     #[tracing::instrument(name = "palaver.store.unmute", skip_all, fields(tenant = %tenant))]
     async fn unmute(&self, tenant: TenantId, topic: &str, user: Option<UserId>) -> StoreResult<bool> {
         let db = self.db(tenant).await?;
-        let done = sqlx::query("DELETE FROM group_mutes WHERE topic = ? AND user_id = ?")
-            .bind(topic)
-            .bind(mute_target_col(user))
-            .execute(&db.pool)
-            .await
-            .map_err(db_error)?;
+        let delete = sqlx::query("DELETE FROM group_mutes WHERE topic = ? AND user_id = ?");
+        let done = delete.bind(topic).bind(mute_target_col(user)).execute(&db.pool).await.map_err(db_error)?;
         Ok(done.rows_affected() > 0)
     }
 
     #[tracing::instrument(name = "palaver.store.mutes", skip_all, fields(tenant = %tenant))]
     async fn mutes(&self, tenant: TenantId, topic: &str, now: UnixMillis) -> StoreResult<Vec<Mute>> {
         let db = self.db(tenant).await?;
-        let rows: Vec<MuteColumns> = sqlx::query_as(concat!(
+        let query = sqlx::query_as(concat!(
             "SELECT user_id, muted_by, reason, ",
             datetime_to_millis!("muted_until"),
             ", ",
@@ -122,12 +110,8 @@ impl GroupStore for MysqlStore {
             " FROM group_mutes WHERE topic = ? AND (muted_until IS NULL OR muted_until > ",
             millis_to_datetime!(),
             ") ORDER BY user_id <> 0, user_id"
-        ))
-        .bind(topic)
-        .bind(now)
-        .fetch_all(&db.pool)
-        .await
-        .map_err(db_error)?;
+        ));
+        let rows: Vec<MuteColumns> = query.bind(topic).bind(now).fetch_all(&db.pool).await.map_err(db_error)?;
         Ok(rows.into_iter().map(mute_of).collect())
     }
 
@@ -137,33 +121,25 @@ impl GroupStore for MysqlStore {
         // The role guard is evaluated on the latest committed row, so an owner made by a concurrent transfer
         // keeps the role.
         let mut tx = db.pool.begin().await.map_err(db_error)?;
-        sqlx::query("DELETE FROM group_member_roles WHERE topic = ? AND user_id = ? AND role <> 'owner'")
-            .bind(topic)
-            .bind(user_col(user))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        sqlx::query("DELETE FROM group_mutes WHERE topic = ? AND user_id = ?")
-            .bind(topic)
-            .bind(user_col(user))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        for sql in [
+            "DELETE FROM group_member_roles WHERE topic = ? AND user_id = ? AND role <> 'owner'",
+            "DELETE FROM group_mutes WHERE topic = ? AND user_id = ?",
+        ] {
+            sqlx::query(sql).bind(topic).bind(user_col(user)).execute(&mut *tx).await.map_err(db_error)?;
+        }
         tx.commit().await.map_err(db_error)
     }
 
     #[tracing::instrument(name = "palaver.store.group_settings", skip_all, fields(tenant = %tenant))]
     async fn settings(&self, tenant: TenantId, topic: &str) -> StoreResult<GroupSettings> {
         let db = self.db(tenant).await?;
-        let row: Option<(Option<String>, bool, Option<i64>)> = sqlx::query_as(concat!(
+        let sql = concat!(
             "SELECT join_policy, members_invite, ",
             datetime_to_millis!("updated_at"),
             " FROM group_settings WHERE topic = ?"
-        ))
-        .bind(topic)
-        .fetch_optional(&db.pool)
-        .await
-        .map_err(db_error)?;
+        );
+        let row: Option<(Option<String>, bool, Option<i64>)> =
+            sqlx::query_as(sql).bind(topic).fetch_optional(&db.pool).await.map_err(db_error)?;
         // A row without a time exists only as the group's lock (see `roles`) and holds no settings.
         let Some((Some(policy), members_invite, Some(updated))) = row else { return Ok(GroupSettings::default()) };
         Ok(GroupSettings { join_policy: join_policy_of(policy)?, members_invite, updated })
@@ -178,19 +154,14 @@ impl GroupStore for MysqlStore {
         now: UnixMillis,
     ) -> StoreResult<()> {
         let db = self.db(tenant).await?;
-        sqlx::query(concat!(
+        let sql = concat!(
             "INSERT INTO group_settings (topic, join_policy, members_invite, updated_at) VALUES (?, ?, ?, ",
             millis_to_datetime!(),
             ") ON DUPLICATE KEY UPDATE join_policy = VALUES(join_policy), members_invite = VALUES(members_invite), \
              updated_at = VALUES(updated_at)"
-        ))
-        .bind(topic)
-        .bind(settings.join_policy.as_str())
-        .bind(settings.members_invite)
-        .bind(now)
-        .execute(&db.pool)
-        .await
-        .map_err(db_error)?;
+        );
+        let upsert = sqlx::query(sql).bind(topic).bind(settings.join_policy.as_str()).bind(settings.members_invite);
+        upsert.bind(now).execute(&db.pool).await.map_err(db_error)?;
         Ok(())
     }
 

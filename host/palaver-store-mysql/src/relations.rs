@@ -17,14 +17,16 @@
 //! call may be retried.
 
 use crate::MysqlStore;
-use crate::codec::{datetime_to_millis, limit_col, millis_to_datetime, user_col, user_of};
+use crate::codec::{datetime_to_millis, limit_col, millis_to_datetime, user_col};
 use crate::error::{db_error, is_unique_violation};
 use palaver_core::ports::{
-    Block, CreateOutcome, Decision, Friend, FriendRequest, REQUEST_NOT_PENDING, Relation, RelationStore, RequestStatus,
+    Block, CreateOutcome, Decision, Friend, FriendRequest, Relation, RelationStore, RequestStatus,
 };
 use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
 use palaver_store_sql::columns::{FriendColumns, friend_of};
+use palaver_store_sql::relations::{BlockRow, block_of, decide, relation_of};
 use palaver_store_sql::rows::{FriendRequestRow, decode_all};
+use palaver_store_sql::writes::{found, still_pending};
 
 mod requests;
 
@@ -36,32 +38,18 @@ impl RelationStore for MysqlStore {
     async fn relation(&self, tenant: TenantId, me: UserId, other: UserId) -> StoreResult<Relation> {
         let db = self.db(tenant).await?;
         let (m, o) = (user_col(me), user_col(other));
-        let (friends, i_blocked, blocked_me): (i64, i64, i64) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM friends WHERE user_id = ? AND friend_id = ?), \
-             EXISTS (SELECT 1 FROM user_blocks WHERE user_id = ? AND blocked_id = ?), \
-             EXISTS (SELECT 1 FROM user_blocks WHERE user_id = ? AND blocked_id = ?)",
-        )
-        .bind(m)
-        .bind(o)
-        .bind(m)
-        .bind(o)
-        .bind(o)
-        .bind(m)
-        .fetch_one(&db.pool)
-        .await
-        .map_err(db_error)?;
+        let sql = "SELECT EXISTS (SELECT 1 FROM friends WHERE user_id = ? AND friend_id = ?), \
+                   EXISTS (SELECT 1 FROM user_blocks WHERE user_id = ? AND blocked_id = ?), \
+                   EXISTS (SELECT 1 FROM user_blocks WHERE user_id = ? AND blocked_id = ?)";
+        let query = sqlx::query_as(sql).bind(m).bind(o).bind(m).bind(o).bind(o).bind(m);
+        let (friends, i_blocked, blocked_me): (i64, i64, i64) = query.fetch_one(&db.pool).await.map_err(db_error)?;
         let sql = concat!(
             request_select!(),
             "WHERE status = 'pending' AND ((from_user = ? AND to_user = ?) OR (from_user = ? AND to_user = ?))"
         );
-        let rows: Vec<FriendRequestRow> =
+        let pending: Vec<FriendRequestRow> =
             sqlx::query_as(sql).bind(m).bind(o).bind(o).bind(m).fetch_all(&db.pool).await.map_err(db_error)?;
-        let (mut pending_out, mut pending_in) = (None, None);
-        for r in decode_all::<_, FriendRequest>(rows)? {
-            if r.from == me { pending_out = Some(r) } else { pending_in = Some(r) }
-        }
-        let (friends, i_blocked, blocked_me) = (friends != 0, i_blocked != 0, blocked_me != 0);
-        Ok(Relation { friends, i_blocked, blocked_me, pending_out, pending_in })
+        Ok(relation_of(me, (friends != 0, i_blocked != 0, blocked_me != 0), pending)?)
     }
 
     #[tracing::instrument(name = "palaver.store.create_request", skip_all, fields(tenant = %tenant))]
@@ -86,15 +74,12 @@ impl RelationStore for MysqlStore {
     #[tracing::instrument(name = "palaver.store.count_requests_since", skip_all, fields(tenant = %tenant))]
     async fn count_requests_since(&self, tenant: TenantId, from: UserId, since: UnixMillis) -> StoreResult<u64> {
         let db = self.db(tenant).await?;
-        let n: i64 = sqlx::query_scalar(concat!(
+        let sql = concat!(
             "SELECT COUNT(*) FROM friend_requests WHERE from_user = ? AND created_at >= ",
             millis_to_datetime!()
-        ))
-        .bind(user_col(from))
-        .bind(since)
-        .fetch_one(&db.pool)
-        .await
-        .map_err(db_error)?;
+        );
+        let n: i64 =
+            sqlx::query_scalar(sql).bind(user_col(from)).bind(since).fetch_one(&db.pool).await.map_err(db_error)?;
         Ok(n.unsigned_abs())
     }
 
@@ -112,27 +97,17 @@ impl RelationStore for MysqlStore {
         let sql = concat!(request_select!(), "WHERE id = ? FOR UPDATE");
         let row: Option<FriendRequestRow> =
             sqlx::query_as(sql).bind(id).fetch_optional(&mut *tx).await.map_err(db_error)?;
-        let request = row.map(FriendRequest::try_from).transpose()?;
-        let request = request.filter(|r| r.from == actor || r.to == actor).ok_or(StoreError::NotFound)?;
-        let decided = request.decide(actor, decision, now)?;
+        let decided = decide(row, actor, decision, now)?;
         // The row is locked since the read, so the status guard only keeps the statement honest.
-        let done = sqlx::query(concat!(
+        let sql = concat!(
             "UPDATE friend_requests SET status = ?, updated_at = ",
             millis_to_datetime!(),
             ", handled_at = ",
             millis_to_datetime!(),
             " WHERE id = ? AND status = 'pending'"
-        ))
-        .bind(decided.status.as_str())
-        .bind(now)
-        .bind(now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if done.rows_affected() != 1 {
-            return Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()));
-        }
+        );
+        let update = sqlx::query(sql).bind(decided.status.as_str()).bind(now).bind(now).bind(id);
+        still_pending(update.execute(&mut *tx).await.map_err(db_error)?.rows_affected())?;
         if decision == Decision::Accept {
             // IGNORE keeps a direction that exists already (and its remark); the values cannot be truncated.
             sqlx::query(concat!(
@@ -187,15 +162,9 @@ impl RelationStore for MysqlStore {
             )
         };
         let status = status.map(RequestStatus::as_str);
-        let rows: Vec<FriendRequestRow> = sqlx::query_as(sql)
-            .bind(user_col(user))
-            .bind(status)
-            .bind(status)
-            .bind(cursor.unwrap_or(i64::MAX))
-            .bind(limit_col(limit))
-            .fetch_all(&db.pool)
-            .await
-            .map_err(db_error)?;
+        let query = sqlx::query_as(sql).bind(user_col(user)).bind(status).bind(status);
+        let query = query.bind(cursor.unwrap_or(i64::MAX)).bind(limit_col(limit));
+        let rows: Vec<FriendRequestRow> = query.fetch_all(&db.pool).await.map_err(db_error)?;
         Ok(decode_all(rows)?)
     }
 
@@ -208,20 +177,16 @@ impl RelationStore for MysqlStore {
         limit: usize,
     ) -> StoreResult<Vec<Friend>> {
         let db = self.db(tenant).await?;
-        let rows: Vec<FriendColumns> = sqlx::query_as(concat!(
+        let sql = concat!(
             "SELECT friend_id, remark, ",
             datetime_to_millis!("created_at"),
             ", ",
             datetime_to_millis!("updated_at"),
             " FROM friends WHERE user_id = ? AND (? IS NULL OR friend_id > ?) ORDER BY friend_id LIMIT ?"
-        ))
-        .bind(user_col(user))
-        .bind(cursor.map(user_col))
-        .bind(cursor.map(user_col))
-        .bind(limit_col(limit))
-        .fetch_all(&db.pool)
-        .await
-        .map_err(db_error)?;
+        );
+        let after = cursor.map(user_col);
+        let query = sqlx::query_as(sql).bind(user_col(user)).bind(after).bind(after).bind(limit_col(limit));
+        let rows: Vec<FriendColumns> = query.fetch_all(&db.pool).await.map_err(db_error)?;
         Ok(rows.into_iter().map(|row| friend_of(user, row)).collect())
     }
 
@@ -229,15 +194,9 @@ impl RelationStore for MysqlStore {
     async fn remove_friend(&self, tenant: TenantId, user: UserId, friend: UserId) -> StoreResult<bool> {
         let db = self.db(tenant).await?;
         // One statement deletes both directions, so no transaction is needed to keep them together.
-        let done =
-            sqlx::query("DELETE FROM friends WHERE (user_id = ? AND friend_id = ?) OR (user_id = ? AND friend_id = ?)")
-                .bind(user_col(user))
-                .bind(user_col(friend))
-                .bind(user_col(friend))
-                .bind(user_col(user))
-                .execute(&db.pool)
-                .await
-                .map_err(db_error)?;
+        let sql = "DELETE FROM friends WHERE (user_id = ? AND friend_id = ?) OR (user_id = ? AND friend_id = ?)";
+        let (u, f) = (user_col(user), user_col(friend));
+        let done = sqlx::query(sql).bind(u).bind(f).bind(f).bind(u).execute(&db.pool).await.map_err(db_error)?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -252,19 +211,13 @@ impl RelationStore for MysqlStore {
     ) -> StoreResult<()> {
         let db = self.db(tenant).await?;
         // The connection reports rows matched, not changed, so setting the same remark again is still found.
-        let done = sqlx::query(concat!(
+        let sql = concat!(
             "UPDATE friends SET remark = ?, updated_at = ",
             millis_to_datetime!(),
             " WHERE user_id = ? AND friend_id = ?"
-        ))
-        .bind(remark)
-        .bind(now)
-        .bind(user_col(user))
-        .bind(user_col(friend))
-        .execute(&db.pool)
-        .await
-        .map_err(db_error)?;
-        if done.rows_affected() == 0 { Err(StoreError::NotFound) } else { Ok(()) }
+        );
+        let update = sqlx::query(sql).bind(remark).bind(now).bind(user_col(user)).bind(user_col(friend));
+        found(update.execute(&db.pool).await.map_err(db_error)?.rows_affected())
     }
 
     #[tracing::instrument(name = "palaver.store.block", skip_all, fields(tenant = %tenant))]
@@ -308,12 +261,8 @@ impl RelationStore for MysqlStore {
     #[tracing::instrument(name = "palaver.store.unblock", skip_all, fields(tenant = %tenant))]
     async fn unblock(&self, tenant: TenantId, user: UserId, blocked: UserId) -> StoreResult<bool> {
         let db = self.db(tenant).await?;
-        let done = sqlx::query("DELETE FROM user_blocks WHERE user_id = ? AND blocked_id = ?")
-            .bind(user_col(user))
-            .bind(user_col(blocked))
-            .execute(&db.pool)
-            .await
-            .map_err(db_error)?;
+        let delete = sqlx::query("DELETE FROM user_blocks WHERE user_id = ? AND blocked_id = ?");
+        let done = delete.bind(user_col(user)).bind(user_col(blocked)).execute(&db.pool).await.map_err(db_error)?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -326,30 +275,23 @@ impl RelationStore for MysqlStore {
         limit: usize,
     ) -> StoreResult<Vec<Block>> {
         let db = self.db(tenant).await?;
-        let rows: Vec<(i64, Option<String>, i64)> = sqlx::query_as(concat!(
+        let sql = concat!(
             "SELECT blocked_id, reason, ",
             datetime_to_millis!("created_at"),
             " FROM user_blocks WHERE user_id = ? AND (? IS NULL OR blocked_id > ?) ORDER BY blocked_id LIMIT ?"
-        ))
-        .bind(user_col(user))
-        .bind(cursor.map(user_col))
-        .bind(cursor.map(user_col))
-        .bind(limit_col(limit))
-        .fetch_all(&db.pool)
-        .await
-        .map_err(db_error)?;
-        Ok(rows.into_iter().map(|(b, reason, created)| Block { user, blocked: user_of(b), reason, created }).collect())
+        );
+        let after = cursor.map(user_col);
+        let query = sqlx::query_as(sql).bind(user_col(user)).bind(after).bind(after).bind(limit_col(limit));
+        let rows: Vec<BlockRow> = query.fetch_all(&db.pool).await.map_err(db_error)?;
+        Ok(rows.into_iter().map(|row| block_of(user, row)).collect())
     }
 
     #[tracing::instrument(name = "palaver.store.is_blocked", skip_all, fields(tenant = %tenant))]
     async fn is_blocked(&self, tenant: TenantId, by: UserId, whom: UserId) -> StoreResult<bool> {
         let db = self.db(tenant).await?;
-        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM user_blocks WHERE user_id = ? AND blocked_id = ?")
-            .bind(user_col(by))
-            .bind(user_col(whom))
-            .fetch_optional(&db.pool)
-            .await
-            .map_err(db_error)?;
-        Ok(found.is_some())
+        let query = sqlx::query_scalar("SELECT 1 FROM user_blocks WHERE user_id = ? AND blocked_id = ?");
+        let hit: Option<i64> =
+            query.bind(user_col(by)).bind(user_col(whom)).fetch_optional(&db.pool).await.map_err(db_error)?;
+        Ok(hit.is_some())
     }
 }

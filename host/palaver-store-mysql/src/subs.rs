@@ -1,48 +1,25 @@
 //! The subscription port over a tenant database: the `subscriptions` table, soft deletion by `deleted_at`.
 
 use crate::MysqlStore;
-use crate::codec::{mode_col, mode_of, user_col};
+use crate::codec::{mode_of, user_col};
 use crate::error::db_error;
 use palaver_core::ports::SubscriptionStore;
-use palaver_core::{AccessMode, Seq, StoreError, StoreResult, Subscription, TenantId, UnixMillis, UserId};
+use palaver_core::{AccessMode, Seq, StoreResult, Subscription, TenantId, UnixMillis, UserId};
 use palaver_store_sql::rows::{SubRow, decode_all};
-use palaver_store_sql::sub_columns;
+use palaver_store_sql::subs::SubChange;
+use palaver_store_sql::writes::found;
+use palaver_store_sql::{bind_sub_change, sub_columns};
+use sqlx::{AssertSqlSafe, MySqlPool};
 
-/// `NotFound` when an update matched no active subscription.
-fn found(rows_matched: u64) -> StoreResult<()> {
-    if rows_matched == 0 { Err(StoreError::NotFound) } else { Ok(()) }
-}
-
-impl MysqlStore {
-    /// Soft-deletes an active subscription, setting `given` too when one is passed (a removal's mark).
-    async fn soft_delete(
-        &self,
-        tenant: TenantId,
-        topic: &str,
-        user: UserId,
-        when: UnixMillis,
-        given: Option<AccessMode>,
-    ) -> StoreResult<()> {
-        let q = sqlx::query(
-            "UPDATE subscriptions SET deleted_at = ?, updated_at = ?, given = COALESCE(?, given) \
-             WHERE topic = ? AND user_id = ? AND deleted_at IS NULL",
-        );
-        self.update_active_sub(q.bind(when).bind(when).bind(given.map(mode_col)), tenant, topic, user).await
-    }
-
-    /// Runs a single-row `UPDATE subscriptions SET … WHERE <the active subscription>` whose SET values are bound:
-    /// binds the row's key and answers `NotFound` when no active subscription matched.
-    async fn update_active_sub(
-        &self,
-        q: sqlx::query::Query<'_, sqlx::MySql, sqlx::mysql::MySqlArguments>,
-        tenant: TenantId,
-        topic: &str,
-        user: UserId,
-    ) -> StoreResult<()> {
-        let db = self.db(tenant).await?;
-        let done = q.bind(topic).bind(user_col(user)).execute(&db.pool).await.map_err(db_error)?;
-        found(done.rows_affected())
-    }
+/// Writes `change` to the active subscription of `user` to `topic`; `NotFound` when there is none. The statement
+/// joins only a constant `SET` list; every value is bound.
+async fn change_sub(pool: &MySqlPool, topic: &str, user: UserId, change: SubChange<'_>) -> StoreResult<()> {
+    let sql = format!(
+        "UPDATE subscriptions SET {} WHERE topic = ? AND user_id = ? AND deleted_at IS NULL",
+        change.set_list()
+    );
+    let query = bind_sub_change!(sqlx::query(AssertSqlSafe(sql)), change).bind(topic).bind(user_col(user));
+    found(query.execute(pool).await.map_err(db_error)?.rows_affected())
 }
 
 #[async_trait::async_trait]
@@ -115,11 +92,7 @@ impl SubscriptionStore for MysqlStore {
         given: AccessMode,
         when: UnixMillis,
     ) -> StoreResult<()> {
-        let q = sqlx::query(
-            "UPDATE subscriptions SET want = ?, given = ?, updated_at = ? \
-             WHERE topic = ? AND user_id = ? AND deleted_at IS NULL",
-        );
-        self.update_active_sub(q.bind(mode_col(want)).bind(mode_col(given)).bind(when), tenant, topic, user).await
+        change_sub(&self.db(tenant).await?.pool, topic, user, SubChange::Mode { want, given, when }).await
     }
 
     #[tracing::instrument(name = "palaver.store.update_sub_cursors", skip_all, fields(tenant = %tenant))]
@@ -162,7 +135,7 @@ impl SubscriptionStore for MysqlStore {
 
     #[tracing::instrument(name = "palaver.store.delete_sub", skip_all, fields(tenant = %tenant))]
     async fn delete_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
-        self.soft_delete(tenant, topic, user, when, None).await
+        change_sub(&self.db(tenant).await?.pool, topic, user, SubChange::Delete { given: None, when }).await
     }
 
     #[tracing::instrument(name = "palaver.store.set_sub_private", skip_all, fields(tenant = %tenant))]
@@ -174,17 +147,13 @@ impl SubscriptionStore for MysqlStore {
         private: Option<&serde_json::Value>,
         when: UnixMillis,
     ) -> StoreResult<()> {
-        let q = sqlx::query(
-            "UPDATE subscriptions SET private = ?, updated_at = ? \
-             WHERE topic = ? AND user_id = ? AND deleted_at IS NULL",
-        );
-        let q = q.bind(palaver_store_sql::columns::json_col(private)).bind(when);
-        self.update_active_sub(q, tenant, topic, user).await
+        change_sub(&self.db(tenant).await?.pool, topic, user, SubChange::Private { private, when }).await
     }
 
     #[tracing::instrument(name = "palaver.store.remove_sub", skip_all, fields(tenant = %tenant))]
     async fn remove_sub(&self, tenant: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
-        self.soft_delete(tenant, topic, user, when, Some(AccessMode::NONE)).await
+        let removal = SubChange::Delete { given: Some(AccessMode::NONE), when };
+        change_sub(&self.db(tenant).await?.pool, topic, user, removal).await
     }
 
     #[tracing::instrument(name = "palaver.store.was_removed", skip_all, fields(tenant = %tenant))]

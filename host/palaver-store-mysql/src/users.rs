@@ -8,15 +8,10 @@ use palaver_core::{
     AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate, now_millis,
 };
 use palaver_store_sql::rows::UserRow;
-use sqlx::MySqlConnection;
-
-/// The columns of a [`UserRow`], as a literal so that `concat!` can splice it into static SQL.
-macro_rules! user_columns {
-    () => {
-        "u.id, u.created_at, u.updated_at, u.state, u.auth_version, u.defacs_auth, u.defacs_anon, u.public, \
-         u.trusted, u.tags, u.last_seen, u.user_agent"
-    };
-}
+use palaver_store_sql::users::{AuthRow, IdentityRow, auth_cols, auth_of, external_cols, identity_of};
+use palaver_store_sql::writes::found;
+use palaver_store_sql::{bind_user, user_columns};
+use sqlx::{MySqlConnection, MySqlPool};
 
 /// Reads a tag list bound as a JSON array as rows, compared byte for byte like the tag columns.
 macro_rules! json_tags {
@@ -44,7 +39,7 @@ async fn write_tags(conn: &mut MySqlConnection, user: i64, tags: &[String]) -> S
 impl UserStore for MysqlStore {
     #[tracing::instrument(name = "palaver.store.create_user", skip_all, fields(tenant = %tenant))]
     async fn create_user(&self, tenant: TenantId, user: &User, auth: Option<&AuthRecord>) -> StoreResult<()> {
-        self.insert_user(tenant, user, auth, None).await
+        insert_user(&self.db(tenant).await?.pool, user, auth, None).await
     }
 
     #[tracing::instrument(name = "palaver.store.create_external_user", skip_all, fields(tenant = %tenant))]
@@ -55,17 +50,14 @@ impl UserStore for MysqlStore {
         auth: Option<&AuthRecord>,
         external_id: &str,
     ) -> StoreResult<()> {
-        self.insert_user(tenant, user, auth, Some(external_id)).await
+        insert_user(&self.db(tenant).await?.pool, user, auth, Some(external_id)).await
     }
 
     #[tracing::instrument(name = "palaver.store.find_external", skip_all, fields(tenant = %tenant))]
     async fn find_external(&self, tenant: TenantId, external_id: &str) -> StoreResult<Option<UserId>> {
         let db = self.db(tenant).await?;
-        let row: Option<i64> = sqlx::query_scalar("SELECT user_id FROM user_external_ids WHERE external_id = ?")
-            .bind(external_id)
-            .fetch_optional(&db.pool)
-            .await
-            .map_err(db_error)?;
+        let query = sqlx::query_scalar("SELECT user_id FROM user_external_ids WHERE external_id = ?").bind(external_id);
+        let row: Option<i64> = query.fetch_optional(&db.pool).await.map_err(db_error)?;
         Ok(row.map(user_of))
     }
 
@@ -83,15 +75,10 @@ impl UserStore for MysqlStore {
     async fn identity_of(&self, tenant: TenantId, id: UserId) -> StoreResult<Identity> {
         let db = self.db(tenant).await?;
         let uid = user_col(id);
-        let (login, external_id): (Option<String>, Option<String>) = sqlx::query_as(
-            "SELECT (SELECT login FROM auth WHERE user_id = ?), (SELECT external_id FROM user_external_ids WHERE user_id = ?)",
-        )
-        .bind(uid)
-        .bind(uid)
-        .fetch_one(&db.pool)
-        .await
-        .map_err(db_error)?;
-        Ok(Identity { login, external_id })
+        let sql = "SELECT (SELECT login FROM auth WHERE user_id = ?), \
+                   (SELECT external_id FROM user_external_ids WHERE user_id = ?)";
+        let row: IdentityRow = sqlx::query_as(sql).bind(uid).bind(uid).fetch_one(&db.pool).await.map_err(db_error)?;
+        Ok(identity_of(row))
     }
 
     #[tracing::instrument(name = "palaver.store.get_user", skip_all, fields(tenant = %tenant))]
@@ -121,9 +108,7 @@ impl UserStore for MysqlStore {
         .await
         .map_err(db_error)?;
         // Rows matched, not changed (CLIENT_FOUND_ROWS): an update that changes nothing still finds the user.
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        found(done.rows_affected())?;
         if let Some(tags) = &update.tags {
             write_tags(&mut tx, uid, tags).await?;
         }
@@ -133,26 +118,18 @@ impl UserStore for MysqlStore {
     #[tracing::instrument(name = "palaver.store.touch_user", skip_all, fields(tenant = %tenant))]
     async fn touch_user(&self, tenant: TenantId, id: UserId, when: UnixMillis, ua: Option<&str>) -> StoreResult<()> {
         let db = self.db(tenant).await?;
-        let done = sqlx::query("UPDATE users SET last_seen = ?, user_agent = COALESCE(?, user_agent) WHERE id = ?")
-            .bind(when)
-            .bind(ua)
-            .bind(user_col(id))
-            .execute(&db.pool)
-            .await
-            .map_err(db_error)?;
-        if done.rows_affected() == 0 { Err(StoreError::NotFound) } else { Ok(()) }
+        let sql = "UPDATE users SET last_seen = ?, user_agent = COALESCE(?, user_agent) WHERE id = ?";
+        let done = sqlx::query(sql).bind(when).bind(ua).bind(user_col(id)).execute(&db.pool).await.map_err(db_error)?;
+        found(done.rows_affected())
     }
 
     #[tracing::instrument(name = "palaver.store.find_auth", skip_all, fields(tenant = %tenant))]
     async fn find_auth(&self, tenant: TenantId, login: &str) -> StoreResult<Option<AuthRecord>> {
         let db = self.db(tenant).await?;
-        let row: Option<(String, i64, String)> =
-            sqlx::query_as("SELECT login, user_id, secret_hash FROM auth WHERE login = ?")
-                .bind(palaver_core::normalize_login(login))
-                .fetch_optional(&db.pool)
-                .await
-                .map_err(db_error)?;
-        Ok(row.map(|(login, user, secret_hash)| AuthRecord { user: user_of(user), login, secret_hash }))
+        let query = sqlx::query_as("SELECT login, user_id, secret_hash FROM auth WHERE login = ?");
+        let query = query.bind(palaver_core::normalize_login(login));
+        let row: Option<AuthRow> = query.fetch_optional(&db.pool).await.map_err(db_error)?;
+        Ok(row.map(auth_of))
     }
 
     #[tracing::instrument(name = "palaver.store.set_secret", skip_all, fields(tenant = %tenant))]
@@ -166,15 +143,8 @@ impl UserStore for MysqlStore {
         let db = self.db(tenant).await?;
         let uid = user_col(id);
         let mut tx = db.pool.begin().await.map_err(db_error)?;
-        let done = sqlx::query("UPDATE auth SET secret_hash = ? WHERE user_id = ?")
-            .bind(secret_hash)
-            .bind(uid)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        let done = sqlx::query("UPDATE auth SET secret_hash = ? WHERE user_id = ?").bind(secret_hash).bind(uid);
+        found(done.execute(&mut *tx).await.map_err(db_error)?.rows_affected())?;
         // MariaDB has no UPDATE … RETURNING; the row stays locked by this transaction between the two statements.
         sqlx::query("UPDATE users SET auth_version = auth_version + 1 WHERE id = ?")
             .bind(uid)
@@ -215,9 +185,7 @@ impl UserStore for MysqlStore {
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        found(done.rows_affected())?;
         let version: i64 = sqlx::query_scalar("SELECT auth_version FROM users WHERE id = ?")
             .bind(uid)
             .fetch_one(&mut *tx)
@@ -249,48 +217,26 @@ impl UserStore for MysqlStore {
     }
 }
 
-impl MysqlStore {
-    /// Stores a user, its credential and its external id in one transaction: a conflict on any leaves nothing.
-    async fn insert_user(
-        &self,
-        tenant: TenantId,
-        user: &User,
-        auth: Option<&AuthRecord>,
-        external: Option<&str>,
-    ) -> StoreResult<()> {
-        let db = self.db(tenant).await?;
-        let id = user_col(user.id);
-        let mut tx = db.pool.begin().await.map_err(db_error)?;
-        palaver_store_sql::bind_user!(
-            sqlx::query(
-                "INSERT INTO users (id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, \
-                 trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            ),
-            user
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if let Some(auth) = auth {
-            // The credential is always stored under the new user's id, so it cannot attach to another account.
-            sqlx::query("INSERT INTO auth (login, user_id, secret_hash) VALUES (?, ?, ?)")
-                .bind(palaver_core::normalize_login(&auth.login))
-                .bind(id)
-                .bind(&auth.secret_hash)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
-        }
-        if let Some(external) = external {
-            sqlx::query("INSERT INTO user_external_ids (external_id, user_id, created_at) VALUES (?, ?, ?)")
-                .bind(external)
-                .bind(id)
-                .bind(user.created)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
-        }
-        write_tags(&mut tx, id, &user.tags).await?;
-        tx.commit().await.map_err(db_error)
+/// Stores a user, its credential and its external id in one transaction: a conflict on any leaves nothing.
+async fn insert_user(
+    pool: &MySqlPool,
+    user: &User,
+    auth: Option<&AuthRecord>,
+    external: Option<&str>,
+) -> StoreResult<()> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    let insert = concat!("INSERT INTO users (", user_columns!(), ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    bind_user!(sqlx::query(insert), user).execute(&mut *tx).await.map_err(db_error)?;
+    if let Some(auth) = auth {
+        let (login, id, secret_hash) = auth_cols(user, auth);
+        let insert = sqlx::query("INSERT INTO auth (login, user_id, secret_hash) VALUES (?, ?, ?)");
+        insert.bind(login).bind(id).bind(secret_hash).execute(&mut *tx).await.map_err(db_error)?;
     }
+    if let Some(external) = external {
+        let (external, id, created) = external_cols(user, external);
+        let insert = sqlx::query("INSERT INTO user_external_ids (external_id, user_id, created_at) VALUES (?, ?, ?)");
+        insert.bind(external).bind(id).bind(created).execute(&mut *tx).await.map_err(db_error)?;
+    }
+    write_tags(&mut tx, user_col(user.id), &user.tags).await?;
+    tx.commit().await.map_err(db_error)
 }

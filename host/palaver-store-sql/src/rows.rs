@@ -21,8 +21,17 @@ pub fn defacs_of(auth: i64, anon: i64) -> Result<DefaultAccess, CorruptRow> {
     Ok(DefaultAccess { auth: mode_of("defacs_auth", auth)?, anon: mode_of("defacs_anon", anon)? })
 }
 
-/// A `users` row: `id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, trusted,
-/// tags, last_seen, user_agent`.
+/// The columns of a [`UserRow`], in the order [`bind_user!`](crate::bind_user) binds them, as a literal so that
+/// `concat!` can splice it into static SQL.
+#[macro_export]
+macro_rules! user_columns {
+    () => {
+        "id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, trusted, tags, \
+         last_seen, user_agent"
+    };
+}
+
+/// A `users` row as selected by [`user_columns!`](crate::user_columns).
 #[derive(sqlx::FromRow)]
 pub struct UserRow {
     id: i64,

@@ -10,10 +10,11 @@ use palaver_core::ports::{Call, CallEnd, CallState, CallStore};
 use palaver_core::{Seq, StoreResult, TenantId, UnixMillis, UserId};
 // The statements built at run time join only constants of `palaver_store_sql::calls`; every value is bound.
 use palaver_store_sql::calls::{
-    CALL_COLUMNS, CallRow, END_SET, LIVE_CONDITION, PARTIES_CONDITION, SWEEP_CONDITION, SWEEP_ORDER, call_of,
-    created_as, end_condition,
+    CALL_COLUMNS, CallRow, LIVE_CONDITION, PARTIES_CONDITION, SWEEP_CONDITION, SWEEP_ORDER, Transition, call_of,
+    created_as,
 };
 use palaver_store_sql::columns::user_col;
+use palaver_store_sql::{bind_busy_check, bind_new_call, bind_transition, new_call_columns};
 use sqlx::AssertSqlSafe;
 
 impl SqliteStore {
@@ -30,12 +31,26 @@ impl SqliteStore {
         Ok(row.map(call_of).transpose()?)
     }
 
-    /// The call after a transition: read back if its conditional update changed the row, else `None`.
-    async fn after(&self, tenant_id: TenantId, topic: &str, seq: Seq, changed: u64) -> StoreResult<Option<Call>> {
-        if changed == 0 {
-            return Ok(None);
+    /// Writes `change` if the call's state allows it, then reads the call back; `None` when no row changed.
+    async fn transition(
+        &self,
+        tenant_id: TenantId,
+        topic: &str,
+        seq: Seq,
+        change: Transition<'_>,
+    ) -> StoreResult<Option<Call>> {
+        let sql = change.statement("tenant_id = ? AND topic = ? AND seq = ?");
+        let done = bind_transition!(sqlx::query(AssertSqlSafe(sql)), change)
+            .bind(tenant(tenant_id))
+            .bind(topic)
+            .bind(seq)
+            .execute(&self.writer)
+            .await
+            .map_err(db_error)?;
+        match done.rows_affected() {
+            0 => Ok(None),
+            _ => self.call_row(tenant_id, topic, seq).await,
         }
-        self.call_row(tenant_id, topic, seq).await
     }
 }
 
@@ -50,40 +65,21 @@ impl CallStore for SqliteStore {
     ) -> StoreResult<CallState> {
         let mut tx = self.begin_write().await?;
         let sql = format!("SELECT 1 FROM im_calls WHERE tenant_id = ? AND {PARTIES_CONDITION} AND {LIVE_CONDITION}");
-        let (caller, callee) = (user_col(c.caller), user_col(c.callee));
-        let busy: Option<i64> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(tenant(tenant_id))
-            .bind(caller)
-            .bind(callee)
-            .bind(caller)
-            .bind(callee)
-            .bind(started_since)
-            .bind(accepted_since)
+        let busy = sqlx::query_scalar(AssertSqlSafe(sql)).bind(tenant(tenant_id));
+        let busy: Option<i64> = bind_busy_check!(busy, c, started_since, accepted_since)
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_error)?;
-        let (state, ended_at, reason) = created_as(c, busy.is_some());
-        sqlx::query(
-            "INSERT INTO im_calls (tenant_id, topic, seq, caller_id, callee_id, caller_session, callee_session, \
-             audio_only, state, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(tenant(tenant_id))
-        .bind(&c.topic)
-        .bind(c.seq)
-        .bind(user_col(c.caller))
-        .bind(user_col(c.callee))
-        .bind(&c.caller_session)
-        .bind(&c.callee_session)
-        .bind(c.audio_only)
-        .bind(state.as_str())
-        .bind(c.started_at)
-        .bind(ended_at)
-        .bind(reason)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        let created = created_as(c, busy.is_some());
+        let sql = concat!(
+            "INSERT INTO im_calls (tenant_id, ",
+            new_call_columns!(),
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        );
+        let insert = bind_new_call!(sqlx::query(sql).bind(tenant(tenant_id)), c, created);
+        insert.execute(&mut *tx).await.map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
-        Ok(state)
+        Ok(created.0)
     }
 
     async fn get_call(&self, tenant_id: TenantId, topic: &str, seq: Seq) -> StoreResult<Option<Call>> {
@@ -98,19 +94,7 @@ impl CallStore for SqliteStore {
         callee_session: &str,
         at: UnixMillis,
     ) -> StoreResult<Option<Call>> {
-        let done = sqlx::query(
-            "UPDATE im_calls SET state = 'accepted', accepted_at = ?, callee_session = ? \
-             WHERE tenant_id = ? AND topic = ? AND seq = ? AND state = 'started'",
-        )
-        .bind(at)
-        .bind(callee_session)
-        .bind(tenant(tenant_id))
-        .bind(topic)
-        .bind(seq)
-        .execute(&self.writer)
-        .await
-        .map_err(db_error)?;
-        self.after(tenant_id, topic, seq, done.rows_affected()).await
+        self.transition(tenant_id, topic, seq, Transition::Accept { callee_session, at }).await
     }
 
     async fn end_call(
@@ -122,22 +106,7 @@ impl CallStore for SqliteStore {
         reason: &str,
         at: UnixMillis,
     ) -> StoreResult<Option<Call>> {
-        let sql = format!(
-            "UPDATE im_calls SET {END_SET} WHERE tenant_id = ? AND topic = ? AND seq = ? AND {}",
-            end_condition(end)
-        );
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(end.state().as_str())
-            .bind(at)
-            .bind(at)
-            .bind(reason)
-            .bind(tenant(tenant_id))
-            .bind(topic)
-            .bind(seq)
-            .execute(&self.writer)
-            .await
-            .map_err(db_error)?;
-        self.after(tenant_id, topic, seq, done.rows_affected()).await
+        self.transition(tenant_id, topic, seq, Transition::End { end, reason, at }).await
     }
 
     async fn live_call_of(

@@ -6,37 +6,22 @@ use crate::codec::tenant;
 use crate::error::db_error;
 use palaver_core::ports::{DelayedPush, Device, DeviceStore};
 use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
-use palaver_store_sql::columns::{user_col, user_of};
-
-type DeviceRow = (String, i64, String, String, String, String, String, i64);
-
-fn device_of((device_id, user, platform, provider, token, app, language, last_seen): DeviceRow) -> Device {
-    Device { user: user_of(user), device_id, platform, provider, token, app, language, last_seen }
-}
+use palaver_store_sql::bind_device;
+use palaver_store_sql::columns::user_col;
+use palaver_store_sql::devices::{DeviceRow, device_of};
 
 #[async_trait::async_trait]
 impl DeviceStore for SqliteStore {
     async fn upsert_device(&self, tenant_id: TenantId, d: &Device) -> StoreResult<()> {
-        sqlx::query(
+        let upsert = sqlx::query(
             "INSERT INTO im_devices \
              (tenant_id, device_id, user_id, platform, provider, token, app, language, last_seen) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT (tenant_id, device_id) DO UPDATE SET user_id = excluded.user_id, \
              platform = excluded.platform, provider = excluded.provider, token = excluded.token, \
              app = excluded.app, language = excluded.language, last_seen = excluded.last_seen",
-        )
-        .bind(tenant(tenant_id))
-        .bind(&d.device_id)
-        .bind(user_col(d.user))
-        .bind(&d.platform)
-        .bind(&d.provider)
-        .bind(&d.token)
-        .bind(&d.app)
-        .bind(&d.language)
-        .bind(d.last_seen)
-        .execute(&self.writer)
-        .await
-        .map_err(db_error)?;
+        );
+        bind_device!(upsert.bind(tenant(tenant_id)), d).execute(&self.writer).await.map_err(db_error)?;
         Ok(())
     }
 

@@ -6,14 +6,16 @@
 //! pairs backs the idempotent create up in the schema itself.
 
 use crate::SqliteStore;
-use crate::codec::{limit_col, tenant, user_col, user_of};
+use crate::codec::{limit_col, tenant, user_col};
 use crate::error::db_error;
 use palaver_core::ports::{
-    Block, CreateOutcome, Decision, Friend, FriendRequest, REQUEST_NOT_PENDING, Relation, RelationStore, RequestStatus,
+    Block, CreateOutcome, Decision, Friend, FriendRequest, Relation, RelationStore, RequestStatus,
 };
-use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
 use palaver_store_sql::columns::{FriendColumns, friend_of};
+use palaver_store_sql::relations::{BlockRow, block_of, decide, relation_of};
 use palaver_store_sql::rows::{FriendRequestRow, decode_all};
+use palaver_store_sql::writes::{found, still_pending};
 
 mod requests;
 
@@ -41,13 +43,9 @@ impl RelationStore for SqliteStore {
             " FROM friend_requests WHERE tenant_id = ?1 AND status = 'pending' \
              AND ((from_user = ?2 AND to_user = ?3) OR (from_user = ?3 AND to_user = ?2))"
         );
-        let rows: Result<Vec<FriendRequestRow>, _> =
-            sqlx::query_as(sql).bind(t).bind(me_col).bind(other_col).fetch_all(&self.pool).await;
-        let (mut pending_out, mut pending_in) = (None, None);
-        for r in decode_all::<_, FriendRequest>(rows.map_err(db_error)?)? {
-            if r.from == me { pending_out = Some(r) } else { pending_in = Some(r) }
-        }
-        Ok(Relation { friends, i_blocked, blocked_me, pending_out, pending_in })
+        let pending: Vec<FriendRequestRow> =
+            sqlx::query_as(sql).bind(t).bind(me_col).bind(other_col).fetch_all(&self.pool).await.map_err(db_error)?;
+        Ok(relation_of(me, (friends, i_blocked, blocked_me), pending)?)
     }
 
     #[tracing::instrument(name = "palaver.store.create_request", skip_all, fields(tenant = %tenant_id))]
@@ -133,9 +131,7 @@ impl RelationStore for SqliteStore {
         let sql = concat!("SELECT ", request_columns!(), " FROM friend_requests WHERE tenant_id = ? AND id = ?");
         let row: Option<FriendRequestRow> =
             sqlx::query_as(sql).bind(t).bind(id).fetch_optional(&mut *tx).await.map_err(db_error)?;
-        let request = row.map(FriendRequest::try_from).transpose()?;
-        let request = request.filter(|r| r.from == actor || r.to == actor).ok_or(StoreError::NotFound)?;
-        let decided = request.decide(actor, decision, now)?;
+        let decided = decide(row, actor, decision, now)?;
         // The writer is held since BEGIN IMMEDIATE, so the status read above is still current; the guard in the
         // WHERE clause only keeps the statement honest should that ever change.
         let done = sqlx::query(
@@ -150,9 +146,7 @@ impl RelationStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-        if done.rows_affected() != 1 {
-            return Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()));
-        }
+        still_pending(done.rows_affected())?;
         if decision == Decision::Accept {
             for (user, friend) in [(decided.from, decided.to), (decided.to, decided.from)] {
                 sqlx::query(
@@ -270,7 +264,7 @@ impl RelationStore for SqliteStore {
         .execute(&self.writer)
         .await
         .map_err(db_error)?;
-        if done.rows_affected() == 0 { Err(StoreError::NotFound) } else { Ok(()) }
+        found(done.rows_affected())
     }
 
     #[tracing::instrument(name = "palaver.store.block", skip_all, fields(tenant = %tenant_id))]
@@ -325,7 +319,7 @@ impl RelationStore for SqliteStore {
         cursor: Option<UserId>,
         limit: usize,
     ) -> StoreResult<Vec<Block>> {
-        let rows: Vec<(i64, Option<String>, i64)> = sqlx::query_as(
+        let rows: Vec<BlockRow> = sqlx::query_as(
             "SELECT blocked_id, reason, created_at FROM user_blocks \
              WHERE tenant_id = ?1 AND user_id = ?2 AND (?3 IS NULL OR blocked_id > ?3) ORDER BY blocked_id LIMIT ?4",
         )
@@ -336,7 +330,7 @@ impl RelationStore for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        Ok(rows.into_iter().map(|(b, reason, created)| Block { user, blocked: user_of(b), reason, created }).collect())
+        Ok(rows.into_iter().map(|row| block_of(user, row)).collect())
     }
 
     #[tracing::instrument(name = "palaver.store.is_blocked", skip_all, fields(tenant = %tenant_id))]

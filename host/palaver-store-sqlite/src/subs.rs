@@ -1,46 +1,37 @@
 //! The subscription port over SQLite: the `subscriptions` table, soft deletion by `deleted_at`.
 
 use crate::SqliteStore;
-use crate::codec::{mode_col, mode_of, tenant, user_col};
+use crate::codec::{mode_of, tenant, user_col};
 use crate::error::db_error;
 use palaver_core::ports::SubscriptionStore;
 use palaver_core::{AccessMode, Seq, StoreError, StoreResult, Subscription, TenantId, UnixMillis, UserId};
 use palaver_store_sql::rows::{SubRow, decode_all};
-use palaver_store_sql::sub_columns;
-
-/// `NotFound` when an update matched no active subscription.
-fn found(rows_affected: u64) -> StoreResult<()> {
-    if rows_affected == 0 { Err(StoreError::NotFound) } else { Ok(()) }
-}
+use palaver_store_sql::subs::SubChange;
+use palaver_store_sql::writes::found;
+use palaver_store_sql::{bind_sub, bind_sub_change, sub_columns};
+use sqlx::AssertSqlSafe;
 
 impl SqliteStore {
-    /// Soft-deletes an active subscription, setting `given` too when one is passed (a removal's mark).
-    async fn soft_delete(
+    /// Writes `change` to the active subscription of `user` to `topic`; `NotFound` when there is none. The
+    /// statement joins only a constant `SET` list; every value is bound.
+    async fn change_sub(
         &self,
         tenant_id: TenantId,
         topic: &str,
         user: UserId,
-        when: UnixMillis,
-        given: Option<AccessMode>,
+        change: SubChange<'_>,
     ) -> StoreResult<()> {
-        let q = sqlx::query(
-            "UPDATE subscriptions SET deleted_at = ?, updated_at = ?, given = COALESCE(?, given) \
-             WHERE tenant_id = ? AND topic = ? AND user_id = ? AND deleted_at IS NULL",
+        let sql = format!(
+            "UPDATE subscriptions SET {} WHERE tenant_id = ? AND topic = ? AND user_id = ? AND deleted_at IS NULL",
+            change.set_list()
         );
-        self.update_active_sub(q.bind(when).bind(when).bind(given.map(mode_col)), tenant_id, topic, user).await
-    }
-
-    /// Runs a single-row `UPDATE subscriptions SET … WHERE <the active subscription>` whose SET values are bound:
-    /// binds the row's key and answers `NotFound` when no active subscription matched.
-    async fn update_active_sub(
-        &self,
-        q: sqlx::query::Query<'_, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
-        tenant_id: TenantId,
-        topic: &str,
-        user: UserId,
-    ) -> StoreResult<()> {
-        let done =
-            q.bind(tenant(tenant_id)).bind(topic).bind(user_col(user)).execute(&self.writer).await.map_err(db_error)?;
+        let done = bind_sub_change!(sqlx::query(AssertSqlSafe(sql)), change)
+            .bind(tenant(tenant_id))
+            .bind(topic)
+            .bind(user_col(user))
+            .execute(&self.writer)
+            .await
+            .map_err(db_error)?;
         found(done.rows_affected())
     }
 }
@@ -49,21 +40,16 @@ impl SqliteStore {
 impl SubscriptionStore for SqliteStore {
     #[tracing::instrument(name = "palaver.store.upsert_sub", skip_all, fields(tenant = %tenant_id))]
     async fn upsert_sub(&self, tenant_id: TenantId, sub: &Subscription) -> StoreResult<()> {
-        palaver_store_sql::bind_sub!(
-    sqlx::query(
-                "INSERT INTO subscriptions (tenant_id, topic, user_id, created_at, updated_at, deleted_at, want, given, \
-                 read_seq, recv_seq, del_id, private) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-                 ON CONFLICT (tenant_id, topic, user_id) DO UPDATE SET created_at = excluded.created_at, \
-                 updated_at = excluded.updated_at, deleted_at = excluded.deleted_at, want = excluded.want, \
-                 given = excluded.given, read_seq = excluded.read_seq, recv_seq = excluded.recv_seq, \
-                 del_id = excluded.del_id, private = excluded.private",
-            )
-            .bind(tenant(tenant_id)),
-            sub
-        )
-        .execute(&self.writer)
-        .await
-        .map_err(db_error)?;
+        let upsert = sqlx::query(concat!(
+            "INSERT INTO subscriptions (tenant_id, ",
+            sub_columns!(),
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (tenant_id, topic, user_id) DO UPDATE SET created_at = excluded.created_at, \
+             updated_at = excluded.updated_at, deleted_at = excluded.deleted_at, want = excluded.want, \
+             given = excluded.given, read_seq = excluded.read_seq, recv_seq = excluded.recv_seq, \
+             del_id = excluded.del_id, private = excluded.private"
+        ));
+        bind_sub!(upsert.bind(tenant(tenant_id)), sub).execute(&self.writer).await.map_err(db_error)?;
         Ok(())
     }
 
@@ -122,11 +108,7 @@ impl SubscriptionStore for SqliteStore {
         given: AccessMode,
         when: UnixMillis,
     ) -> StoreResult<()> {
-        let q = sqlx::query(
-            "UPDATE subscriptions SET want = ?, given = ?, updated_at = ? \
-             WHERE tenant_id = ? AND topic = ? AND user_id = ? AND deleted_at IS NULL",
-        );
-        self.update_active_sub(q.bind(mode_col(want)).bind(mode_col(given)).bind(when), tenant_id, topic, user).await
+        self.change_sub(tenant_id, topic, user, SubChange::Mode { want, given, when }).await
     }
 
     #[tracing::instrument(name = "palaver.store.set_sub_private", skip_all, fields(tenant = %tenant_id))]
@@ -138,17 +120,12 @@ impl SubscriptionStore for SqliteStore {
         private: Option<&serde_json::Value>,
         when: UnixMillis,
     ) -> StoreResult<()> {
-        let q = sqlx::query(
-            "UPDATE subscriptions SET private = ?, updated_at = ? \
-             WHERE tenant_id = ? AND topic = ? AND user_id = ? AND deleted_at IS NULL",
-        );
-        let q = q.bind(palaver_store_sql::columns::json_col(private)).bind(when);
-        self.update_active_sub(q, tenant_id, topic, user).await
+        self.change_sub(tenant_id, topic, user, SubChange::Private { private, when }).await
     }
 
     #[tracing::instrument(name = "palaver.store.remove_sub", skip_all, fields(tenant = %tenant_id))]
     async fn remove_sub(&self, tenant_id: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
-        self.soft_delete(tenant_id, topic, user, when, Some(AccessMode::NONE)).await
+        self.change_sub(tenant_id, topic, user, SubChange::Delete { given: Some(AccessMode::NONE), when }).await
     }
 
     #[tracing::instrument(name = "palaver.store.was_removed", skip_all, fields(tenant = %tenant_id))]
@@ -195,6 +172,6 @@ impl SubscriptionStore for SqliteStore {
 
     #[tracing::instrument(name = "palaver.store.delete_sub", skip_all, fields(tenant = %tenant_id))]
     async fn delete_sub(&self, tenant_id: TenantId, topic: &str, user: UserId, when: UnixMillis) -> StoreResult<()> {
-        self.soft_delete(tenant_id, topic, user, when, None).await
+        self.change_sub(tenant_id, topic, user, SubChange::Delete { given: None, when }).await
     }
 }

@@ -8,15 +8,10 @@ use palaver_core::{
     AuthRecord, RecordState, StoreError, StoreResult, TenantId, UnixMillis, User, UserId, UserUpdate, now_millis,
 };
 use palaver_store_sql::rows::UserRow;
+use palaver_store_sql::users::{AuthRow, IdentityRow, auth_cols, auth_of, external_cols, identity_of};
+use palaver_store_sql::writes::found;
+use palaver_store_sql::{bind_user, user_columns};
 use sqlx::{Sqlite, Transaction};
-
-/// The columns of a [`UserRow`], as a literal so that `concat!` can splice it into static SQL.
-macro_rules! user_columns {
-    () => {
-        "id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, public, trusted, tags, \
-         last_seen, user_agent"
-    };
-}
 
 /// Replaces the search rows of a user's tags.
 async fn write_tags(tx: &mut Transaction<'static, Sqlite>, t: i64, user: i64, tags: &[String]) -> StoreResult<()> {
@@ -81,7 +76,7 @@ impl UserStore for SqliteStore {
 
     #[tracing::instrument(name = "palaver.store.identity_of", skip_all, fields(tenant = %tenant_id))]
     async fn identity_of(&self, tenant_id: TenantId, id: UserId) -> StoreResult<Identity> {
-        let (login, external_id): (Option<String>, Option<String>) = sqlx::query_as(
+        let row: IdentityRow = sqlx::query_as(
             "SELECT (SELECT login FROM auth WHERE tenant_id = ?1 AND user_id = ?2), \
              (SELECT external_id FROM user_external_ids WHERE tenant_id = ?1 AND user_id = ?2)",
         )
@@ -90,7 +85,7 @@ impl UserStore for SqliteStore {
         .fetch_one(&self.pool)
         .await
         .map_err(db_error)?;
-        Ok(Identity { login, external_id })
+        Ok(identity_of(row))
     }
 
     #[tracing::instrument(name = "palaver.store.get_user", skip_all, fields(tenant = %tenant_id))]
@@ -125,9 +120,7 @@ impl UserStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        found(done.rows_affected())?;
         if let Some(tags) = &update.tags {
             write_tags(&mut tx, t, uid, tags).await?;
         }
@@ -146,19 +139,19 @@ impl UserStore for SqliteStore {
         .execute(&self.writer)
         .await
         .map_err(db_error)?;
-        if done.rows_affected() == 0 { Err(StoreError::NotFound) } else { Ok(()) }
+        found(done.rows_affected())
     }
 
     #[tracing::instrument(name = "palaver.store.find_auth", skip_all, fields(tenant = %tenant_id))]
     async fn find_auth(&self, tenant_id: TenantId, login: &str) -> StoreResult<Option<AuthRecord>> {
-        let row: Option<(String, i64, String)> =
+        let row: Option<AuthRow> =
             sqlx::query_as("SELECT login, user_id, secret_hash FROM auth WHERE tenant_id = ? AND login = ?")
                 .bind(tenant(tenant_id))
                 .bind(palaver_core::normalize_login(login))
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(db_error)?;
-        Ok(row.map(|(login, user, secret_hash)| AuthRecord { user: user_of(user), login, secret_hash }))
+        Ok(row.map(auth_of))
     }
 
     #[tracing::instrument(name = "palaver.store.set_secret", skip_all, fields(tenant = %tenant_id))]
@@ -178,9 +171,7 @@ impl UserStore for SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(db_error)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        found(done.rows_affected())?;
         let version: Option<i64> = sqlx::query_scalar(
             "UPDATE users SET auth_version = auth_version + 1 WHERE tenant_id = ? AND id = ? RETURNING auth_version",
         )
@@ -254,43 +245,38 @@ impl SqliteStore {
         external: Option<&str>,
     ) -> StoreResult<()> {
         let t = tenant(tenant_id);
-        let id = user_col(user.id);
         let mut tx = self.begin_write().await?;
-        palaver_store_sql::bind_user!(
-            sqlx::query(
-                "INSERT INTO users (tenant_id, id, created_at, updated_at, state, auth_version, defacs_auth, defacs_anon, \
-                 public, trusted, tags, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(t),
-            user
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        let insert = sqlx::query(concat!(
+            "INSERT INTO users (tenant_id, ",
+            user_columns!(),
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        ));
+        bind_user!(insert.bind(t), user).execute(&mut *tx).await.map_err(db_error)?;
         if let Some(auth) = auth {
-            // The credential is always stored under the new user's id, so it cannot attach to another account.
+            let (login, id, secret_hash) = auth_cols(user, auth);
             sqlx::query("INSERT INTO auth (tenant_id, login, user_id, secret_hash) VALUES (?, ?, ?, ?)")
                 .bind(t)
-                .bind(palaver_core::normalize_login(&auth.login))
+                .bind(login)
                 .bind(id)
-                .bind(&auth.secret_hash)
+                .bind(secret_hash)
                 .execute(&mut *tx)
                 .await
                 .map_err(db_error)?;
         }
         if let Some(external) = external {
+            let (external, id, created) = external_cols(user, external);
             sqlx::query(
                 "INSERT INTO user_external_ids (tenant_id, external_id, user_id, created_at) VALUES (?, ?, ?, ?)",
             )
             .bind(t)
             .bind(external)
             .bind(id)
-            .bind(user.created)
+            .bind(created)
             .execute(&mut *tx)
             .await
             .map_err(db_error)?;
         }
-        write_tags(&mut tx, t, id, &user.tags).await?;
+        write_tags(&mut tx, t, user_col(user.id), &user.tags).await?;
         tx.commit().await.map_err(db_error)
     }
 }

@@ -11,9 +11,10 @@
 
 use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col};
 use crate::error::{db_error, is_unique_violation};
-use palaver_core::ports::{JoinDecision, JoinOutcome, JoinRequest, REQUEST_NOT_PENDING, RequestStatus};
+use palaver_core::ports::{JoinDecision, JoinOutcome, JoinRequest, RequestStatus};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
 use palaver_store_sql::columns::{JoinRequestColumns, join_request_of};
+use palaver_store_sql::writes::still_pending;
 use sqlx::MySqlPool;
 
 /// How often a creation retries when its duplicate was decided between the failed insert and the read.
@@ -111,24 +112,15 @@ pub(super) async fn decide(
         sqlx::query_as(sql).bind(id).bind(topic).fetch_optional(&mut *tx).await.map_err(db_error)?;
     let decided = join_request_of(row.ok_or(StoreError::NotFound)?)?.decide(by, decision, now)?;
     // The row is locked since the read, so the status guard only keeps the statement honest.
-    let done = sqlx::query(concat!(
+    let sql = concat!(
         "UPDATE group_join_requests SET status = ?, handled_by = ?, handled_at = ",
         millis_to_datetime!(),
         ", updated_at = ",
         millis_to_datetime!(),
         " WHERE id = ? AND status = 'pending'"
-    ))
-    .bind(decided.status.as_str())
-    .bind(user_col(by))
-    .bind(now)
-    .bind(now)
-    .bind(id)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_error)?;
-    if done.rows_affected() != 1 {
-        return Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()));
-    }
+    );
+    let update = sqlx::query(sql).bind(decided.status.as_str()).bind(user_col(by)).bind(now).bind(now).bind(id);
+    still_pending(update.execute(&mut *tx).await.map_err(db_error)?.rows_affected())?;
     tx.commit().await.map_err(db_error)?;
     Ok(decided)
 }

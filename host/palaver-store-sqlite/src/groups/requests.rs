@@ -8,9 +8,10 @@
 use crate::SqliteStore;
 use crate::codec::{limit_col, user_col};
 use crate::error::db_error;
-use palaver_core::ports::{JoinDecision, JoinOutcome, JoinRequest, REQUEST_NOT_PENDING, RequestStatus};
+use palaver_core::ports::{JoinDecision, JoinOutcome, JoinRequest, RequestStatus};
 use palaver_core::{StoreError, StoreResult, UnixMillis, UserId};
 use palaver_store_sql::columns::{JoinRequestColumns, join_request_of};
+use palaver_store_sql::writes::still_pending;
 
 /// The columns of a [`JoinRequestColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! request_columns {
@@ -107,9 +108,7 @@ pub(super) async fn decide(
     .execute(&mut *tx)
     .await
     .map_err(db_error)?;
-    if done.rows_affected() != 1 {
-        return Err(StoreError::Conflict(REQUEST_NOT_PENDING.to_owned()));
-    }
+    still_pending(done.rows_affected())?;
     tx.commit().await.map_err(db_error)?;
     Ok(decided)
 }
