@@ -7,7 +7,7 @@
 mod common;
 
 use common::cluster::{Cleanup, node};
-use common::webhook::serve;
+use common::webhook::{header, serve};
 use common::{Client, http_with, plugins_dir};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -38,12 +38,7 @@ impl Receiver {
 
     /// Checks the request as the webhook plugin documents it; the status to answer.
     fn check(&self, head: &str, body: &[u8]) -> u16 {
-        let header = |name: &str| {
-            head.lines()
-                .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim()))
-                .unwrap_or("")
-                .to_owned()
-        };
+        let header = |name: &str| header(head, name);
         assert!(head.starts_with("POST /hook HTTP/1.1"), "{head}");
         assert_eq!(header("content-type"), "application/json");
         let ts: u64 = header("x-palaver-timestamp").parse().unwrap();

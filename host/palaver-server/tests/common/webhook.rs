@@ -33,6 +33,14 @@ pub async fn serve(answer: impl Fn(&str, &[u8]) -> u16 + Clone + Send + Sync + '
     addr
 }
 
+/// The value of header `name` (any case) in a request's `head`, or empty.
+pub fn header(head: &str, name: &str) -> String {
+    head.lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim()))
+        .unwrap_or("")
+        .to_owned()
+}
+
 /// A webhook receiver: records each verified body; answers 410 for tokens listed in `gone`.
 #[derive(Clone, Default)]
 pub struct Hook {
@@ -48,12 +56,7 @@ impl Hook {
     }
 
     fn check(&self, head: &str, body: &[u8]) -> u16 {
-        let header = |name: &str| {
-            head.lines()
-                .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim()))
-                .unwrap_or("")
-                .to_owned()
-        };
+        let header = |name: &str| header(head, name);
         assert!(head.starts_with("POST /push HTTP/1.1"), "{head}");
         let ts: u64 = header("x-palaver-timestamp").parse().unwrap();
         assert_eq!(header("x-palaver-signature"), palaver_push::signature(SECRET.as_bytes(), ts, body));
