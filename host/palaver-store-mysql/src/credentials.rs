@@ -7,11 +7,15 @@ use crate::MysqlStore;
 use crate::codec::{user_col, user_of};
 use crate::error::{db_error, is_deadlock};
 use palaver_core::ports::{Added, Credential, CredentialStore};
-use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
 use palaver_store_sql::credentials::{
-    CONFIRMED, CredentialRow, confirm_unchanged, confirmed_elsewhere, credential_of, decide_add, unconfirmed_claim,
+    CONFIRMED, CredentialRow, confirm_error, confirm_unchanged, credential_of, decide_add,
 };
+use palaver_store_sql::{bind_confirmed, bind_credential, bind_new_credential};
 use sqlx::MySqlPool;
+
+/// The account that confirmed a credential, if any; bound by [`bind_confirmed!`].
+const CONFIRMED_BY: &str = "SELECT user_id FROM credentials WHERE method = ? AND value = ? AND claim = ?";
 
 /// How many times an add runs again after losing a deadlock. Two first adds of one account both lock the empty
 /// gap of its rows and then block each other's insert; the server rolls one back, which then finds the other's row.
@@ -35,30 +39,16 @@ async fn try_add(
             .bind(user_col(user))
             .fetch_all(&mut *tx)
             .await?;
-    let confirmed_by: Option<i64> =
-        sqlx::query_scalar("SELECT user_id FROM credentials WHERE method = ? AND value = ? AND claim = ?")
-            .bind(method)
-            .bind(value)
-            .bind(CONFIRMED)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let confirmed_by =
+        bind_confirmed!(sqlx::query_scalar(CONFIRMED_BY), method, value).fetch_optional(&mut *tx).await?;
     match decide_add(user, &own, method, value, confirmed_by, max) {
         Ok(Some(known)) => return Ok(Ok(known)),
         Err(refused) => return Ok(Err(refused)),
         Ok(None) => {}
     }
-    sqlx::query(
-        "INSERT INTO credentials (user_id, method, value, done, claim, created_at, updated_at) \
-         VALUES (?, ?, ?, 0, ?, ?, ?)",
-    )
-    .bind(user_col(user))
-    .bind(method)
-    .bind(value)
-    .bind(unconfirmed_claim(user))
-    .bind(now)
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
+    let insert = "INSERT INTO credentials (user_id, method, value, done, claim, created_at, updated_at) \
+                  VALUES (?, ?, ?, 0, ?, ?, ?)";
+    bind_new_credential!(sqlx::query(insert), user, method, value, now).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(Ok(Added::New))
 }
@@ -97,33 +87,17 @@ impl CredentialStore for MysqlStore {
     ) -> StoreResult<()> {
         let db = self.db(tenant).await?;
         // The unique key refuses a second confirmed row of the credential in this very statement.
-        let done = sqlx::query(
+        let confirm = sqlx::query(
             "UPDATE credentials SET done = 1, claim = ?, updated_at = ? \
              WHERE user_id = ? AND method = ? AND value = ? AND done = 0",
-        )
-        .bind(CONFIRMED)
-        .bind(now)
-        .bind(user_col(user))
-        .bind(method)
-        .bind(value)
-        .execute(&db.pool)
-        .await
-        .map_err(|e| match db_error(e) {
-            StoreError::Conflict(_) => confirmed_elsewhere(method),
-            other => other,
-        })?;
-        if done.rows_affected() > 0 {
+        );
+        let confirm = bind_credential!(confirm.bind(CONFIRMED).bind(now), user, method, value);
+        if confirm.execute(&db.pool).await.map_err(|e| confirm_error(db_error(e), method))?.rows_affected() > 0 {
             return Ok(());
         }
-        let own: Option<bool> =
-            sqlx::query_scalar("SELECT done FROM credentials WHERE user_id = ? AND method = ? AND value = ?")
-                .bind(user_col(user))
-                .bind(method)
-                .bind(value)
-                .fetch_optional(&db.pool)
-                .await
-                .map_err(db_error)?;
-        confirm_unchanged(own)
+        let sql = "SELECT done FROM credentials WHERE user_id = ? AND method = ? AND value = ?";
+        let own = bind_credential!(sqlx::query_scalar(sql), user, method, value);
+        confirm_unchanged(own.fetch_optional(&db.pool).await.map_err(db_error)?)
     }
 
     #[tracing::instrument(name = "palaver.store.credentials_of", skip_all, fields(tenant = %tenant))]
@@ -142,27 +116,16 @@ impl CredentialStore for MysqlStore {
     #[tracing::instrument(name = "palaver.store.delete_credential", skip_all, fields(tenant = %tenant))]
     async fn delete_credential(&self, tenant: TenantId, user: UserId, method: &str, value: &str) -> StoreResult<bool> {
         let db = self.db(tenant).await?;
-        let done = sqlx::query("DELETE FROM credentials WHERE user_id = ? AND method = ? AND value = ?")
-            .bind(user_col(user))
-            .bind(method)
-            .bind(value)
-            .execute(&db.pool)
-            .await
-            .map_err(db_error)?;
-        Ok(done.rows_affected() > 0)
+        let sql = "DELETE FROM credentials WHERE user_id = ? AND method = ? AND value = ?";
+        let delete = bind_credential!(sqlx::query(sql), user, method, value);
+        Ok(delete.execute(&db.pool).await.map_err(db_error)?.rows_affected() > 0)
     }
 
     #[tracing::instrument(name = "palaver.store.find_by_credential", skip_all, fields(tenant = %tenant))]
     async fn find_by_credential(&self, tenant: TenantId, method: &str, value: &str) -> StoreResult<Option<UserId>> {
         let db = self.db(tenant).await?;
-        let owner: Option<i64> =
-            sqlx::query_scalar("SELECT user_id FROM credentials WHERE method = ? AND value = ? AND claim = ?")
-                .bind(method)
-                .bind(value)
-                .bind(CONFIRMED)
-                .fetch_optional(&db.pool)
-                .await
-                .map_err(db_error)?;
+        let owner = bind_confirmed!(sqlx::query_scalar(CONFIRMED_BY), method, value);
+        let owner: Option<i64> = owner.fetch_optional(&db.pool).await.map_err(db_error)?;
         Ok(owner.map(user_of))
     }
 

@@ -4,9 +4,9 @@
 use crate::codec::user_col;
 use crate::error::db_error;
 use crate::table::Table;
-use palaver_core::{DeleteMessages, Deletions, SeqRange, StoreError, StoreResult, UserId};
+use palaver_core::{DeleteMessages, Deletions, StoreError, StoreResult, UserId};
 use palaver_store_sql::columns::EVERYONE;
-use palaver_store_sql::dellog::{DellogColumns, deletions_of};
+use palaver_store_sql::dellog::{DellogColumns, deletions_of, dellog_ranges, soft_deleter_col};
 use sqlx::MySqlPool;
 
 /// Allocates the topic's next deletion id and records the ranges under it, in one transaction. A hard delete
@@ -27,19 +27,10 @@ pub(crate) async fn delete(pool: &MySqlPool, topic: &str, request: &DeleteMessag
         .fetch_one(&mut *tx)
         .await
         .map_err(db_error)?;
-    for range in request.ranges.iter().copied().map(SeqRange::normalized) {
-        palaver_store_sql::bind_dellog!(
-            sqlx::query(
-                "INSERT INTO dellog (topic, del_id, deleted_for, low, hi, created_at) VALUES (?, ?, ?, ?, ?, ?)"
-            )
-            .bind(topic),
-            del_id,
-            request,
-            range
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+    let insert = "INSERT INTO dellog (topic, del_id, deleted_for, low, hi, created_at) VALUES (?, ?, ?, ?, ?, ?)";
+    for range in dellog_ranges(request) {
+        let row = palaver_store_sql::bind_dellog!(sqlx::query(insert).bind(topic), del_id, request, range);
+        row.execute(&mut *tx).await.map_err(db_error)?;
         if request.hard {
             let recalled_by = request.recalled_by.map(user_col);
             sqlx::query(Table::of(topic).hard_delete_sql())
@@ -57,14 +48,9 @@ pub(crate) async fn delete(pool: &MySqlPool, topic: &str, request: &DeleteMessag
                 .map_err(db_error)?;
         }
     }
-    if !request.hard {
-        sqlx::query("UPDATE subscriptions SET del_id = ? WHERE topic = ? AND user_id = ?")
-            .bind(del_id)
-            .bind(topic)
-            .bind(user_col(request.for_user))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+    if let Some(reader) = soft_deleter_col(request) {
+        let sql = "UPDATE subscriptions SET del_id = ? WHERE topic = ? AND user_id = ?";
+        sqlx::query(sql).bind(del_id).bind(topic).bind(reader).execute(&mut *tx).await.map_err(db_error)?;
     }
     tx.commit().await.map_err(db_error)?;
     Ok(del_id)

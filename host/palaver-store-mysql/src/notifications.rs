@@ -9,13 +9,15 @@
 //! is the same thing here because every matched row has a NULL `read_at` that the statement sets.
 
 use crate::MysqlStore;
-use crate::codec::{datetime_to_millis, insert_id, limit_col, millis_to_datetime, user_col};
+use crate::codec::{datetime_to_millis, insert_id, millis_to_datetime, user_col};
 use crate::error::db_error;
 use palaver_core::ports::{NewNotification, Notification, NotificationStore};
-use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
-use palaver_store_sql::columns::{NotificationColumns, notification_of};
+use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
+use palaver_store_sql::bind_notification_page;
+use palaver_store_sql::notifications::{already_read, notifications_of};
 
-/// The select list of a [`NotificationColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
+/// The select list of a [`NotificationColumns`](palaver_store_sql::columns::NotificationColumns) row, in its
+/// order, as a literal so that `concat!` can splice it into static SQL.
 macro_rules! notification_select {
     () => {
         concat!(
@@ -79,81 +81,52 @@ impl NotificationStore for MysqlStore {
             alive!(),
             " AND id < ? ORDER BY id DESC LIMIT ?"
         );
-        let rows: Vec<NotificationColumns> = sqlx::query_as(sql)
-            .bind(user_col(user))
-            .bind(unread_only)
-            .bind(now)
-            .bind(cursor.unwrap_or(i64::MAX))
-            .bind(limit_col(limit))
-            .fetch_all(&db.pool)
-            .await
-            .map_err(db_error)?;
-        Ok(rows.into_iter().map(notification_of).collect::<Result<_, _>>()?)
+        let page = bind_notification_page!(sqlx::query_as(sql), user, unread_only, now, cursor, limit);
+        notifications_of(page.fetch_all(&db.pool).await.map_err(db_error)?)
     }
 
     #[tracing::instrument(name = "palaver.store.mark_notification_read", skip_all, fields(tenant = %tenant))]
     async fn mark_read(&self, tenant: TenantId, user: UserId, id: i64, now: UnixMillis) -> StoreResult<bool> {
         let db = self.db(tenant).await?;
-        let done = sqlx::query(concat!(
+        let sql = concat!(
             "UPDATE im_system_notifications SET read_at = ",
             millis_to_datetime!(),
             " WHERE id = ? AND user_id = ? AND read_at IS NULL AND ",
             alive!()
-        ))
-        .bind(now)
-        .bind(id)
-        .bind(user_col(user))
-        .bind(now)
-        .execute(&db.pool)
-        .await
-        .map_err(db_error)?;
-        if done.rows_affected() > 0 {
+        );
+        let mark = sqlx::query(sql).bind(now).bind(id).bind(user_col(user)).bind(now);
+        if mark.execute(&db.pool).await.map_err(db_error)?.rows_affected() > 0 {
             return Ok(true);
         }
         // A fresh autocommit read, so it sees the read mark of whichever call won the race.
-        let found: Option<i64> = sqlx::query_scalar(concat!(
-            "SELECT 1 FROM im_system_notifications WHERE id = ? AND user_id = ? AND ",
-            alive!()
-        ))
-        .bind(id)
-        .bind(user_col(user))
-        .bind(now)
-        .fetch_optional(&db.pool)
-        .await
-        .map_err(db_error)?;
-        if found.is_some() { Ok(false) } else { Err(StoreError::NotFound) }
+        let sql = concat!("SELECT 1 FROM im_system_notifications WHERE id = ? AND user_id = ? AND ", alive!());
+        let live = sqlx::query_scalar(sql).bind(id).bind(user_col(user)).bind(now);
+        let found: Option<i64> = live.fetch_optional(&db.pool).await.map_err(db_error)?;
+        already_read(found.is_some())
     }
 
     #[tracing::instrument(name = "palaver.store.mark_all_notifications_read", skip_all, fields(tenant = %tenant))]
     async fn mark_all_read(&self, tenant: TenantId, user: UserId, now: UnixMillis) -> StoreResult<u64> {
         let db = self.db(tenant).await?;
-        let done = sqlx::query(concat!(
+        let sql = concat!(
             "UPDATE im_system_notifications SET read_at = ",
             millis_to_datetime!(),
             " WHERE user_id = ? AND read_at IS NULL AND ",
             alive!()
-        ))
-        .bind(now)
-        .bind(user_col(user))
-        .bind(now)
-        .execute(&db.pool)
-        .await
-        .map_err(db_error)?;
-        Ok(done.rows_affected())
+        );
+        let mark = sqlx::query(sql).bind(now).bind(user_col(user)).bind(now);
+        Ok(mark.execute(&db.pool).await.map_err(db_error)?.rows_affected())
     }
 
     #[tracing::instrument(name = "palaver.store.unread_notifications", skip_all, fields(tenant = %tenant))]
     async fn unread_count(&self, tenant: TenantId, user: UserId, now: UnixMillis) -> StoreResult<u64> {
         let db = self.db(tenant).await?;
-        let n: i64 = sqlx::query_scalar(concat!(
+        let sql = concat!(
             "SELECT COUNT(*) FROM im_system_notifications WHERE user_id = ? AND read_at IS NULL AND ",
             alive!()
-        ))
-        .bind(user_col(user))
-        .bind(now)
-        .fetch_one(&db.pool)
-        .await
-        .map_err(db_error)?;
+        );
+        let unread = sqlx::query_scalar(sql).bind(user_col(user)).bind(now);
+        let n: i64 = unread.fetch_one(&db.pool).await.map_err(db_error)?;
         Ok(n.unsigned_abs())
     }
 }

@@ -7,6 +7,9 @@
 //! credential can reach [`CONFIRMED`]. Confirming sets `claim` in the same statement that sets `done`, so the
 //! second account to confirm gets a unique violation (`Conflict`) from the database itself, however the calls
 //! interleave.
+//!
+//! Each adapter writes its own statements (SQLite scopes every one to its `tenant_id`, bound first); the binders
+//! here bind the columns after that, in the order the statements name them.
 
 use crate::columns::{EVERYONE, user_col};
 use palaver_core::ports::{Added, Credential};
@@ -28,9 +31,47 @@ pub fn credential_of((method, value, done, created): CredentialRow) -> Credentia
     Credential { method, value, done, created }
 }
 
+/// Binds an account's credential: `user_id, method, value`.
+#[macro_export]
+macro_rules! bind_credential {
+    ($query:expr, $user:expr, $method:expr, $value:expr) => {
+        $query.bind($crate::columns::user_col($user)).bind($method).bind($value)
+    };
+}
+
+/// Binds a new, unconfirmed credential's columns and its time: `user_id, method, value, claim, created_at,
+/// updated_at`.
+#[macro_export]
+macro_rules! bind_new_credential {
+    ($query:expr, $user:expr, $method:expr, $value:expr, $now:expr) => {{
+        let (user, now) = ($user, $now);
+        $crate::bind_credential!($query, user, $method, $value)
+            .bind($crate::credentials::unconfirmed_claim(user))
+            .bind(now)
+            .bind(now)
+    }};
+}
+
+/// Binds the confirmed row of a credential, whoever holds it: `method, value, claim`.
+#[macro_export]
+macro_rules! bind_confirmed {
+    ($query:expr, $method:expr, $value:expr) => {
+        $query.bind($method).bind($value).bind($crate::credentials::CONFIRMED)
+    };
+}
+
 /// The error of an add or a confirm that another account's confirmation stands in the way of.
 pub fn confirmed_elsewhere(method: &str) -> StoreError {
     StoreError::Conflict(format!("{method} credential confirmed by another account"))
+}
+
+/// The error of a confirming update (`SET done = 1, claim = ?`, binding [`CONFIRMED`]): a unique violation is
+/// another account's confirmation of the credential.
+pub fn confirm_error(err: StoreError, method: &str) -> StoreError {
+    match err {
+        StoreError::Conflict(_) => confirmed_elsewhere(method),
+        other => other,
+    }
 }
 
 /// What an add does, from the account's own rows (`method, value, done`, read under the write lock) and the
@@ -88,6 +129,16 @@ mod tests {
     #[test]
     fn unchanged_confirms() {
         assert!(confirm_unchanged(Some(true)).is_ok());
+        assert!(matches!(confirm_unchanged(Some(false)), Err(StoreError::NotFound)));
         assert!(matches!(confirm_unchanged(None), Err(StoreError::NotFound)));
+    }
+
+    #[test]
+    fn a_unique_violation_is_a_confirmation_elsewhere() {
+        let StoreError::Conflict(why) = confirm_error(StoreError::Conflict("duplicate key".into()), "email") else {
+            panic!("not a conflict");
+        };
+        assert!(why.contains("confirmed by another account"));
+        assert!(matches!(confirm_error(StoreError::NotFound, "email"), StoreError::NotFound));
     }
 }

@@ -12,6 +12,7 @@ pub mod dellog;
 pub mod devices;
 pub mod files;
 pub mod ledger;
+pub mod notifications;
 pub mod plugin_releases;
 pub mod queue;
 pub mod relations;

@@ -6,10 +6,15 @@ use crate::SqliteStore;
 use crate::codec::{tenant, user_col, user_of};
 use crate::error::db_error;
 use palaver_core::ports::{Added, Credential, CredentialStore};
-use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
+use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
 use palaver_store_sql::credentials::{
-    CONFIRMED, CredentialRow, confirm_unchanged, confirmed_elsewhere, credential_of, decide_add, unconfirmed_claim,
+    CONFIRMED, CredentialRow, confirm_error, confirm_unchanged, credential_of, decide_add,
 };
+use palaver_store_sql::{bind_confirmed, bind_credential, bind_new_credential};
+
+/// The account that confirmed a credential, if any; bound by the tenant, then [`bind_confirmed!`].
+const CONFIRMED_BY: &str =
+    "SELECT user_id FROM credentials WHERE tenant_id = ? AND method = ? AND value = ? AND claim = ?";
 
 #[async_trait::async_trait]
 impl CredentialStore for SqliteStore {
@@ -31,33 +36,16 @@ impl CredentialStore for SqliteStore {
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db_error)?;
-        let confirmed_by: Option<i64> = sqlx::query_scalar(
-            "SELECT user_id FROM credentials WHERE tenant_id = ? AND method = ? AND value = ? AND claim = ?",
-        )
-        .bind(t)
-        .bind(method)
-        .bind(value)
-        .bind(CONFIRMED)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        let confirmed_by = bind_confirmed!(sqlx::query_scalar(CONFIRMED_BY).bind(t), method, value);
+        let confirmed_by = confirmed_by.fetch_optional(&mut *tx).await.map_err(db_error)?;
         if let Some(known) = decide_add(user, &own, method, value, confirmed_by, max)? {
             return Ok(known);
         }
-        sqlx::query(
+        let insert = sqlx::query(
             "INSERT INTO credentials (tenant_id, user_id, method, value, done, claim, created_at, updated_at) \
              VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
-        )
-        .bind(t)
-        .bind(user_col(user))
-        .bind(method)
-        .bind(value)
-        .bind(unconfirmed_claim(user))
-        .bind(now)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        );
+        bind_new_credential!(insert.bind(t), user, method, value, now).execute(&mut *tx).await.map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         Ok(Added::New)
     }
@@ -72,36 +60,18 @@ impl CredentialStore for SqliteStore {
     ) -> StoreResult<()> {
         let t = tenant(tenant_id);
         // The unique index refuses a second confirmed row of the credential in this very statement.
-        let done = sqlx::query(
+        let confirm = sqlx::query(
             "UPDATE credentials SET done = 1, claim = ?, updated_at = ? \
              WHERE tenant_id = ? AND user_id = ? AND method = ? AND value = ? AND done = 0",
-        )
-        .bind(CONFIRMED)
-        .bind(now)
-        .bind(t)
-        .bind(user_col(user))
-        .bind(method)
-        .bind(value)
-        .execute(&self.writer)
-        .await
-        .map_err(|e| match db_error(e) {
-            StoreError::Conflict(_) => confirmed_elsewhere(method),
-            other => other,
-        })?;
+        );
+        let confirm = bind_credential!(confirm.bind(CONFIRMED).bind(now).bind(t), user, method, value);
+        let done = confirm.execute(&self.writer).await.map_err(|e| confirm_error(db_error(e), method))?;
         if done.rows_affected() > 0 {
             return Ok(());
         }
-        let own: Option<bool> = sqlx::query_scalar(
-            "SELECT done FROM credentials WHERE tenant_id = ? AND user_id = ? AND method = ? AND value = ?",
-        )
-        .bind(t)
-        .bind(user_col(user))
-        .bind(method)
-        .bind(value)
-        .fetch_optional(&self.writer)
-        .await
-        .map_err(db_error)?;
-        confirm_unchanged(own)
+        let sql = "SELECT done FROM credentials WHERE tenant_id = ? AND user_id = ? AND method = ? AND value = ?";
+        let own = bind_credential!(sqlx::query_scalar(sql).bind(t), user, method, value);
+        confirm_unchanged(own.fetch_optional(&self.writer).await.map_err(db_error)?)
     }
 
     async fn credentials_of(&self, tenant_id: TenantId, user: UserId) -> StoreResult<Vec<Credential>> {
@@ -124,29 +94,14 @@ impl CredentialStore for SqliteStore {
         method: &str,
         value: &str,
     ) -> StoreResult<bool> {
-        let done =
-            sqlx::query("DELETE FROM credentials WHERE tenant_id = ? AND user_id = ? AND method = ? AND value = ?")
-                .bind(tenant(tenant_id))
-                .bind(user_col(user))
-                .bind(method)
-                .bind(value)
-                .execute(&self.writer)
-                .await
-                .map_err(db_error)?;
-        Ok(done.rows_affected() > 0)
+        let sql = "DELETE FROM credentials WHERE tenant_id = ? AND user_id = ? AND method = ? AND value = ?";
+        let delete = bind_credential!(sqlx::query(sql).bind(tenant(tenant_id)), user, method, value);
+        Ok(delete.execute(&self.writer).await.map_err(db_error)?.rows_affected() > 0)
     }
 
     async fn find_by_credential(&self, tenant_id: TenantId, method: &str, value: &str) -> StoreResult<Option<UserId>> {
-        let owner: Option<i64> = sqlx::query_scalar(
-            "SELECT user_id FROM credentials WHERE tenant_id = ? AND method = ? AND value = ? AND claim = ?",
-        )
-        .bind(tenant(tenant_id))
-        .bind(method)
-        .bind(value)
-        .bind(CONFIRMED)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_error)?;
+        let owner = bind_confirmed!(sqlx::query_scalar(CONFIRMED_BY).bind(tenant(tenant_id)), method, value);
+        let owner: Option<i64> = owner.fetch_optional(&self.pool).await.map_err(db_error)?;
         Ok(owner.map(user_of))
     }
 

@@ -4,9 +4,9 @@ use crate::SqliteStore;
 use crate::codec::{tenant, user_col};
 use crate::error::db_error;
 use crate::messages::Table;
-use palaver_core::{DeleteMessages, Deletions, SeqRange, StoreError, StoreResult, TenantId, UserId};
+use palaver_core::{DeleteMessages, Deletions, StoreError, StoreResult, TenantId, UserId};
 use palaver_store_sql::columns::EVERYONE;
-use palaver_store_sql::dellog::{DellogColumns, deletions_of};
+use palaver_store_sql::dellog::{DellogColumns, deletions_of, dellog_ranges, soft_deleter_col};
 
 /// Allocates the topic's next deletion id and records the ranges under it, in one transaction. A hard delete
 /// also drops the messages' content; a soft delete also moves the requester's subscription to the new id.
@@ -26,21 +26,11 @@ pub(crate) async fn delete(
             .await
             .map_err(db_error)?;
     let del_id = del_id.ok_or(StoreError::NotFound)?;
-    for range in request.ranges.iter().copied().map(SeqRange::normalized) {
-        palaver_store_sql::bind_dellog!(
-            sqlx::query(
-                "INSERT INTO dellog (tenant_id, topic, del_id, deleted_for, low, hi, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(t)
-            .bind(topic),
-            del_id,
-            request,
-            range
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+    let insert = "INSERT INTO dellog (tenant_id, topic, del_id, deleted_for, low, hi, created_at) \
+                  VALUES (?, ?, ?, ?, ?, ?, ?)";
+    for range in dellog_ranges(request) {
+        let row = palaver_store_sql::bind_dellog!(sqlx::query(insert).bind(t).bind(topic), del_id, request, range);
+        row.execute(&mut *tx).await.map_err(db_error)?;
         if request.hard {
             sqlx::query(Table::of(topic).hard_delete_sql())
                 .bind(request.when)
@@ -54,15 +44,9 @@ pub(crate) async fn delete(
                 .map_err(db_error)?;
         }
     }
-    if !request.hard {
-        sqlx::query("UPDATE subscriptions SET del_id = ? WHERE tenant_id = ? AND topic = ? AND user_id = ?")
-            .bind(del_id)
-            .bind(t)
-            .bind(topic)
-            .bind(user_col(request.for_user))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+    if let Some(reader) = soft_deleter_col(request) {
+        let sql = "UPDATE subscriptions SET del_id = ? WHERE tenant_id = ? AND topic = ? AND user_id = ?";
+        sqlx::query(sql).bind(del_id).bind(t).bind(topic).bind(reader).execute(&mut *tx).await.map_err(db_error)?;
     }
     tx.commit().await.map_err(db_error)?;
     Ok(del_id)

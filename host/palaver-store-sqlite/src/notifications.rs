@@ -7,13 +7,15 @@
 //! the call's `now`, so an expired notice vanishes before any sweep deletes it.
 
 use crate::SqliteStore;
-use crate::codec::{limit_col, tenant, user_col};
+use crate::codec::{tenant, user_col};
 use crate::error::db_error;
 use palaver_core::ports::{NewNotification, Notification, NotificationStore};
-use palaver_core::{StoreError, StoreResult, TenantId, UnixMillis, UserId};
-use palaver_store_sql::columns::{NotificationColumns, notification_of};
+use palaver_core::{StoreResult, TenantId, UnixMillis, UserId};
+use palaver_store_sql::bind_notification_page;
+use palaver_store_sql::notifications::{already_read, notifications_of};
 
-/// The columns of a [`NotificationColumns`] row, in its order, as a literal so that `concat!` can splice it into static SQL.
+/// The columns of a [`NotificationColumns`](palaver_store_sql::columns::NotificationColumns) row, in its order,
+/// as a literal so that `concat!` can splice it into static SQL.
 macro_rules! notification_columns {
     () => {
         "id, user_id, kind, content, source_topic, source_seq, read_at, expires_at, created_at"
@@ -65,85 +67,56 @@ impl NotificationStore for SqliteStore {
             alive_at!("4"),
             " AND id < ?5 ORDER BY id DESC LIMIT ?6"
         );
-        let rows: Vec<NotificationColumns> = sqlx::query_as(sql)
-            .bind(tenant(tenant_id))
-            .bind(user_col(user))
-            .bind(unread_only)
-            .bind(now)
-            .bind(cursor.unwrap_or(i64::MAX))
-            .bind(limit_col(limit))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?;
-        Ok(rows.into_iter().map(notification_of).collect::<Result<_, _>>()?)
+        let page = sqlx::query_as(sql).bind(tenant(tenant_id));
+        let page = bind_notification_page!(page, user, unread_only, now, cursor, limit);
+        notifications_of(page.fetch_all(&self.pool).await.map_err(db_error)?)
     }
 
     #[tracing::instrument(name = "palaver.store.mark_notification_read", skip_all, fields(tenant = %tenant_id))]
     async fn mark_read(&self, tenant_id: TenantId, user: UserId, id: i64, now: UnixMillis) -> StoreResult<bool> {
         let (t, u) = (tenant(tenant_id), user_col(user));
         // The guard on read_at makes the statement change the row at most once, however many calls race.
-        let done = sqlx::query(concat!(
+        let sql = concat!(
             "UPDATE im_system_notifications SET read_at = ?1 \
              WHERE tenant_id = ?2 AND id = ?3 AND user_id = ?4 AND read_at IS NULL AND ",
             alive_at!("1")
-        ))
-        .bind(now)
-        .bind(t)
-        .bind(id)
-        .bind(u)
-        .execute(&self.writer)
-        .await
-        .map_err(db_error)?;
-        if done.rows_affected() == 1 {
+        );
+        let mark = sqlx::query(sql).bind(now).bind(t).bind(id).bind(u);
+        if mark.execute(&self.writer).await.map_err(db_error)?.rows_affected() == 1 {
             return Ok(true);
         }
         // Nothing changed: either it was read already (false) or it is not the user's live notice (NotFound).
         // The read runs after the update committed, so it sees the read mark of whichever call won.
-        let exists: bool = sqlx::query_scalar(concat!(
+        let sql = concat!(
             "SELECT EXISTS (SELECT 1 FROM im_system_notifications \
              WHERE tenant_id = ?1 AND id = ?2 AND user_id = ?3 AND ",
             alive_at!("4"),
             ")"
-        ))
-        .bind(t)
-        .bind(id)
-        .bind(u)
-        .bind(now)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_error)?;
-        if exists { Ok(false) } else { Err(StoreError::NotFound) }
+        );
+        let live = sqlx::query_scalar(sql).bind(t).bind(id).bind(u).bind(now);
+        already_read(live.fetch_one(&self.pool).await.map_err(db_error)?)
     }
 
     #[tracing::instrument(name = "palaver.store.mark_all_notifications_read", skip_all, fields(tenant = %tenant_id))]
     async fn mark_all_read(&self, tenant_id: TenantId, user: UserId, now: UnixMillis) -> StoreResult<u64> {
-        let done = sqlx::query(concat!(
+        let sql = concat!(
             "UPDATE im_system_notifications SET read_at = ?1 \
              WHERE tenant_id = ?2 AND user_id = ?3 AND read_at IS NULL AND ",
             alive_at!("1")
-        ))
-        .bind(now)
-        .bind(tenant(tenant_id))
-        .bind(user_col(user))
-        .execute(&self.writer)
-        .await
-        .map_err(db_error)?;
-        Ok(done.rows_affected())
+        );
+        let mark = sqlx::query(sql).bind(now).bind(tenant(tenant_id)).bind(user_col(user));
+        Ok(mark.execute(&self.writer).await.map_err(db_error)?.rows_affected())
     }
 
     #[tracing::instrument(name = "palaver.store.unread_notifications", skip_all, fields(tenant = %tenant_id))]
     async fn unread_count(&self, tenant_id: TenantId, user: UserId, now: UnixMillis) -> StoreResult<u64> {
-        let n: i64 = sqlx::query_scalar(concat!(
+        let sql = concat!(
             "SELECT COUNT(*) FROM im_system_notifications \
              WHERE tenant_id = ?1 AND user_id = ?2 AND read_at IS NULL AND ",
             alive_at!("3")
-        ))
-        .bind(tenant(tenant_id))
-        .bind(user_col(user))
-        .bind(now)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_error)?;
+        );
+        let unread = sqlx::query_scalar(sql).bind(tenant(tenant_id)).bind(user_col(user)).bind(now);
+        let n: i64 = unread.fetch_one(&self.pool).await.map_err(db_error)?;
         Ok(n.unsigned_abs())
     }
 }
