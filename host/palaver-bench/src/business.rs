@@ -5,6 +5,9 @@
 //! Workers send `friend.request.create` from user `i` to user `i + k` (a new pair each time, so every call
 //! writes) over keep-alive HTTP connections; the figures are client-side latency and throughput, and the
 //! deltas of `palaver_business_*` in `GET /metrics`.
+//!
+//! Before the server starts, the same rule call is timed in this process on the plugins of `--plugins`
+//! (`rule_cost.rs`): the isolated figure the server's median per rule call is compared with.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -16,6 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use crate::client::{self, Conn};
+use crate::rule_cost;
 use crate::stats::{JsonLine, Samples, round3};
 use crate::target::{Target, TargetArgs};
 
@@ -36,6 +40,9 @@ pub(crate) struct BusinessArgs {
     /// Sign-ups in flight during setup (each costs the server a password hash).
     #[arg(long, default_value_t = 8)]
     setup_concurrency: usize,
+    /// The plugin directory the server loads, for the isolated figure (skipped if it does not exist).
+    #[arg(long, default_value = "target/plugins/deploy")]
+    plugins: std::path::PathBuf,
 }
 
 /// One signed-up user: the open `me` session (kept so events are delivered) and the login token.
@@ -50,6 +57,17 @@ pub(crate) async fn run(args: BusinessArgs) -> Result<()> {
         bail!("--requests must fit the distinct pairs of --users");
     }
     crate::raise_nofile(args.users as u64 + 256);
+    let isolated = if args.plugins.is_dir() { Some(rule_cost::isolated(&args.plugins).await?) } else { None };
+    if let Some(i) = &isolated {
+        println!(
+            "isolated rule call (friend.request.create through the plugin runtime, {} calls back to back): p50 {:.2} µs, p99 {:.2} µs",
+            i.calls, i.p50_us, i.p99_us
+        );
+        println!(
+            "isolated rule call, the caches emptied before each of {} calls: p50 {:.2} µs",
+            i.cold_calls, i.cold_p50_us
+        );
+    }
     let target = Target::open(&args.target).await?;
     println!(
         "business: {} users, {} friend requests over {} HTTP connections; client and server share this machine",
@@ -106,7 +124,8 @@ pub(crate) async fn run(args: BusinessArgs) -> Result<()> {
         + delta("palaver_business_commands_total{outcome=\"failed\"}");
     let command_us = delta("palaver_business_command_microseconds_total") / commands.max(1.0);
     let rule_us =
-        delta("palaver_business_rule_microseconds_total") / delta("palaver_business_rule_calls_total").max(1.0);
+        1e6 * delta("palaver_business_rule_seconds_sum") / delta("palaver_business_rule_seconds_count").max(1.0);
+    let rule_p50 = rule_cost::server_median(&before, &after);
     let rate = latency.count as f64 / secs;
     println!(
         "friend requests: {:.0}/s on this node ({} in {secs:.2} s), {} failed",
@@ -119,6 +138,19 @@ pub(crate) async fn run(args: BusinessArgs) -> Result<()> {
         "server side, mean per command: {command_us:.0} µs in all, of which the plugin call {rule_us:.1} µs ({:.1} %)",
         100.0 * rule_us / command_us.max(1.0)
     );
+    if let Some((p50, n)) = rule_p50 {
+        print!("server side, median rule call: {p50:.1} µs of {n:.0} calls");
+        match &isolated {
+            Some(i) => println!(
+                "; isolated {:.1} µs, so the server adds {:.1} µs per call at the median ({:.1} µs against the \
+                 isolated call with cold caches)",
+                i.p50_us,
+                p50 - i.p50_us,
+                p50 - i.cold_p50_us
+            ),
+            None => println!(),
+        }
+    }
     for f in failures.iter().take(3) {
         println!("  failure: {f}");
     }
@@ -126,6 +158,13 @@ pub(crate) async fn run(args: BusinessArgs) -> Result<()> {
     line.set("users", args.users).set("requests", latency.count).set("concurrency", args.concurrency);
     line.set("requests_per_sec", round3(rate)).set("failed", failures.len());
     line.set("server_command_us", round3(command_us)).set("server_rule_us", round3(rule_us));
+    if let Some((p50, _)) = rule_p50 {
+        line.set("server_rule_p50_us", round3(p50));
+    }
+    if let Some(i) = &isolated {
+        line.set("isolated_rule_p50_us", round3(i.p50_us)).set("isolated_rule_p99_us", round3(i.p99_us));
+        line.set("isolated_cold_rule_p50_us", round3(i.cold_p50_us));
+    }
     latency.put(&mut line, "latency_");
     println!("{line}");
     target.finish();

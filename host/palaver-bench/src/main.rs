@@ -37,6 +37,7 @@ mod pubload;
 mod pubload_compare;
 mod pubload_push;
 mod pubload_setup;
+mod rule_cost;
 mod scaleout;
 mod stats;
 mod target;

@@ -88,6 +88,17 @@ impl PluginHooks {
         name: &str,
         args: &Value,
     ) -> Result<CommandOutcome, CommandError> {
+        self.run_command_text(ctx, name, &args.to_string()).await
+    }
+
+    /// [`PluginHooks::run_command`] with the arguments already written as JSON text, as the plugin receives
+    /// them: the host's business commands write their input once, and nothing serialises it again.
+    pub async fn run_command_text(
+        &self,
+        ctx: &CommandContext,
+        name: &str,
+        args: &str,
+    ) -> Result<CommandOutcome, CommandError> {
         let order = self.registry.order.load_full();
         for slot in order.iter() {
             let Some(v) = slot.version_for(ctx.tenant) else { continue };
@@ -109,11 +120,10 @@ impl PluginHooks {
         v: &Arc<PluginVersion>,
         ctx: &CommandContext,
         name: &str,
-        args: &Value,
+        args: &str,
         closed: bool,
     ) -> CommandOutcome {
-        let args = args.to_string();
-        match self.registry.run_command_on(slot, v, ctx, name, &args).await {
+        match self.registry.run_command_on(slot, v, ctx, name, args).await {
             Ran::Done(o) => o,
             Ran::Failed(_) | Ran::Skipped => match self.registry.policy_for(slot, v, Hook::OnCommand, ctx.tenant) {
                 FailurePolicy::Open if !closed => CommandOutcome::Ok(Value::Null),
@@ -161,7 +171,7 @@ impl PluginHooks {
                 if v.manifest.client_commands.contains_key(command)
                     && self.registry.tenants.enabled(ctx.tenant, &slot.name, v.manifest.enabled_by_default) =>
             {
-                Ok(self.command_on(slot, &v, ctx, command, args, true).await)
+                Ok(self.command_on(slot, &v, ctx, command, &args.to_string(), true).await)
             }
             _ => Err(CommandError::UnknownCommand(command.to_owned())),
         }

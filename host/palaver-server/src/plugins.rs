@@ -438,9 +438,9 @@ impl BusinessRules for PluginRules {
         PluginHooks::new(self.registry.clone()).handles_command(tenant, command)
     }
 
-    async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &Value) -> RuleVerdict {
+    async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &str) -> RuleVerdict {
         let ctx = palaver_plugin_runtime::CommandContext::new(tenant, actor);
-        verdict(PluginHooks::new(self.registry.clone()).run_command(&ctx, command, input).await)
+        verdict(PluginHooks::new(self.registry.clone()).run_command_text(&ctx, command, input).await)
     }
 
     fn client_command(&self, tenant: TenantId, plugin: &str, command: &str) -> ClientCommandState {

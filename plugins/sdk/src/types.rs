@@ -154,8 +154,8 @@ impl Command {
         let Some(id) = self.id() else {
             return Err(FactsError { command: None, why: format!("{} is not in the commands table", self.name) });
         };
-        let facts = self.args.get("facts").cloned().unwrap_or(Value::Null);
-        Facts::parse(id, facts).map_err(|e| FactsError { command: Some(id), why: e.why })
+        Facts::parse(id, self.args.get("facts").unwrap_or(&Value::Null))
+            .map_err(|e| FactsError { command: Some(id), why: e.why })
     }
 
     /// [`Command::facts`] for a plugin that decides one family: a command of another family is an error too.
@@ -166,8 +166,8 @@ impl Command {
         let Some(id) = self.id() else {
             return Err(FactsError { command: None, why: format!("{} is not in the commands table", self.name) });
         };
-        let facts = self.args.get("facts").cloned().unwrap_or(Value::Null);
-        Facts::parse_in(family, id, facts).map_err(|e| FactsError { command: Some(id), why: e.why })
+        Facts::parse_in(family, id, self.args.get("facts").unwrap_or(&Value::Null))
+            .map_err(|e| FactsError { command: Some(id), why: e.why })
     }
 }
 

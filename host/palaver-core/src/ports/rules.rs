@@ -30,8 +30,9 @@ pub trait BusinessRules: Send + Sync {
     /// gathers facts so that a command that is off says so whatever its arguments.
     fn available(&self, tenant: TenantId, command: &str) -> bool;
 
-    /// Decides `command` by `actor`; `input` is `{"args": …, "facts": …}`.
-    async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &Value) -> RuleVerdict;
+    /// Decides `command` by `actor`; `input` is the JSON text `{"args": …, "facts": …}`, written once by the
+    /// host (a plugin receives it as it is, so no adapter serialises it again).
+    async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &str) -> RuleVerdict;
 
     /// Whether plugin `plugin` offers `command` to clients, and whether it runs for `tenant`: a lookup, no call.
     fn client_command(&self, _tenant: TenantId, _plugin: &str, _command: &str) -> ClientCommandState {
@@ -92,7 +93,7 @@ impl BusinessRules for NoRules {
         false
     }
 
-    async fn decide(&self, _: TenantId, _: UserId, _: &str, _: &Value) -> RuleVerdict {
+    async fn decide(&self, _: TenantId, _: UserId, _: &str, _: &str) -> RuleVerdict {
         RuleVerdict::NoRules
     }
 }

@@ -271,7 +271,7 @@ impl Cx<'_> {
         if self.admin {
             return Ok(json!({}));
         }
-        let input = json!({ "args": self.args, "facts": facts.to_value() });
+        let input = facts.rule_input(&self.args);
         match self.svc.decide(self.tenant, self.actor, self.command.name(), &input).await {
             RuleVerdict::Allow(v) => Ok(v),
             RuleVerdict::Refuse { status, reason, message } => Err(refusal(self.command, status, &reason, message)),

@@ -131,14 +131,9 @@ impl MetricsSource for Metrics {
             self.business_micros.clone(),
         );
         r.register(
-            "palaver_business_rule_calls",
-            "Calls to the business rules (the plugins' on-command hook)",
-            self.rule_calls.clone(),
-        );
-        r.register(
-            "palaver_business_rule_microseconds",
-            "Time spent in the business rules, a part of the command time",
-            self.rule_micros.clone(),
+            "palaver_business_rule_seconds",
+            "Time of each call to the business rules (the plugins' on-command hook), a part of the command time",
+            self.rule_seconds.clone(),
         );
         r.register(
             "palaver_security_refused",

@@ -69,8 +69,7 @@ impl Inner {
         let biz = &self.ports.business;
         let friends = biz.relations.relation(tenant, a, b).await?.friends;
         for (from, to) in [(a, b), (b, a)] {
-            let facts = Facts::FriendP2pSend(P2pSendFacts { friends }).to_value();
-            let input = json!({ "args": { "to": to.to_string() }, "facts": facts });
+            let input = Facts::FriendP2pSend(P2pSendFacts { friends }).rule_input(&json!({ "to": to.to_string() }));
             match self.decide(tenant, from, P2P_SEND.name(), &input).await {
                 RuleVerdict::Refuse { status, .. } if status >= 500 => gate.transient = true,
                 // A reason outside the table is shown as the table's generic rule refusal.
@@ -84,7 +83,7 @@ impl Inner {
     }
 
     /// Asks the tenant's rules about `command`, timing the call for `palaver_business_rule_*`.
-    pub(crate) async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &Value) -> RuleVerdict {
+    pub(crate) async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &str) -> RuleVerdict {
         let started = std::time::Instant::now();
         let verdict = self.ports.business.rules.decide(tenant, actor, command, input).await;
         self.metrics.rule_call(started.elapsed());
