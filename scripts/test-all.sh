@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 ensure_rust
 ensure_wasm_target
 ensure_node
+ensure_python
 # The MariaDB, Redis, Kafka and S3 adapters' tests fail (rather than skip) without their servers, so all four are
 # started here (the scale-out end-to-end run below uses them too).
 start_mariadb

@@ -38,6 +38,11 @@ ensure_wasm_target() {
   fi
 }
 
+# The tidy test runs scripts/module-cycles.py.
+ensure_python() {
+  command -v python3 >/dev/null 2>&1 || { log "installing python3 from Debian's packages"; apt_install python3; }
+}
+
 ensure_node() {
   local major=0
   if command -v node >/dev/null 2>&1; then

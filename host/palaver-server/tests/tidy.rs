@@ -2,8 +2,8 @@
 //!
 //! Each check collects every offender and fails with the whole list, so one run says everything to fix:
 //! the code map lists every crate, every source file opens with a `//!` line, every metric and every config key
-//! is documented (`docs/metrics.md`, `docs/configuration.md`), and no Markdown doc names a repository path that
-//! does not exist.
+//! is documented (`docs/metrics.md`, `docs/configuration.md`), no Markdown doc names a repository path that
+//! does not exist, and the service's modules form no cycle, by imports or by the `Inner` methods they call.
 
 use palaver_server::config::Config;
 use palaver_store_redis::RedisConfig;
@@ -303,4 +303,21 @@ fn the_path_parser_reads_what_docs_write() {
     assert_eq!(named_paths("deploy/scaleout.toml --node-id x"), ["deploy/scaleout.toml"]);
     assert!(named_paths("palaver serve").is_empty());
     assert!(named_paths("im:{tenant}:rt:{kind}").is_empty());
+}
+
+#[test]
+fn the_service_modules_form_no_cycle() {
+    // `--methods` counts a call of another module's `impl Inner` method as an edge too: the shared state's methods
+    // are spread over modules, so imports alone would miss a loop of calls.
+    let out = std::process::Command::new("python3")
+        .current_dir(root())
+        .args(["scripts/module-cycles.py", "host/palaver-service", "--methods"])
+        .output()
+        .expect("python3 runs scripts/module-cycles.py (scripts/test-all.sh installs it)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "module-cycles.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.lines().next().is_some_and(|l| l.ends_with(" 0 cycle(s)")),
+        "module cycles in palaver-service:\n{text}"
+    );
 }

@@ -22,7 +22,6 @@ mod usecases;
 pub use backbone::scan::{ScanWorker, ScanWorkerConfig};
 pub use backbone::{Backbone, Summary, new_event_id};
 pub use business::{BizError, BizResult};
-pub use delivery::control::Eviction;
 pub use delivery::hub::{Attached, Frame, Hub, Outbound, SessionHandle, SessionRx};
 pub use error::{ServiceError, ServiceResult};
 pub use metrics::{LiveGauge, Metrics};
@@ -30,10 +29,16 @@ pub use usecases::calls::{CallConfig, IceServer, turn_credentials};
 pub use usecases::credentials::{CredentialsConfig, METHODS as CREDENTIAL_METHODS};
 pub use usecases::deletion::{AccountDeleted, DeleteMode};
 pub use usecases::edits::EditConfig;
+pub use usecases::eviction::Eviction;
 pub use usecases::files::{
     ByteRange, Download, FileScanTask, FilesConfig, UploadMeta, file_url, mime_pattern_ok, scan_record,
 };
 pub use usecases::identity::UserKey;
+
+/// The actor of an admin command where a user id is stored (`granted_by`, `muted_by`, `recalled_by`) or an event
+/// needs a sender: no user has id 0. At the crate root because business commands, admin effects and push all
+/// name it, and none of them should import another for it.
+pub(crate) const ADMIN_ACTOR: palaver_core::UserId = palaver_core::UserId(0);
 
 /// The content type of [`Service::render_metrics`]: the OpenMetrics text format, which Prometheus reads.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -362,8 +367,8 @@ impl Service {
     /// `{info topic:<topic>, what:"group"}`. Returns how many sessions of this node it was queued to.
     pub fn emit_event(&self, tenant: TenantId, target: EventTarget, event: &str, payload: serde_json::Value) -> usize {
         let to = match target {
-            EventTarget::User(u) => delivery::dispatch::BusinessTarget::User(u),
-            EventTarget::Topic(t) => delivery::dispatch::BusinessTarget::Topic(t),
+            EventTarget::User(u) => delivery::event::BusinessTarget::User(u),
+            EventTarget::Topic(t) => delivery::event::BusinessTarget::Topic(t),
         };
         self.inner.emit_business(tenant, to, event, &payload, None)
     }

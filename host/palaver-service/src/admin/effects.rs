@@ -9,7 +9,7 @@
 
 use super::AdminCommand;
 use crate::business::{BizError, BizResult};
-use crate::delivery::dispatch::{BusinessTarget, Event};
+use crate::delivery::event::{BusinessTarget, Event};
 use crate::error::ServiceError;
 use crate::{Eviction, Service};
 use palaver_api::{CommandName, Reason};
@@ -234,16 +234,15 @@ async fn moderate(svc: &Service, tenant: TenantId, p: &Payload<'_>) -> BizResult
             let request = DeleteMessages {
                 ranges: vec![SeqRange { low: seq, hi: seq + 1 }],
                 hard: true,
-                for_user: crate::business::ADMIN_ACTOR,
+                for_user: crate::ADMIN_ACTOR,
                 when: crate::now_millis(),
                 // Stored as recalled, by the admin side (the seed's `recalled_by` of a moderation).
-                recalled_by: Some(crate::business::ADMIN_ACTOR),
+                recalled_by: Some(crate::ADMIN_ACTOR),
             };
             let clear = inner.ports.messages.delete_messages(tenant, topic, &request).await?;
             inner.files(tenant).forget(topic, Some(&request.ranges)).await;
             let delseq = vec![palaver_proto::SeqRange { low: seq, hi: Some(seq + 1) }];
-            let event =
-                Event::Deleted { topic: topic.to_owned(), by: crate::business::ADMIN_ACTOR, hard: true, clear, delseq };
+            let event = Event::Deleted { topic: topic.to_owned(), by: crate::ADMIN_ACTOR, hard: true, clear, delseq };
             inner.dispatch(tenant, event, None, None).await;
         }
         other => {

@@ -9,7 +9,7 @@
 
 use super::group::{Group, load, settings_facts};
 use super::{BizError, BizResult, Cx, body, time, ts};
-use crate::delivery::dispatch::Event;
+use crate::delivery::event::Event;
 use palaver_api::bodies as b;
 use palaver_api::facts::{MemberRemoveFacts, MuteAllFacts, MuteSetFacts, ProfileFacts};
 use palaver_api::facts::{RoleSetFacts, SettingsSetFacts};

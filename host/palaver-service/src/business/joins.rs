@@ -5,7 +5,7 @@
 
 use super::group::{Group, load};
 use super::{BizError, BizResult, Cx, body, next_cursor, time};
-use crate::delivery::dispatch::Event;
+use crate::delivery::event::Event;
 use palaver_api::bodies as b;
 use palaver_api::facts::{GroupRequestFacts, InviteFacts};
 use palaver_api::{Facts, Reason};

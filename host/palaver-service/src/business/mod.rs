@@ -21,7 +21,7 @@ mod reports;
 pub(crate) use gate::Gate;
 pub(crate) use members::RosterEntry;
 
-use crate::delivery::dispatch::BusinessTarget;
+use crate::delivery::event::BusinessTarget;
 use crate::{Inner, Service};
 use palaver_api::{CommandName, Facts, Family, Reason};
 use palaver_core::ports::RuleVerdict;
@@ -132,8 +132,15 @@ impl Service {
     /// Runs a group governance command (`group.member.remove`, `group.role.set`, `group.mute.set`,
     /// `group.mute.clear`) for the Admin side: the same code as the `/v1/im/` command, as [`Cx::admin`] says.
     pub(crate) async fn run_as_admin(&self, tenant: TenantId, command: CommandName, args: Value) -> BizResult<Value> {
-        let cx =
-            Cx { svc: &self.inner, tenant, actor: ADMIN_ACTOR, admin: true, command, args, now: crate::now_millis() };
+        let cx = Cx {
+            svc: &self.inner,
+            tenant,
+            actor: crate::ADMIN_ACTOR,
+            admin: true,
+            command,
+            args,
+            now: crate::now_millis(),
+        };
         match command.family() {
             Family::Groups => groups::run(&cx).await,
             _ => Err(unknown(command)),
@@ -162,9 +169,6 @@ fn outcome(result: &BizResult<Value>) -> &'static str {
         Err(_) => "failed",
     }
 }
-
-/// The actor of an admin command where a user id is stored (`granted_by`, `muted_by`): no user has id 0.
-pub(crate) const ADMIN_ACTOR: UserId = UserId(0);
 
 fn off(command: CommandName) -> BizError {
     BizError::new(

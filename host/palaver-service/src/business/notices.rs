@@ -6,7 +6,7 @@
 
 use super::{BizError, BizResult, Cx, body, next_cursor, time};
 use crate::Inner;
-use crate::delivery::dispatch::BusinessTarget;
+use crate::delivery::event::BusinessTarget;
 use palaver_api::bodies as b;
 use palaver_api::{CommandName as C, Reason};
 use palaver_core::ports::{NewNotification, Notification};

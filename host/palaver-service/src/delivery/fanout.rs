@@ -12,14 +12,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 impl Inner {
-    /// Delivers a stored message to every attached reader (except `skip`) and tells subscribers who are online
-    /// but not attached with `{pres what:"msg"}` on `me`.
-    /// Runs on every node the message's topic has online members on.
-    pub(crate) async fn fan_out(&self, tenant: TenantId, msg: &Message, skip: Option<SessionId>) {
-        let event = crate::delivery::dispatch::Event::Data { msg: msg.into() };
-        self.dispatch(tenant, event, skip, Some(msg.from)).await;
-    }
-
     /// Queues `{data}` to every attached reader except `skip`, without waiting. Called under the topic's write
     /// lock, so that every session receives a topic's messages in seq order.
     pub(crate) fn deliver_attached(&self, tenant: TenantId, msg: &Message, skip: Option<SessionId>) {

@@ -1,7 +1,7 @@
 //! What each [`Event`] does to this node's sessions, whichever node it came from, and the bookkeeping that
 //! lets other nodes route events here: the online-member lists of the topics of users with sessions here.
 
-use crate::delivery::dispatch::{BusinessTarget, Event};
+use crate::delivery::event::{BusinessTarget, Event};
 use crate::names::wire_name;
 use crate::{Inner, now_millis, render};
 use palaver_core::ports::SessionBeat;
@@ -273,20 +273,6 @@ impl Inner {
             }
             Err(e) => tracing::debug!(error = %e, "cannot list topics to join"),
         }
-    }
-
-    /// Delivers a business event here and publishes it for the other nodes.
-    pub(crate) fn emit_business(
-        &self,
-        tenant: TenantId,
-        to: BusinessTarget,
-        event: &str,
-        payload: &Value,
-        from: Option<UserId>,
-    ) -> usize {
-        let ev = Event::Business { to: to.clone(), event: event.to_owned(), payload: payload.clone(), from };
-        self.publish_event(tenant, &ev, None, from);
-        self.deliver_business(tenant, &to, event, payload, from)
     }
 }
 

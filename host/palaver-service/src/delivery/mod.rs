@@ -2,8 +2,9 @@
 //!
 //! - [`hub`] is the node's registry of sessions and their attachments, with each session's bounded queue;
 //! - [`topics`] owns each loaded topic's ordering lock and caches (readers, publish gate, roster);
-//! - [`dispatch`] turns every delivery into an [`dispatch::Event`], applies it here and publishes it to other
-//!   nodes, and receives theirs;
+//! - [`event`] is what travels between nodes: each delivery as an [`event::Event`], and where it is routed;
+//! - [`dispatch`] is where every delivery enters: it applies an event here and publishes it to other nodes
+//!   (`dispatch`, `fan_out`, `control`, `emit_business`), and receives theirs;
 //! - [`local`] applies an event to this node's sessions (the one place that picks them);
 //! - [`fanout`] delivers a stored message to attached readers and tells unattached members;
 //! - [`notify`] sends the `{pres}` on `me` and membership events a change causes (access, gone, evicted);
@@ -11,14 +12,17 @@
 //!   each session is judged by, held by the hub;
 //! - [`attached`] tells the shared presence who is attached to which topic here, for other nodes' push workers.
 //!
-//! Imports run one way, with no cycle: `attached` reads only `hub`; `local`, `fanout`, `notify` and `control` use `dispatch`'s event type; `hub` uses
-//! only `control_state`; `dispatch` and `topics` import none of the others (`topics` holds the business layer's
-//! gate and roster types, and the business layer uses `dispatch` and `fanout`).
+//! Imports and calls run one way, with no cycle: `dispatch` uses `local`, which uses `fanout`, `control` and
+//! `notify`'s helpers; every one of them reads `event`, which reads none; `attached` reads only `hub`; `hub` uses
+//! only `control_state`; `topics` imports none of the others (it holds the business layer's gate and roster
+//! types, and the business layer uses `dispatch`). `scripts/module-cycles.py host/palaver-service --methods`
+//! checks it.
 
 pub(crate) mod attached;
 pub(crate) mod control;
 pub(crate) mod control_state;
 pub(crate) mod dispatch;
+pub(crate) mod event;
 pub(crate) mod fanout;
 pub(crate) mod hub;
 pub(crate) mod local;

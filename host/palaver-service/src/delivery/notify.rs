@@ -3,7 +3,7 @@
 //! that someone else made also hands the user's devices a silent `sub` push (only a buffer is written).
 
 use crate::Inner;
-use crate::delivery::dispatch::Event;
+use crate::delivery::event::Event;
 use palaver_core::{AccessMode, SessionId, TenantId, UserId};
 use palaver_proto::{AccessDelta, MsgPres};
 

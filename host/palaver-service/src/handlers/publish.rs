@@ -168,7 +168,7 @@ impl Session {
             "call" => return Err(ServiceError::PermissionDenied),
             _ => return Err(ServiceError::NotImplemented),
         };
-        let event = crate::delivery::dispatch::Event::Info {
+        let event = crate::delivery::event::Event::Info {
             topic: stored,
             from: me,
             what,

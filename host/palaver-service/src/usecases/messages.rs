@@ -115,7 +115,7 @@ impl Messages<'_> {
         if hard {
             self.svc.files(tenant).forget(stored, Some(&request.ranges)).await;
         }
-        let event = crate::delivery::dispatch::Event::Deleted {
+        let event = crate::delivery::event::Event::Deleted {
             topic: stored.to_owned(),
             by: me,
             hard,

@@ -7,6 +7,7 @@
 //!   password reset codes;
 //! - [`identity`]: what an app backend asks of accounts (create, find, mint and revoke tokens);
 //! - [`deletion`]: deleting an account (its sessions, names, devices and topics);
+//! - [`eviction`]: the admin's evictions of sessions, and suspending or reactivating an account;
 //! - [`presence::Presence`]: a session's online record, last seen, and the `{pres}` it causes;
 //! - [`topics::Topics`]: creating groups and P2P conversations, what a reader may see, changes, deletion;
 //! - [`subscriptions::Subscriptions`]: joining, leaving, removal, invitations, modes, read positions;
@@ -34,6 +35,7 @@ pub(crate) mod credentials;
 pub(crate) mod deletion;
 pub(crate) mod devices;
 pub(crate) mod edits;
+pub(crate) mod eviction;
 pub(crate) mod files;
 pub(crate) mod governance;
 pub(crate) mod identity;

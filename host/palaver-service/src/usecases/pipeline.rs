@@ -171,7 +171,7 @@ impl Messages<'_> {
                     on_stored(msg.seq, held);
                     if !held {
                         self.svc.deliver_attached(tenant, msg, skip);
-                        let event = crate::delivery::dispatch::Event::Data { msg: msg.into() };
+                        let event = crate::delivery::event::Event::Data { msg: msg.into() };
                         self.svc.publish_event(tenant, &event, skip, Some(msg.from));
                     }
                     break Ok((msg.seq, true));

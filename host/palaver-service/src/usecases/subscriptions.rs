@@ -81,7 +81,7 @@ impl Subscriptions<'_> {
                 sub.want = want;
                 // The cached member lists (fanout's readers, the push worker's recipients) hold the old mode.
                 let event =
-                    crate::delivery::dispatch::Event::Access { topic: name.to_owned(), user: me, mode: sub.mode() };
+                    crate::delivery::event::Event::Access { topic: name.to_owned(), user: me, mode: sub.mode() };
                 self.svc.dispatch(tenant, event, None, Some(me)).await;
             }
             if !sub.mode().has(AccessMode::JOIN) {
@@ -261,7 +261,7 @@ impl Subscriptions<'_> {
         self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
         self.svc.members_changed(tenant, &topic.name, Some(mine.user)).await;
         self.svc.summarize_members(tenant, &topic.name).await;
-        let joined = crate::delivery::dispatch::Event::Joined { topic: topic.name.clone(), user: target };
+        let joined = crate::delivery::event::Event::Joined { topic: topic.name.clone(), user: target };
         self.svc.dispatch(tenant, joined, None, Some(mine.user)).await;
         self.svc.notify_acs(tenant, target, &topic.name, (sub.want, sub.given), Some(mine.user)).await;
         Ok(true)
@@ -313,8 +313,7 @@ impl Subscriptions<'_> {
         }
         let now = now_millis();
         self.svc.ports.subs.update_sub_mode(tenant, &topic.name, target, sub.want, sub.given, now).await?;
-        let event =
-            crate::delivery::dispatch::Event::Access { topic: topic.name.clone(), user: target, mode: sub.mode() };
+        let event = crate::delivery::event::Event::Access { topic: topic.name.clone(), user: target, mode: sub.mode() };
         self.svc.dispatch(tenant, event, None, Some(me)).await;
         self.svc.notify_acs(tenant, target, &wire_name(&topic.name, target), (sub.want, sub.given), Some(me)).await;
         let _ = wire;

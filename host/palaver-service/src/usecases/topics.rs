@@ -173,7 +173,7 @@ impl Topics<'_> {
             let want = peer_user.defacs.auth.and(AccessMode::P2P);
             let sub = super::subscriptions::new_sub(stored, peer, want, given, now);
             self.svc.ports.subs.upsert_sub(tenant, &sub).await?;
-            let joined = crate::delivery::dispatch::Event::Joined { topic: stored.to_owned(), user: peer };
+            let joined = crate::delivery::event::Event::Joined { topic: stored.to_owned(), user: peer };
             self.svc.dispatch(tenant, joined, None, Some(me)).await;
             self.svc.notify_acs(tenant, peer, &me.to_string(), (want, given), Some(me)).await;
         }
@@ -228,7 +228,7 @@ impl Topics<'_> {
         if let Err(e) = self.svc.ports.seq.forget(tenant, stored).await {
             tracing::debug!(error = %e, "seq counter not dropped");
         }
-        let event = crate::delivery::dispatch::Event::TopicGone { topic: stored.to_owned() };
+        let event = crate::delivery::event::Event::TopicGone { topic: stored.to_owned() };
         self.svc.dispatch(tenant, event, Some(skip), Some(me)).await;
         Ok(members.into_iter().map(|s| s.user).collect())
     }

@@ -140,7 +140,7 @@ impl Inner {
             Some(Resolved::P2p { stored, .. }) => stored,
             _ => return,
         };
-        let from = actor.unwrap_or(crate::business::ADMIN_ACTOR);
+        let from = actor.unwrap_or(crate::ADMIN_ACTOR);
         self.offer_silent(tenant, "sub", &stored, crate::now_millis(), (from, user), None);
     }
 

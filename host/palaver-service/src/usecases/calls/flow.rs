@@ -3,7 +3,7 @@
 //! `CallStore`; only the one that takes rewrites the head and tells the parties, so a second firing (a timer on
 //! one node racing an accept on another, a repeated hang-up) changes nothing and is only counted.
 
-use crate::delivery::dispatch::Event;
+use crate::delivery::event::Event;
 use crate::error::{ServiceError, ServiceResult};
 use crate::{Inner, now_millis};
 use palaver_core::ports::{Call, CallEnd, CallState, PublishContext};

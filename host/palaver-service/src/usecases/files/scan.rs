@@ -14,7 +14,7 @@
 
 use super::Files;
 use crate::backbone::Summary;
-use crate::delivery::dispatch::BusinessTarget;
+use crate::delivery::event::BusinessTarget;
 use crate::error::{ServiceError, ServiceResult};
 use futures_util::StreamExt;
 use palaver_core::ports::{BlobError, FileRecord, FileStatus, QueueRecord, QueueTopic, ScanContext, ScanVerdict};
