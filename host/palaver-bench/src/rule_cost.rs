@@ -74,9 +74,10 @@ pub(crate) async fn isolated(dir: &Path) -> Result<Isolated> {
         sent_today: 3,
         message_chars: 5,
     };
-    let input = json!({ "args": { "to": to.to_string(), "message": "bench" }, "facts": Facts::FriendRequestCreate(facts).to_value() });
+    // Written as the server writes it (`Facts::rule_input`), and passed as text as the server's rules adapter does.
+    let input = Facts::FriendRequestCreate(facts).rule_input(&json!({ "to": to.to_string(), "message": "bench" }));
     let ctx = CommandContext::new(TenantId(1), me);
-    let call = || hooks.run_command(&ctx, "friend.request.create", &input);
+    let call = || hooks.run_command_text(&ctx, "friend.request.create", &input);
     match call().await {
         Ok(CommandOutcome::Ok(_)) => {}
         other => bail!("the isolated friend request was not allowed: {other:?}"),

@@ -82,7 +82,7 @@ impl Inner {
         Ok(())
     }
 
-    /// Asks the tenant's rules about `command`, timing the call for `palaver_business_rule_*`.
+    /// Asks the tenant's rules about `command`, timing the call for `palaver_business_rule_seconds`.
     pub(crate) async fn decide(&self, tenant: TenantId, actor: UserId, command: &str, input: &str) -> RuleVerdict {
         let started = std::time::Instant::now();
         let verdict = self.ports.business.rules.decide(tenant, actor, command, input).await;
@@ -100,7 +100,7 @@ impl Inner {
         self.ports.business.rules.client_command(tenant, plugin, command)
     }
 
-    /// Runs a plugin's client command with the client's `args`, timing it for `palaver_business_rule_*`.
+    /// Runs a plugin's client command with the client's `args`, timing it for `palaver_business_rule_seconds`.
     pub(crate) async fn run_client_command(
         &self,
         tenant: TenantId,
