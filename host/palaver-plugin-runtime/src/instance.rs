@@ -140,17 +140,7 @@ impl PluginVersion {
             }
         };
         let result = guest.call_judge(&mut live.store, ctx, content, head).await;
-        let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
-        let raw = result.map_err(|e| live.store.data().fault(&e))?;
-        let size = verdict_size(&raw);
-        if size > limits.max_output_bytes {
-            let cap = limits.max_output_bytes;
-            return Err(Fault::new(FaultKind::OutputSize, format!("verdict of {size} bytes exceeds the cap of {cap}")));
-        }
-        let value = verdict_from_wit(raw).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
-        let effects = live.store.data_mut().take_effects();
-        self.checkin(live);
-        Ok(Done { value, effects, fuel })
+        self.conclude(live, limits, result, "verdict", verdict_size, verdict_from_wit)
     }
 
     /// Calls `before-push`; the decision comes back checked against `original`, the push as built.
@@ -177,20 +167,9 @@ impl PluginVersion {
             }
         };
         let result = guest.call_filter(&mut live.store, push).await;
-        let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
-        let raw = result.map_err(|e| live.store.data().fault(&e))?;
-        let size = bindings::decision_size(&raw);
-        if size > limits.max_output_bytes {
-            let cap = limits.max_output_bytes;
-            return Err(Fault::new(
-                FaultKind::OutputSize,
-                format!("decision of {size} bytes exceeds the cap of {cap}"),
-            ));
-        }
-        let value = bindings::decision_from_wit(raw, original).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
-        let effects = live.store.data_mut().take_effects();
-        self.checkin(live);
-        Ok(Done { value, effects, fuel })
+        self.conclude(live, limits, result, "decision", bindings::decision_size, |d| {
+            bindings::decision_from_wit(d, original)
+        })
     }
 
     /// Calls `scan-file`. The head is the host's choice, not the uploader's, so its per-KiB allowances count up to
@@ -218,26 +197,20 @@ impl PluginVersion {
             }
         };
         let result = guest.call_scan(&mut live.store, file).await;
-        let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
-        let raw = result.map_err(|e| live.store.data().fault(&e))?;
-        let size = bindings::scan_verdict_size(&raw);
-        if size > limits.max_output_bytes {
-            let cap = limits.max_output_bytes;
-            return Err(Fault::new(FaultKind::OutputSize, format!("verdict of {size} bytes exceeds the cap of {cap}")));
-        }
-        let value = bindings::scan_verdict_from_wit(raw);
-        let effects = live.store.data_mut().take_effects();
-        self.checkin(live);
-        Ok(Done { value, effects, fuel })
+        self.conclude(live, limits, result, "verdict", bindings::scan_verdict_size, |v| {
+            Ok(bindings::scan_verdict_from_wit(v))
+        })
     }
 
-    /// The end of a call that returned: fuel burned, the output cap, the output checked by `convert` (a refusal
-    /// is an `invalid-output` fault), and the effects to commit; the instance goes back to the pool.
+    /// The end of every call that returned: fuel burned, the output cap (`what` names the output in the fault),
+    /// the output checked by `convert` (a refusal is an `invalid-output` fault), and the effects to commit; the
+    /// instance goes back to the pool.
     fn conclude<R, T>(
         &self,
         mut live: Live,
         limits: Limits,
         result: wasmtime::Result<R>,
+        what: &str,
         size: fn(&R) -> usize,
         convert: impl FnOnce(R) -> Result<T, String>,
     ) -> Result<Done<T>, Fault> {
@@ -246,7 +219,7 @@ impl PluginVersion {
         let n = size(&raw);
         if n > limits.max_output_bytes {
             let cap = limits.max_output_bytes;
-            return Err(Fault::new(FaultKind::OutputSize, format!("answer of {n} bytes exceeds the cap of {cap}")));
+            return Err(Fault::new(FaultKind::OutputSize, format!("{what} of {n} bytes exceeds the cap of {cap}")));
         }
         let value = convert(raw).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
         let effects = live.store.data_mut().take_effects();
@@ -277,7 +250,7 @@ impl PluginVersion {
             }
         };
         let result = guest.call_check(&mut live.store, info).await;
-        self.conclude(live, limits, result, bindings::login_verdict_size, bindings::login_verdict_from_wit)
+        self.conclude(live, limits, result, "answer", bindings::login_verdict_size, bindings::login_verdict_from_wit)
     }
 
     /// Calls `before-subscribe`; a restriction comes back checked against `given` (the mode the join's `given`
@@ -306,7 +279,9 @@ impl PluginVersion {
             }
         };
         let result = guest.call_check(&mut live.store, info).await;
-        self.conclude(live, limits, result, bindings::join_verdict_size, |v| bindings::join_verdict_from_wit(v, given))
+        self.conclude(live, limits, result, "answer", bindings::join_verdict_size, |v| {
+            bindings::join_verdict_from_wit(v, given)
+        })
     }
 
     /// Calls `after-publish`: `Ok(())`, or the listener's `err` with its reason bounded.
@@ -333,7 +308,9 @@ impl PluginVersion {
             }
         };
         let result = guest.call_handle(&mut live.store, msg).await;
-        self.conclude(live, limits, result, listener_answer_size, |r| Ok(bindings::listener_result_from_wit(r)))
+        self.conclude(live, limits, result, "answer", listener_answer_size, |r| {
+            Ok(bindings::listener_result_from_wit(r))
+        })
     }
 
     /// Calls `on-account`: `Ok(())`, or the listener's `err` with its reason bounded.
@@ -360,7 +337,9 @@ impl PluginVersion {
             }
         };
         let result = guest.call_handle(&mut live.store, event).await;
-        self.conclude(live, limits, result, listener_answer_size, |r| Ok(bindings::listener_result_from_wit(r)))
+        self.conclude(live, limits, result, "answer", listener_answer_size, |r| {
+            Ok(bindings::listener_result_from_wit(r))
+        })
     }
 
     /// Calls `on-command`.
@@ -388,17 +367,7 @@ impl PluginVersion {
             }
         };
         let result = guest.call_handle(&mut live.store, ctx, name, args).await;
-        let fuel = limits.fuel.saturating_sub(live.store.get_fuel().unwrap_or(0));
-        let raw = result.map_err(|e| live.store.data().fault(&e))?;
-        let size = outcome_size(&raw);
-        if size > limits.max_output_bytes {
-            let cap = limits.max_output_bytes;
-            return Err(Fault::new(FaultKind::OutputSize, format!("outcome of {size} bytes exceeds the cap of {cap}")));
-        }
-        let value = outcome_from_wit(raw).map_err(|m| Fault::new(FaultKind::InvalidOutput, m))?;
-        let effects = live.store.data_mut().take_effects();
-        self.checkin(live);
-        Ok(Done { value, effects, fuel })
+        self.conclude(live, limits, result, "outcome", outcome_size, outcome_from_wit)
     }
 }
 
