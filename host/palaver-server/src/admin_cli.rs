@@ -45,7 +45,7 @@ pub async fn run(cfg: &Config, req: CommandRequest) -> anyhow::Result<Option<Com
         payload,
         ..AdminCommand::default()
     };
-    // The embedded queue lives in the store's file: open it as the server does.
+    // The embedded queue: opened as the server opens it (which moves one left in the store's file first).
     let sqlite = match (&cfg.kafka, cfg.store.kind) {
         (None, StoreKind::Sqlite) => {
             let path = cfg.server.data_dir.join("palaver.db");

@@ -2,8 +2,8 @@
 //! admin command consumer, the file-security worker, the plugin-event worker and, with `push.enabled`, the push
 //! worker.
 //!
-//! With `[kafka]` the queue is Kafka; without it, the embedded queue in a SQLite file: the store's own file on the
-//! embedded default, `queue.db` in the data directory when the store is MariaDB (one node's queue, then: a
+//! With `[kafka]` the queue is Kafka; without it, the embedded queue in a SQLite file of its own, `queue.db` in the
+//! data directory, beside the embedded default's store file or for a node on MariaDB (one node's queue, then: a
 //! cluster on MariaDB runs Kafka). Either way Kafka is never on the WebSocket path: sessions write to the outbox,
 //! and only these tasks talk to the queue.
 
@@ -50,14 +50,15 @@ pub(crate) struct Backbone {
     pub(crate) embedded: bool,
     /// The prefix of every consumer group this node joins (`kafka.group_id`, `palaver` when embedded).
     pub(crate) group_id: String,
-    /// The embedded queue's own file, closed on stop (`None` on Kafka or on the store's file).
+    /// The embedded queue's own file, closed on stop (`None` on Kafka).
     own_file: Option<SqliteStore>,
     tasks: Vec<Task>,
     /// Tells the admin command consumer to stop between records.
     admin_stop: tokio::sync::watch::Sender<bool>,
 }
 
-/// Opens the configured queue. `sqlite` is the embedded store, whose file also holds the embedded queue.
+/// Opens the configured queue. `sqlite` is the embedded store, whose file held the embedded queue before it got a
+/// file of its own: what it still holds is moved over first.
 pub(crate) async fn open_queue(cfg: &Config, sqlite: Option<&SqliteStore>) -> anyhow::Result<Backbone> {
     type Opened = (Arc<dyn TaskQueue>, Option<Arc<dyn HealthCheck>>, String, Option<SqliteStore>, Vec<Task>);
     let mut metrics: Option<Arc<dyn palaver_core::MetricsSource>> = None;
@@ -77,13 +78,25 @@ pub(crate) async fn open_queue(cfg: &Config, sqlite: Option<&SqliteStore>) -> an
             metrics = Some(Arc::new(queue.clone()));
             (Arc::new(queue), Some(health), k.group_id.clone(), None, vec![topics])
         }
-        (None, Some(store)) => {
-            (Arc::new(SqliteQueue::new(store.clone())), None, "palaver".to_owned(), None, Vec::new())
-        }
-        (None, None) => {
+        (None, store) => {
+            // Its own file, not the store's: the store's one writer connection commits the messages, and the
+            // queue's writes (a push task per message, offsets) queued behind them slowed publishing (measured
+            // with `palaver-bench publish --compare-push`).
             let path = cfg.server.data_dir.join("queue.db");
-            let store = SqliteStore::open(&path).await.with_context(|| format!("opening {}", path.display()))?;
-            (Arc::new(SqliteQueue::new(store.clone())), None, "palaver".to_owned(), Some(store), Vec::new())
+            let file = SqliteStore::open(&path).await.with_context(|| format!("opening {}", path.display()))?;
+            let queue = SqliteQueue::new(file.clone());
+            if let Some(store) = store {
+                let moved = queue.adopt(store).await.context("moving the embedded queue out of the store's file")?;
+                if moved.records > 0 || moved.offsets > 0 {
+                    tracing::info!(
+                        records = moved.records,
+                        offsets = moved.offsets,
+                        "moved the embedded queue from the store's file to {}",
+                        path.display()
+                    );
+                }
+            }
+            (Arc::new(queue), None, "palaver".to_owned(), Some(file), Vec::new())
         }
     };
     let (admin_stop, _) = tokio::sync::watch::channel(false);

@@ -25,8 +25,7 @@ pub struct Config {
     pub admin: AdminConfig,
     pub log: LogConfig,
     /// The task queue on Kafka (`[kafka]`; its fields are documented on the adapter's struct). Absent: the
-    /// embedded queue in a SQLite file (the store's own when `store.kind = "sqlite"`, `queue.db` in the data
-    /// directory otherwise).
+    /// embedded queue in a SQLite file of its own (`queue.db` in the data directory).
     pub kafka: Option<KafkaConfig>,
     pub outbox: OutboxConfig,
     pub admin_commands: AdminCommandsConfig,

@@ -44,5 +44,5 @@ mod subs;
 mod topics;
 mod users;
 
-pub use queue::{DEFAULT_RETENTION, POLL_FALLBACK, SqliteQueue};
+pub use queue::{Adopted, DEFAULT_RETENTION, POLL_FALLBACK, SqliteQueue};
 pub use store::SqliteStore;

@@ -179,6 +179,46 @@ async fn embedded_queue_prunes_expired_records_and_survives_a_restart() {
     assert_eq!((d.record.payload.clone(), d.offset), (vec![9], 4), "offsets are never reused after pruning");
 }
 
+/// A queue that lived in the store's file moves to a file of its own with its ids and committed offsets: a group
+/// resumes at its next record, a new group still sees every record, the old file is emptied, and a second move,
+/// or one into a queue that already holds records, moves nothing.
+#[tokio::test]
+async fn embedded_queue_moves_to_its_own_file_with_its_offsets() {
+    use palaver_core::ports::{QueueRecord, QueueTopic, TaskQueue};
+    use palaver_store_sqlite::{Adopted, SqliteQueue};
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("palaver.db")).await.unwrap();
+    let old = SqliteQueue::new(store.clone());
+    let mut rec = QueueRecord::new(QueueTopic::Push, "t:1", vec![0]);
+    rec.headers = vec![("seq".to_owned(), "1".to_owned())];
+    old.produce_batch(vec![rec, QueueRecord::new(QueueTopic::Push, "t:1", vec![1])]).await.unwrap();
+    old.produce(QueueRecord::new(QueueTopic::Audit, "a", vec![2])).await.unwrap();
+    let mut c = old.subscribe(QueueTopic::Push, "g").await.unwrap();
+    let first = c.next().await.unwrap();
+    c.commit(&first).await.unwrap();
+    drop(c);
+
+    let own = SqliteQueue::new(SqliteStore::open(&dir.path().join("queue.db")).await.unwrap());
+    assert_eq!(own.adopt(&store).await.unwrap(), Adopted { records: 3, offsets: 1 });
+    let mut c = own.subscribe(QueueTopic::Push, "g").await.unwrap();
+    let d = c.next().await.unwrap();
+    assert_eq!((d.record.payload.clone(), d.offset), (vec![1], 2), "resumes after its commit, same ids");
+    let mut fresh = own.subscribe(QueueTopic::Push, "new").await.unwrap();
+    let d = fresh.next().await.unwrap();
+    assert_eq!((d.record.payload.clone(), d.record.key.clone()), (vec![0], "t:1".to_owned()));
+    assert_eq!(d.record.header("seq"), Some("1"), "headers move too");
+    let mut audit = own.subscribe(QueueTopic::Audit, "g").await.unwrap();
+    assert_eq!(audit.next().await.unwrap().record.payload, vec![2]);
+    own.produce(QueueRecord::new(QueueTopic::Push, "t:1", vec![3])).await.unwrap();
+    assert_eq!(c.next().await.unwrap().offset, 4, "new ids follow the moved ones");
+
+    assert_eq!(own.adopt(&store).await.unwrap(), Adopted::default(), "the old file is empty after the move");
+    old.produce(QueueRecord::new(QueueTopic::Push, "t:1", vec![4])).await.unwrap();
+    assert_eq!(own.adopt(&store).await.unwrap(), Adopted::default(), "a queue with records takes no more");
+    let mut left = old.subscribe(QueueTopic::Push, "left").await.unwrap();
+    assert_eq!(left.next().await.unwrap().record.payload, vec![4], "and the old file keeps what it holds");
+}
+
 /// A consumer reading from memory misses nothing another process wrote to the same file: records it took ids
 /// between this process's are read from the file, in order, and one written last is found by the fallback poll.
 #[tokio::test]

@@ -98,8 +98,8 @@ pub(crate) async fn drain<T: Queued>(
 
 impl crate::Service {
     /// Hands push tasks and plugin events straight to `queue` rather than to the tenant's outbox and the relay.
-    /// Only for a queue that is down only when the store is (the embedded queue, in the store's file or beside
-    /// it): the outbox exists so that a queue outage loses nothing and chat goes on, which such a queue never
+    /// Only for a queue that is down only when the store is (the embedded queue, in a file beside the
+    /// store's): the outbox exists so that a queue outage loses nothing and chat goes on, which such a queue never
     /// needs, and through it every item would cost the store's one writer three more writes (the outbox row, the
     /// queue row, the outbox delete) plus the relay's lease and reads. These items commit with nothing else
     /// either way: they are made after their message is stored.

@@ -12,7 +12,10 @@
 //! is woken by a produce in this process (a `Notify`) and otherwise queries the file every [`POLL_FALLBACK`],
 //! which catches records another process wrote to the same file without busy-polling.
 
+mod adopt;
 mod tail;
+
+pub use adopt::Adopted;
 
 use crate::SqliteStore;
 use crate::error::db_error;
