@@ -6,7 +6,7 @@
 //! token is gone; `403 ExpiredProviderToken` drops the cached JWT and retries.
 
 use crate::SetupError;
-use crate::http::{network, retry_after, status_error};
+use crate::http::{answer_text, network, retry_after, status_error};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use palaver_core::TenantId;
 use palaver_core::ports::{Device, PushError, PushMessage, PushProvider};
@@ -136,7 +136,7 @@ impl PushProvider for ApnsProvider {
             return Ok(());
         }
         let after = retry_after(&resp);
-        let text = resp.text().await.unwrap_or_default();
+        let text = answer_text(resp).await;
         let reason = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["reason"].as_str().map(str::to_owned));
         match (status.as_u16(), reason.as_deref()) {
             (410, _) | (400, Some("BadDeviceToken")) => Err(PushError::Unregistered),

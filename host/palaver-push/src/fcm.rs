@@ -8,7 +8,7 @@
 //! `content-available` for silent ones). `UNREGISTERED` (404) means the token is gone.
 
 use crate::SetupError;
-use crate::http::{client, network, retry_after, status_error};
+use crate::http::{answer_text, client, network, retry_after, status_error};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use palaver_core::TenantId;
 use palaver_core::ports::{Device, PushError, PushMessage, PushProvider};
@@ -103,11 +103,11 @@ impl FcmProvider {
         let status = resp.status();
         if !status.is_success() {
             let after = retry_after(&resp);
-            let text = resp.text().await.unwrap_or_default();
+            let text = answer_text(resp).await;
             return Err(status_error(status, after, &format!("token grant: {text}")));
         }
-        let answer: TokenAnswer =
-            resp.json().await.map_err(|e| PushError::Failed { reason: format!("token grant answer: {e}") })?;
+        let answer: TokenAnswer = serde_json::from_str(&answer_text(resp).await)
+            .map_err(|e| PushError::Failed { reason: format!("token grant answer: {e}") })?;
         let life = Duration::from_secs(answer.expires_in).saturating_sub(RENEW_EARLY);
         *self.token.lock() = Some((answer.access_token.clone(), Instant::now() + life));
         Ok(answer.access_token)
@@ -162,7 +162,7 @@ impl PushProvider for FcmProvider {
             return Ok(());
         }
         let after = retry_after(&resp);
-        let text = resp.text().await.unwrap_or_default();
+        let text = answer_text(resp).await;
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         if unregistered(&body) {
             return Err(PushError::Unregistered);

@@ -22,6 +22,24 @@ pub(crate) fn client() -> Result<reqwest::Client, SetupError> {
     Ok(reqwest::Client::builder().timeout(REQUEST_TIMEOUT).connect_timeout(REQUEST_TIMEOUT).build()?)
 }
 
+/// The most of a provider's answer read: far more than any provider's error JSON. The endpoints may be a
+/// tenant's (its own webhook or gateway), so an answer is never read whole into memory on trust.
+const MAX_ANSWER: usize = 64 * 1024;
+
+/// The text of a failed request's answer, its first [`MAX_ANSWER`] bytes at most (the rest is not read; the
+/// connection is then closed rather than reused).
+pub(crate) async fn answer_text(mut resp: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        let room = MAX_ANSWER - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if chunk.len() >= room {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
 /// `Retry-After` in ms: delta seconds (an HTTP date is not honoured and falls back to the worker's backoff).
 pub(crate) fn retry_after(resp: &reqwest::Response) -> Option<u64> {
     let v = resp.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;

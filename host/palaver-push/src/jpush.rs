@@ -4,7 +4,7 @@
 //! this audience") means the registration id is gone.
 
 use crate::SetupError;
-use crate::http::{client, network, retry_after, status_error};
+use crate::http::{answer_text, client, network, retry_after, status_error};
 use base64::Engine;
 use palaver_core::TenantId;
 use palaver_core::ports::{Device, PushError, PushMessage, PushProvider};
@@ -78,7 +78,7 @@ impl PushProvider for JpushProvider {
             return Ok(());
         }
         let after = retry_after(&resp);
-        let text = resp.text().await.unwrap_or_default();
+        let text = answer_text(resp).await;
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         if body["error"]["code"] == 1011 {
             return Err(PushError::Unregistered);

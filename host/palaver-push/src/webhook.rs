@@ -6,7 +6,7 @@
 //! answer means the receiver no longer knows the token (the device is removed); 429 and 5xx are retried.
 
 use crate::SetupError;
-use crate::http::{client, network, retry_after, status_error};
+use crate::http::{answer_text, client, network, retry_after, status_error};
 use hmac::{Hmac, Mac};
 use palaver_core::TenantId;
 use palaver_core::ports::{Device, PushError, PushMessage, PushProvider};
@@ -86,7 +86,7 @@ impl PushProvider for WebhookProvider {
             return Err(PushError::Unregistered);
         }
         let after = retry_after(&resp);
-        let text = resp.text().await.unwrap_or_default();
+        let text = answer_text(resp).await;
         Err(status_error(status, after, &text))
     }
 }

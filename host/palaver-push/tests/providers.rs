@@ -75,6 +75,34 @@ async fn webhook_posts_signed_json_and_maps_errors() {
     assert!(matches!(hook.send(TenantId(3), &d, &message(false)).await, Err(PushError::Failed { .. })));
 }
 
+/// A provider's endpoint may be a tenant's: an error answer whose body never ends is read up to a bound, not
+/// until the request's time runs out (nor into memory whole), and the push is retried on its status.
+#[tokio::test]
+async fn an_endless_error_answer_is_read_only_up_to_a_bound() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = s.read(&mut buf).await.unwrap();
+            head.extend_from_slice(&buf[..n]);
+        }
+        let _ = s.write_all(b"HTTP/1.1 500 Internal Server Error\r\ntransfer-encoding: chunked\r\n\r\n").await;
+        let chunk = format!("{:x}\r\n{}\r\n", 16 * 1024, "x".repeat(16 * 1024));
+        // Until the client hangs up.
+        while s.write_all(chunk.as_bytes()).await.is_ok() {}
+    });
+    let hook = WebhookProvider::new(WebhookConfig { url, secret: "s".into() }).unwrap();
+    let started = std::time::Instant::now();
+    let outcome = hook.send(TenantId(3), &device("webhook"), &message(false)).await;
+    let Err(PushError::Retry { reason, .. }) = outcome else { panic!("a 500 is retried: {outcome:?}") };
+    assert!(reason.starts_with("HTTP 500: xxx"), "the status decides, with the answer's start: {reason}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "not read until the timeout");
+}
+
 fn fcm(server: &Provider) -> FcmProvider {
     let account = ServiceAccount {
         project_id: "proj-1".into(),
