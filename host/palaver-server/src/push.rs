@@ -17,6 +17,9 @@ use std::sync::Arc;
 pub struct PushConfig {
     /// Stored messages make push tasks, and `{hi dev}` registers devices.
     pub enabled: bool,
+    /// This node runs the push worker (consumes `im.push.task` and sends). Off: it only makes tasks, for a
+    /// cluster whose pushes are sent by other nodes (on Kafka), so that the chat nodes' CPU goes to chat.
+    pub worker: bool,
     /// Pushes carry up to 128 characters of the message's text (never of a held message).
     pub preview: bool,
     /// How long `push:dedup:{topic}:{seq}:{uid}` keeps a user from being pushed the same message again (5–30
@@ -56,6 +59,7 @@ impl Default for PushConfig {
     fn default() -> Self {
         PushConfig {
             enabled: false,
+            worker: true,
             preview: false,
             dedup_ttl_seconds: 600,
             buffer: 10_000,

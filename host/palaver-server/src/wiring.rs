@@ -250,8 +250,13 @@ pub async fn start(mut cfg: Config) -> anyhow::Result<Node> {
     backbone.start(&cfg, &service, outbox, audit, registry.clone());
     backbone.start_file_scan(&cfg, &service);
     backbone.start_events(&service);
-    if cfg.push.enabled {
-        backbone.start_push(&cfg, &service, dedup, registry);
+    match (cfg.push.enabled, cfg.push.worker) {
+        (true, true) => backbone.start_push(&cfg, &service, dedup, registry),
+        (true, false) if cfg.kafka.is_none() => tracing::warn!(
+            "push.worker is off on the embedded queue: push tasks wait in queue.db until this node runs with it on"
+        ),
+        (true, false) => tracing::info!("push.worker is off: other nodes send this node's pushes"),
+        (false, _) => {}
     }
     let gateway = Gateway::new(
         service.clone(),

@@ -5,7 +5,7 @@
 //! the provider removes the device. Read receipts and subscription changes push silently; a held message
 //! pushes only once released; and a push filter plugin (`quiet-hours`) rewrites and drops what the provider
 //! gets. A call rings an offline callee's phone with an alert, a missed call alerts too, and the call's progress
-//! (accepted, ended) reaches it silently.
+//! (accepted, ended) reaches it silently. A node with `push.worker` off makes tasks that wait for a worker.
 
 mod common;
 
@@ -112,6 +112,45 @@ async fn offline_users_get_one_push_per_message() {
     assert_eq!(succeeded, Some(ok as f64), "{metrics}");
     assert!(metrics.contains("palaver_push_devices_removed_total 1"), "{metrics}");
     assert!(metrics.contains("palaver_push_deduplicated_total 1"), "{metrics}");
+    node.shutdown().await;
+}
+
+/// A node with `push.worker` off makes push tasks and sends none; they wait in the queue's file, and the same
+/// node restarted with the worker on sends each exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tasks_made_without_the_worker_wait_for_it() {
+    let hook = Hook::default();
+    let url = hook.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = |worker: &'static str| {
+        vec![
+            ("PALAVER_PUSH__ENABLED", "true"),
+            ("PALAVER_PUSH__WORKER", worker),
+            ("PALAVER_PUSH__WEBHOOK__URL", url.as_str()),
+            ("PALAVER_PUSH__WEBHOOK__SECRET", SECRET),
+        ]
+    };
+    let node = common::start(dir.path(), &env("false")).await;
+    let addr = node.addr();
+    let (mut alice, _) = login(addr, "wait-alice", None, true).await;
+    let (bob, bob_id) = login(addr, "wait-bob", Some("bob-phone"), true).await;
+    drop(bob);
+    assert_eq!(alice.req("sub", json!({ "topic": bob_id })).await["code"], 200);
+    for text in ["one", "two"] {
+        assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": text })).await["code"], 202);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let metrics = node.service().render_metrics();
+    let made = common::sample(&metrics, "palaver_push_triggered_total").unwrap_or(0.0);
+    assert!(made >= 2.0, "the messages' tasks are made: {metrics}");
+    assert!(hook.to("bob-phone").is_empty(), "no worker, no push");
+    drop(alice);
+    node.shutdown().await;
+
+    let node = common::start(dir.path(), &env("true")).await;
+    let got = hook.expect_msgs("bob-phone", 2).await;
+    let seqs: Vec<&str> = got.iter().map(|p| p["data"]["seq"].as_str().unwrap()).collect();
+    assert_eq!(seqs, ["1", "2"]);
     node.shutdown().await;
 }
 
