@@ -170,7 +170,8 @@ pub(crate) async fn run(args: &PublishArgs) -> Result<()> {
     // chat node of a cluster whose pushes go out through other nodes.
     let mut elsewhere = target.clone();
     elsewhere.server_env.push(("PALAVER_PUSH__WORKER".to_owned(), "false".to_owned()));
-    let alone = pubload::measure(&elsewhere, args, "push on, worker elsewhere").await.context("the run without worker")?;
+    let alone =
+        pubload::measure(&elsewhere, args, "push on, worker elsewhere").await.context("the run without worker")?;
     println!();
     let (on, push) = pubload::measure_push(&target, args, "push on", &sink).await.context("the run with push on")?;
     print_table(args, &off, &alone, &on, &push);

@@ -73,8 +73,8 @@ pub(crate) async fn drain<T: Queued>(
         let Some(inner) = inner.upgrade() else { return };
         let lane = lane(&inner);
         if let Some(queue) = lane.direct.get() {
-            // Every tenant's items in one produce: on the embedded queue that is one transaction on the store's
-            // one writer, which the publish path shares, per batch rather than per item.
+            // Every tenant's items in one produce: on the embedded queue that is one statement on its file's one
+            // writer per batch rather than per item.
             let records: Vec<QueueRecord> = batch.drain(..).map(|item| item.record()).collect();
             let n = records.len();
             if let Err(err) = queue.produce_batch(records).await {
