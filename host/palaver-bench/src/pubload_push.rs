@@ -1,7 +1,8 @@
 //! `publish --compare-push`: the same load against a spawned server with push off and then on, side by side,
 //! and the push worker's throughput. A third run in between has push on and no worker on the node (`push.worker`
-//! off, as a chat node whose pushes other nodes send): what making and queueing the tasks costs the publish path. Every group gets one extra member with R and P and a registered device
-//! token who is offline during the load (in both runs, so the two differ only in push), so each accepted
+//! off, as a chat node whose pushes other nodes send): what making and queueing the tasks costs the publish
+//! path. Every group gets one extra member with R and P and a registered device token who is offline during the
+//! load (in every run, so the runs differ only in push), so each accepted
 //! message makes one push task and one webhook push. The webhook points at a local sink that answers 200 and
 //! counts; pushes/s is the sink's count over the span from its first to its last push.
 
@@ -154,9 +155,13 @@ impl Sink {
     }
 }
 
-/// Runs the load with push off, then with push on through the sink, and prints both and the cost.
+/// Runs the load with push off, with push on and the worker elsewhere, and with push on through the sink, and
+/// prints them and the costs.
 pub(crate) async fn run(args: &PublishArgs) -> Result<()> {
-    ensure!(args.target.spawn.is_some(), "--compare-push starts the server twice itself, so it needs --spawn PATH");
+    ensure!(
+        args.target.spawn.is_some(),
+        "--compare-push starts the server three times itself, so it needs --spawn PATH"
+    );
     let off = pubload::measure(&args.target, args, "push off").await.context("the run with push off")?;
     println!();
     let sink = Sink::start().await?;

@@ -26,8 +26,8 @@ pub(crate) fn client() -> Result<reqwest::Client, SetupError> {
 /// tenant's (its own webhook or gateway), so an answer is never read whole into memory on trust.
 const MAX_ANSWER: usize = 64 * 1024;
 
-/// The text of a failed request's answer, its first [`MAX_ANSWER`] bytes at most (the rest is not read; the
-/// connection is then closed rather than reused).
+/// The text of an answer (a failed send's, or the token grant's), its first [`MAX_ANSWER`] bytes at most (the rest
+/// is not read; the connection is then closed rather than reused).
 pub(crate) async fn answer_text(mut resp: reqwest::Response) -> String {
     let mut body = Vec::new();
     while let Ok(Some(chunk)) = resp.chunk().await {

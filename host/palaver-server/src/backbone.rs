@@ -1,6 +1,6 @@
 //! The task queue a node runs on and the background work on it: the outbox relay, the audit consumer, the
-//! admin command consumer, the file-security worker, the plugin-event worker and, with `push.enabled`, the push
-//! worker.
+//! admin command consumer, the file-security worker, the plugin-event worker and, with `push.enabled` and
+//! `push.worker`, the push worker.
 //!
 //! With `[kafka]` the queue is Kafka; without it, the embedded queue in a SQLite file of its own, `queue.db` in the
 //! data directory, beside the embedded default's store file or for a node on MariaDB (one node's queue, then: a
@@ -42,7 +42,8 @@ type Task = tokio::task::JoinHandle<()>;
 /// The queue and the tasks on it; dropping it does not stop them, [`Backbone::stop`] does.
 pub(crate) struct Backbone {
     pub(crate) queue: Arc<dyn TaskQueue>,
-    /// Kafka's check for `/readyz` (the embedded queue lives in a SQLite file the database check covers).
+    /// Kafka's check for `/readyz` (none for the embedded queue: its file sits beside the store's in the data
+    /// directory, whose check stands for both).
     pub(crate) health: Option<Arc<dyn HealthCheck>>,
     /// Kafka's consumer lag, for the node's registry (`None` for the embedded queue).
     pub(crate) metrics: Option<Arc<dyn palaver_core::MetricsSource>>,

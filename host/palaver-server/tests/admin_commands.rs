@@ -1,4 +1,4 @@
-//! Admin commands end to end on one real node with the embedded queue (the SQLite file of the store): commands
+//! Admin commands end to end on one real node with the embedded queue (its own SQLite file, `queue.db`): commands
 //! produced to `im.admin.command`, consumed by the node, their effects seen by WebSocket clients, their results
 //! relayed from the outbox to `im.admin.command.result`; the HTTP second front and `palaver admin command` on the
 //! same code path; abuse reports filed over `/v1/im/reports` and listed for the Admin side; a duplicate runs

@@ -60,7 +60,9 @@ async fn outbox_costs_and_relay_throughput() {
     put_cost("SQLite", &sqlite, TenantId::DEFAULT, 2000).await;
     let pending: Vec<i64> = sqlite.pending(TenantId::DEFAULT, 10_000).await.unwrap().iter().map(|e| e.id).collect();
     sqlite.remove(TenantId::DEFAULT, &pending).await.unwrap();
-    let embedded: Arc<dyn TaskQueue> = Arc::new(SqliteQueue::new(sqlite.clone()));
+    // In a file of its own, as a node keeps it.
+    let own = SqliteStore::open(&dir.path().join("queue.db")).await.unwrap();
+    let embedded: Arc<dyn TaskQueue> = Arc::new(SqliteQueue::new(own));
     drain("SQLite outbox → embedded queue", Arc::new(sqlite.clone()), embedded, TenantId::DEFAULT, 10_000).await;
 
     let brokers = std::env::var("PALAVER_TEST_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into());

@@ -8,7 +8,7 @@
 //! (abuse reports), from migration 0007. Group history lives in `im_group_messages` and P2P history in
 //! `im_messages`; the table is picked from the topic name. `OutboxStore` (records owed to the task queue, and
 //! the relay's lease) and `AuditStore` (the audit log) come from migrations 0005 and 0006, and [`SqliteQueue`] is
-//! the embedded task queue over the same file.
+//! the embedded task queue (kept in a file of its own by the server, `queue.db`, with the same schema).
 //! `DeviceStore` (push tokens) comes from migration 0008 (its delayed pushes from 0011), `CallStore` (one-to-one calls) from
 //! 0009 (the sweep index from 0010). `CredentialStore` (the accounts' email addresses and phone numbers, one
 //! confirmed owner each per tenant) comes from migration 0017, and `PluginKv` (the plugins' key-value store, one

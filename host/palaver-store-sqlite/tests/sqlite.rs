@@ -219,6 +219,35 @@ async fn embedded_queue_moves_to_its_own_file_with_its_offsets() {
     assert_eq!(left.next().await.unwrap().record.payload, vec![4], "and the old file keeps what it holds");
 }
 
+/// A moved queue whose records were all pruned keeps its id sequence: a record produced after the move gets an id
+/// above the committed offsets, so the group that consumed everything before reads it.
+#[tokio::test]
+async fn a_moved_queue_keeps_its_id_sequence() {
+    use palaver_core::ports::{QueueRecord, QueueTopic, TaskQueue};
+    use palaver_store_sqlite::{Adopted, SqliteQueue};
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("palaver.db")).await.unwrap();
+    let old = SqliteQueue::with_retention(store.clone(), std::time::Duration::from_millis(20));
+    for n in 0..3 {
+        old.produce(QueueRecord::new(QueueTopic::Audit, "k", vec![n])).await.unwrap();
+    }
+    let mut c = old.subscribe(QueueTopic::Audit, "g").await.unwrap();
+    for _ in 0..3 {
+        let d = c.next().await.unwrap();
+        c.commit(&d).await.unwrap();
+    }
+    drop(c);
+    tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    assert_eq!(old.prune().await.unwrap(), 3);
+
+    let own = SqliteQueue::new(SqliteStore::open(&dir.path().join("queue.db")).await.unwrap());
+    assert_eq!(own.adopt(&store).await.unwrap(), Adopted { records: 0, offsets: 1 });
+    own.produce(QueueRecord::new(QueueTopic::Audit, "k", vec![9])).await.unwrap();
+    let mut c = own.subscribe(QueueTopic::Audit, "g").await.unwrap();
+    let d = tokio::time::timeout(std::time::Duration::from_secs(5), c.next()).await.expect("not skipped").unwrap();
+    assert_eq!((d.record.payload, d.offset), (vec![9], 4));
+}
+
 /// A consumer reading from memory misses nothing another process wrote to the same file: records it took ids
 /// between this process's are read from the file, in order, and one written last is found by the fallback poll.
 #[tokio::test]
