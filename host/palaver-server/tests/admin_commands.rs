@@ -2,7 +2,8 @@
 //! produced to `im.admin.command`, consumed by the node, their effects seen by WebSocket clients, their results
 //! relayed from the outbox to `im.admin.command.result`; the HTTP second front and `palaver admin command` on the
 //! same code path; abuse reports filed over `/v1/im/reports` and listed for the Admin side; a duplicate runs
-//! once, a poison record is dead-lettered and the next command runs; audit rows for every command.
+//! once, a poison record is dead-lettered and the next command runs; audit rows for every command. A command left
+//! in the store's file by an older version runs once after the move to the queue's own file.
 
 mod common;
 
@@ -77,6 +78,36 @@ async fn login_as(addr: std::net::SocketAddr, login: &str, pass: &str) -> (Clien
     let secret = base64::engine::general_purpose::STANDARD.encode(format!("{login}:{pass}"));
     let ctrl = c.req("login", json!({ "scheme": "basic", "secret": secret })).await;
     (c, ctrl)
+}
+
+/// A command an older version left in the store's file (where the embedded queue used to live) is moved to the
+/// queue's own file when the node starts, and runs there once; the store's file keeps no queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_left_in_the_stores_file_runs_once_after_the_move() {
+    use palaver_store_sqlite::{SqliteQueue, SqliteStore};
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("palaver.db")).await.unwrap();
+    let old: Arc<dyn TaskQueue> = Arc::new(SqliteQueue::new(store.clone()));
+    send(&old, "left", "group.member.mute", json!({ "topic": "grpNone", "user": "usrNone", "duration_ms": 1 })).await;
+    store.close().await;
+
+    let node = common::start(dir.path(), &[("PALAVER_OUTBOX__RELAY_INTERVAL_MS", "50")]).await;
+    let mut results = Results::new(&node.queue(), "moved").await;
+    let r = results.nth("left", 1).await;
+    assert_eq!(r["command_id"], "left", "{r}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut again = Results::new(&node.queue(), "moved-again").await;
+    again.nth("left", 1).await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), again.consumer.next()).await.is_err(),
+        "one result only: {:?}",
+        again.seen
+    );
+
+    let store = SqliteStore::open(&dir.path().join("palaver.db")).await.unwrap();
+    let mut left = SqliteQueue::new(store).subscribe(QueueTopic::AdminCommand, "test.left").await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(300), left.next()).await.is_err(), "the store's file is empty");
+    node.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
