@@ -100,8 +100,8 @@ impl crate::Service {
     /// Hands push tasks and plugin events straight to `queue` rather than to the tenant's outbox and the relay.
     /// Only for a queue that is down only when the store is (the embedded queue, in a file beside the
     /// store's): the outbox exists so that a queue outage loses nothing and chat goes on, which such a queue never
-    /// needs, and through it every item would cost the store's one writer three more writes (the outbox row, the
-    /// queue row, the outbox delete) plus the relay's lease and reads. These items commit with nothing else
+    /// needs, and through it every item would cost the store's one writer two more writes (the outbox row and its
+    /// delete) plus the relay's lease and reads, on top of the queue row. These items commit with nothing else
     /// either way: they are made after their message is stored.
     pub fn queue_through(&self, queue: Arc<dyn TaskQueue>) {
         let inner = &self.inner;
