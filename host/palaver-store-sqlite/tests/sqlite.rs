@@ -273,3 +273,39 @@ async fn embedded_queue_reads_another_writers_records_in_order() {
     let d = tokio::time::timeout(POLL_FALLBACK * 3, c.next()).await.expect("found by the fallback poll").unwrap();
     assert_eq!(d.record.payload, vec![5]);
 }
+
+/// A consumer of a quiet topic moves past the ids other topics took (so it stops querying the file at each look),
+/// and still reads what comes next: a record another process writes after the move, and this process's own.
+#[tokio::test]
+async fn a_quiet_topics_consumer_skips_other_topics_ids_and_misses_nothing() {
+    use palaver_core::ports::{QueueRecord, QueueTopic, TaskQueue};
+    use palaver_store_sqlite::{POLL_FALLBACK, SqliteQueue};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let here = SqliteQueue::new(SqliteStore::open(&path).await.unwrap());
+    let other = SqliteQueue::new(SqliteStore::open(&path).await.unwrap());
+    let audit = |n: u8| QueueRecord::new(QueueTopic::Audit, "a", vec![n]);
+    let push = |n: u8| QueueRecord::new(QueueTopic::Push, "p", vec![n]);
+    other.produce_batch((0..10).map(audit).collect()).await.unwrap();
+    let mut c = here.subscribe(QueueTopic::Push, "g").await.unwrap();
+    here.produce_batch((10..20).map(audit).collect()).await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(100), c.next()).await.is_err(), "nothing of the topic yet");
+    other.produce(push(1)).await.unwrap();
+    here.produce(audit(20)).await.unwrap();
+    here.produce(push(2)).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        let d = tokio::time::timeout(POLL_FALLBACK * 3, c.next()).await.expect("read").unwrap();
+        got.push(d.record.payload[0]);
+    }
+    assert_eq!(got, vec![1, 2], "the other process's record first, then this one's");
+    other.produce(push(3)).await.unwrap();
+    let d = tokio::time::timeout(POLL_FALLBACK * 3, c.next()).await.expect("found by the fallback poll").unwrap();
+    assert_eq!(d.record.payload, vec![3]);
+    // A fresh member of the group starts at the committed offset (none): it reads all three.
+    let mut fresh = here.subscribe(QueueTopic::Push, "g").await.unwrap();
+    for want in 1..=3u8 {
+        assert_eq!(fresh.next().await.unwrap().record.payload, vec![want]);
+    }
+}

@@ -9,8 +9,13 @@
 //! A batch is one `INSERT … RETURNING id` per [`INSERT_ROWS`] records: one round trip to the writer's thread
 //! rather than one per record. What this process produced is also kept in memory ([`tail`]), and a consumer here
 //! reads it from there when memory can prove it skips nothing; otherwise it queries the file. A waiting consumer
-//! is woken by a produce in this process (a `Notify`) and otherwise queries the file every [`POLL_FALLBACK`],
-//! which catches records another process wrote to the same file without busy-polling.
+//! is woken by a produce of its topic in this process (one `Notify` per topic: a busy topic does not wake the
+//! consumers of the quiet ones) and otherwise queries the file every [`POLL_FALLBACK`], which catches records
+//! another process wrote to the same file without busy-polling.
+//!
+//! A query that reaches the end of the topic also moves the consumer past the ids of other topics up to the
+//! highest id the file had handed out ([`SqliteConsumer::fetch`]). Without it a consumer of a quiet topic would
+//! stay behind the start of memory's run and query the file at each look, for nothing.
 
 mod adopt;
 mod tail;
@@ -49,7 +54,8 @@ const PRUNE_EVERY: u64 = 1000;
 #[derive(Clone)]
 pub struct SqliteQueue {
     store: SqliteStore,
-    produced: Arc<Notify>,
+    /// Wakes the consumers of one topic, by [`slot`].
+    produced: Arc<[Notify; QueueTopic::ALL.len()]>,
     retention: Duration,
     produces: Arc<AtomicU64>,
     tail: Arc<Tail>,
@@ -64,7 +70,7 @@ impl SqliteQueue {
     pub fn with_retention(store: SqliteStore, retention: Duration) -> SqliteQueue {
         SqliteQueue {
             store,
-            produced: Arc::new(Notify::new()),
+            produced: Arc::new(std::array::from_fn(|_| Notify::new())),
             retention,
             produces: Arc::new(AtomicU64::new(0)),
             tail: Arc::default(),
@@ -128,7 +134,11 @@ impl TaskQueue for SqliteQueue {
             self.insert(chunk).await?;
         }
         if !records.is_empty() {
-            self.produced.notify_waiters();
+            for topic in QueueTopic::ALL {
+                if records.iter().any(|r| r.topic == topic) {
+                    self.produced[slot(topic)].notify_waiters();
+                }
+            }
             self.produced_some(records.len() as u64).await;
         }
         Ok(())
@@ -151,6 +161,14 @@ impl TaskQueue for SqliteQueue {
         }))
     }
 }
+
+/// The index of `topic`'s wake-up in [`SqliteQueue::produced`].
+fn slot(topic: QueueTopic) -> usize {
+    QueueTopic::ALL.iter().position(|t| *t == topic).unwrap_or(0)
+}
+
+/// A row of a consumer's query: the file's highest id, then the record's columns (none when nothing is new).
+type Row = (i64, Option<i64>, Option<String>, Option<String>, Option<Vec<u8>>);
 
 struct SqliteConsumer {
     queue: SqliteQueue,
@@ -181,8 +199,15 @@ impl SqliteConsumer {
                 Look::Unknown => {}
             }
         }
-        let rows: Vec<(i64, String, String, Vec<u8>)> = sqlx::query_as(
-            "SELECT id, msg_key, headers, payload FROM queue_records WHERE topic = ? AND id >= ? ORDER BY id LIMIT ?",
+        // One statement, so one snapshot: the topic's next records, and the highest id the file has handed out
+        // (AUTOINCREMENT: at least every id in the snapshot; any id committed later is above it). The join keeps
+        // that row when the topic has nothing new.
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT s.high, r.id, r.msg_key, r.headers, r.payload \
+             FROM (SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'queue_records'), 0) AS high) AS s \
+             LEFT JOIN (SELECT id, msg_key, headers, payload FROM queue_records \
+                        WHERE topic = ? AND id >= ? ORDER BY id LIMIT ?) AS r ON 1 \
+             ORDER BY r.id",
         )
         .bind(self.topic.as_str())
         .bind(self.next)
@@ -190,10 +215,20 @@ impl SqliteConsumer {
         .fetch_all(&self.queue.store.pool)
         .await
         .map_err(db_error)?;
-        for (id, key, headers, payload) in rows {
+        let (mut high, mut read) = (0, 0);
+        for (top, id, key, headers, payload) in rows {
+            high = top;
+            let (Some(id), Some(key), Some(headers), Some(payload)) = (id, key, headers, payload) else { continue };
             let record = record_of(self.topic.as_str(), key, &headers, payload).map_err(StoreError::from)?;
             self.next = id + 1;
             self.buffered.push_back(Delivery { record, partition: 0, offset: id });
+            read += 1;
+        }
+        if read < BATCH {
+            // The topic has nothing more up to `high`: every id from here to it is another topic's (or was rolled
+            // back), so skipping them skips nothing. It also brings the consumer inside memory's run, where a look
+            // can say "up to date" without a query.
+            self.next = self.next.max(high + 1);
         }
         Ok(true)
     }
@@ -208,7 +243,7 @@ impl QueueConsumer for SqliteConsumer {
             }
             // Registered before looking, so a produce between the look and the wait is not missed.
             let produced = self.queue.produced.clone();
-            let woken = produced.notified();
+            let woken = produced[slot(self.topic)].notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
             self.fetch(self.query).await?;
