@@ -5,13 +5,15 @@
 //! the provider removes the device. Read receipts and subscription changes push silently; a held message
 //! pushes only once released; and a push filter plugin (`quiet-hours`) rewrites and drops what the provider
 //! gets. A call rings an offline callee's phone with an alert, a missed call alerts too, and the call's progress
-//! (accepted, ended) reaches it silently. A node with `push.worker` off makes tasks that wait for a worker.
+//! (accepted, ended) reaches it silently. A node with `push.worker` off makes tasks that wait for a worker. A
+//! provider that keeps failing leaves one dead letter per push.
 
 mod common;
 
 use common::webhook::{Hook, SECRET, login};
 use common::{http_with, plugins_dir};
 use palaver_core::ports::QueueTopic;
+use palaver_service::backbone::push::push_tasks;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -55,6 +57,10 @@ async fn offline_users_get_one_push_per_message() {
     let mut reader = queue.subscribe(QueueTopic::Push, "push-test-replay").await.unwrap();
     let task = reader.next().await.unwrap();
     queue.produce(task.record.clone()).await.unwrap();
+    // The record carries the topic's tasks drained with the first message's (Alice's subscription's silent push
+    // to Bob, say): each pushes Bob, so each is stopped once.
+    let replayed = push_tasks(&task.record.payload).unwrap().len();
+    assert!(replayed >= 1);
 
     // Bob attached to the topic: no push. A second device of Bob's (attached) registers on its connection.
     let (mut bob, _) = login(addr, "push-bob", Some("bob-tablet"), false).await;
@@ -111,7 +117,7 @@ async fn offline_users_get_one_push_per_message() {
     let succeeded = common::sample(&metrics, "palaver_push_succeeded_total{provider=\"webhook\"}");
     assert_eq!(succeeded, Some(ok as f64), "{metrics}");
     assert!(metrics.contains("palaver_push_devices_removed_total 1"), "{metrics}");
-    assert!(metrics.contains("palaver_push_deduplicated_total 1"), "{metrics}");
+    assert!(metrics.contains(&format!("palaver_push_deduplicated_total {replayed}\n")), "{metrics}");
     node.shutdown().await;
 }
 
@@ -151,6 +157,54 @@ async fn tasks_made_without_the_worker_wait_for_it() {
     let got = hook.expect_msgs("bob-phone", 2).await;
     let seqs: Vec<&str> = got.iter().map(|p| p["data"]["seq"].as_str().unwrap()).collect();
     assert_eq!(seqs, ["1", "2"]);
+    node.shutdown().await;
+}
+
+/// A provider that keeps failing neither blocks the queue nor loses a push: each message's push is retried
+/// `push.max_attempts` times, then recorded on the dead-letter topic with the reason and that one task (the
+/// queue's record may carry the topic's other tasks), and the next push goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failing_provider_leaves_one_dead_letter_per_push() {
+    let hook = Hook::default();
+    hook.failing.lock().unwrap().push("bob-phone".into());
+    let url = hook.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("PALAVER_PUSH__ENABLED", "true"),
+        ("PALAVER_PUSH__MAX_ATTEMPTS", "2"),
+        ("PALAVER_PUSH__RETRY_BACKOFF_MS", "10"),
+        ("PALAVER_PUSH__WEBHOOK__URL", url.as_str()),
+        ("PALAVER_PUSH__WEBHOOK__SECRET", SECRET),
+    ];
+    let node = common::start(dir.path(), &env).await;
+    let addr = node.addr();
+    let (mut alice, _) = login(addr, "dlq-alice", None, true).await;
+    let (bob, bob_id) = login(addr, "dlq-bob", Some("bob-phone"), true).await;
+    drop(bob);
+    assert_eq!(alice.req("sub", json!({ "topic": bob_id })).await["code"], 200);
+    for text in ["one", "two", "three"] {
+        assert_eq!(alice.req("pub", json!({ "topic": bob_id, "content": text })).await["code"], 202);
+    }
+    let mut letters = node.queue().subscribe(QueueTopic::DeadLetter, "test.dlq").await.unwrap();
+    let mut seqs = Vec::new();
+    while seqs.len() < 3 {
+        let letter = tokio::time::timeout(Duration::from_secs(10), letters.next()).await.expect("a letter").unwrap();
+        let r = &letter.record;
+        let task: Value = serde_json::from_slice(&r.payload).unwrap();
+        if task["what"] != "msg" {
+            continue;
+        }
+        assert_eq!(r.header("dlq.topic"), Some("push"));
+        assert!(r.header("dlq.error").is_some_and(|e| e.contains("webhook")), "{:?}", r.headers);
+        assert!(r.header("push.device").is_some_and(|d| !d.is_empty()), "{:?}", r.headers);
+        assert_eq!(r.header("push.seq").map(str::to_owned), Some(task["seq"].to_string()), "the letter's one task");
+        seqs.push(task["seq"].as_i64().unwrap());
+    }
+    assert_eq!(seqs, [1, 2, 3], "one letter per push, in order");
+    assert_eq!(hook.msgs("bob-phone").len(), 6, "two attempts each");
+    let metrics = node.service().render_metrics();
+    assert!(common::sample(&metrics, "palaver_push_dead_lettered_total").unwrap_or(0.0) >= 3.0, "{metrics}");
+    drop(alice);
     node.shutdown().await;
 }
 

@@ -12,6 +12,7 @@ use palaver_core::ports::{
 };
 use palaver_service::ServiceConfig;
 use palaver_service::backbone::push::worker::{PushWorker, WorkerConfig};
+use palaver_service::backbone::push::{push_records, push_tasks};
 use palaver_store_memory::{MemoryOutbox, MemoryPushDedup, MemoryQueue};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -84,22 +85,20 @@ async fn a_delay_waits_in_the_store_capped_survives_a_stopped_worker_and_a_rewri
     // silent push of Alice's P2P subscription is a task of its own and stays out: this test is about messages.
     let queue = MemoryQueue::new();
     let deadline = Instant::now() + Duration::from_secs(5);
-    let is_message = |r: &palaver_core::ports::QueueRecord| {
-        r.topic == QueueTopic::Push
-            && serde_json::from_slice::<palaver_core::ports::PushTask>(&r.payload).is_ok_and(|t| t.what == "msg")
+    let message_tasks = |r: &palaver_core::ports::QueueRecord| {
+        let tasks = if r.topic == QueueTopic::Push { push_tasks(&r.payload).unwrap() } else { Vec::new() };
+        tasks.into_iter().filter(|t| t.what == "msg").collect::<Vec<_>>()
     };
     let tasks = loop {
         let pending = outbox.pending(TenantId::DEFAULT, 100).await.unwrap();
-        let push: Vec<_> = pending.into_iter().filter(|e| is_message(&e.record)).collect();
-        if push.len() == 2 {
-            break push;
+        let tasks: Vec<_> = pending.iter().flat_map(|e| message_tasks(&e.record)).collect();
+        if tasks.len() == 2 {
+            break tasks;
         }
         assert!(Instant::now() < deadline, "push tasks never reached the outbox");
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    for t in tasks {
-        queue.produce(t.record).await.unwrap();
-    }
+    queue.produce_batch(push_records(tasks)).await.unwrap();
     let worker_cfg = WorkerConfig {
         group: "push".to_owned(),
         max_attempts: 1,

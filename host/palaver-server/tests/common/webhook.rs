@@ -41,11 +41,13 @@ pub fn header(head: &str, name: &str) -> String {
         .to_owned()
 }
 
-/// A webhook receiver: records each verified body; answers 410 for tokens listed in `gone`.
+/// A webhook receiver: records each verified body; answers 410 for tokens listed in `gone` and 503 for those in
+/// `failing`.
 #[derive(Clone, Default)]
 pub struct Hook {
     pub got: Arc<Mutex<Vec<Value>>>,
     pub gone: Arc<Mutex<Vec<String>>>,
+    pub failing: Arc<Mutex<Vec<String>>>,
 }
 
 impl Hook {
@@ -63,7 +65,13 @@ impl Hook {
         let v: Value = serde_json::from_slice(body).unwrap();
         let token = v["device"]["token"].as_str().unwrap().to_owned();
         self.got.lock().unwrap().push(v);
-        if self.gone.lock().unwrap().contains(&token) { 410 } else { 200 }
+        if self.gone.lock().unwrap().contains(&token) {
+            410
+        } else if self.failing.lock().unwrap().contains(&token) {
+            503
+        } else {
+            200
+        }
     }
 
     /// Every push `token` got.

@@ -16,7 +16,7 @@
 //! between loses it. A message event waits in a bounded in-memory buffer as a push task does: a full buffer or a
 //! crash loses it (`palaver_listener_events_dropped_total` counts the first).
 
-use super::lane::{Lane, Queued};
+use super::lane::{Lane, Packed, Queued};
 use crate::{Inner, Service};
 use palaver_core::ports::{
     AccountChange, Delivery, ListenerFailure, ListenerKind, PluginEvent, QueueRecord, QueueTopic, TaskQueue,
@@ -67,12 +67,8 @@ pub fn event_record(event: &PluginEvent) -> QueueRecord {
 }
 
 impl Queued for PluginEvent {
-    fn tenant(&self) -> TenantId {
-        PluginEvent::tenant(self)
-    }
-
-    fn record(&self) -> QueueRecord {
-        event_record(self)
+    fn pack(items: std::vec::Drain<'_, Self>) -> Vec<Packed> {
+        items.map(|event| Packed { tenant: event.tenant(), record: event_record(&event), items: 1 }).collect()
     }
 }
 

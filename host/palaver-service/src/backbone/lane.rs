@@ -18,10 +18,19 @@ const DRAIN_BATCH: usize = 256;
 /// load one write then carries many items instead of about one, and an item leaves this much later at most.
 const DRAIN_LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// What travels a lane: it knows its tenant and the record it becomes.
-pub(crate) trait Queued: Send + 'static {
-    fn tenant(&self) -> TenantId;
-    fn record(&self) -> QueueRecord;
+/// What travels a lane: it knows the records a batch of its kind becomes.
+pub(crate) trait Queued: Send + Sized + 'static {
+    /// The records a drained batch becomes, in order: one per item (plugin events), or several items per record
+    /// (push tasks).
+    fn pack(items: std::vec::Drain<'_, Self>) -> Vec<Packed>;
+}
+
+/// A record made of one or more items of a lane, and its tenant.
+pub(crate) struct Packed {
+    pub(crate) tenant: TenantId,
+    pub(crate) record: QueueRecord,
+    /// How many items it carries: what is counted as dropped if it is lost.
+    pub(crate) items: u64,
 }
 
 /// A lane's sending end and its counters.
@@ -75,22 +84,24 @@ pub(crate) async fn drain<T: Queued>(
         if let Some(queue) = lane.direct.get() {
             // Every tenant's items in one produce: on the embedded queue that is one statement on its file's one
             // writer per batch rather than per item.
-            let records: Vec<QueueRecord> = batch.drain(..).map(|item| item.record()).collect();
-            let n = records.len();
+            let n = batch.len();
+            let records: Vec<QueueRecord> = T::pack(batch.drain(..)).into_iter().map(|p| p.record).collect();
             if let Err(err) = queue.produce_batch(records).await {
                 lane.dropped.inc_by(n as u64);
                 tracing::warn!(%err, items = n, what, "records not written to the queue");
             }
             continue;
         }
-        let mut by_tenant: BTreeMap<TenantId, Vec<QueueRecord>> = BTreeMap::new();
-        for item in batch.drain(..) {
-            by_tenant.entry(item.tenant()).or_default().push(item.record());
+        let mut by_tenant: BTreeMap<TenantId, (Vec<QueueRecord>, u64)> = BTreeMap::new();
+        for packed in T::pack(batch.drain(..)) {
+            let (records, items) = by_tenant.entry(packed.tenant).or_default();
+            records.push(packed.record);
+            *items += packed.items;
         }
-        for (tenant, records) in by_tenant {
+        for (tenant, (records, items)) in by_tenant {
             if let Err(err) = inner.put_outbox(tenant, &records).await {
-                lane.dropped.inc_by(records.len() as u64);
-                tracing::warn!(%tenant, %err, items = records.len(), what, "records not written to the outbox");
+                lane.dropped.inc_by(items);
+                tracing::warn!(%tenant, %err, items, what, "records not written to the outbox");
             }
         }
     }

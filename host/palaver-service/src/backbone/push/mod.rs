@@ -4,21 +4,26 @@
 //! the buffer drains straight into the queue instead ([`crate::Service::queue_through`]). The buffer is a
 //! [`super::lane`]: the publish path never awaits any of this, and a full buffer drops the task and counts it
 //! (`palaver_push_dropped_total`).
+//!
+//! The tasks of one topic drained together travel in one record ([`push_records`]): a row (or a Kafka message)
+//! per batch of a topic rather than per message, which is most of what the publish path pays for push.
 
 mod devices;
 mod payload;
+mod record;
 mod state;
 mod tenants;
 pub mod worker;
 
 pub use payload::{PREVIEW_CHARS, build_message, preview_of};
+pub use record::{TASKS_PER_RECORD, push_records, push_tasks};
 pub use state::PushState;
 pub use tenants::{PUSH_SETTING, ProviderFactory, TenantPush, TenantPushes};
 
-use super::lane::{Lane, Queued};
+use super::lane::{Lane, Packed, Queued};
 use crate::Inner;
 use crate::names::{Resolved, resolve};
-use palaver_core::ports::{PushTask, QueueRecord, QueueTopic, mentions_of};
+use palaver_core::ports::{PushTask, mentions_of};
 use palaver_core::{Message, Seq, TenantId, UserId};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -64,14 +69,6 @@ impl Default for PushConfig {
             device_cache: devices::DEFAULT_MAX,
         }
     }
-}
-
-/// The record a push task travels in: keyed by tenant and topic, so one topic's tasks keep their order.
-pub fn push_record(task: &PushTask) -> QueueRecord {
-    let key = format!("{}:{}", task.tenant.0, task.topic);
-    let mut record = QueueRecord::new(QueueTopic::Push, key, serde_json::to_vec(task).unwrap_or_default());
-    record.headers = vec![("tenant".to_owned(), task.tenant.0.to_string()), ("seq".to_owned(), task.seq.to_string())];
-    record
 }
 
 impl Inner {
@@ -177,12 +174,8 @@ impl Inner {
 }
 
 impl Queued for PushTask {
-    fn tenant(&self) -> TenantId {
-        self.tenant
-    }
-
-    fn record(&self) -> QueueRecord {
-        push_record(self)
+    fn pack(items: std::vec::Drain<'_, Self>) -> Vec<Packed> {
+        record::pack(items)
     }
 }
 

@@ -16,10 +16,10 @@
 //!
 //! **Once.** Before pushing a user, the worker claims `push:dedup:{topic}:{seq}:{uid}` (Redis `SET NX` with
 //! `push.dedup_ttl_ms` in scale-out, a bounded in-process map when embedded), so a redelivered task or a second
-//! worker pushes nobody twice. The offset is committed after the task is done: once per fetched batch (at most
-//! 64 tasks) where the queue says what it holds (the embedded queue), so a crash may hand a batch out again:
-//! Redis's claims absorb that; an embedded node's in-process claims end with it, so after a crash its restart
-//! may push up to that batch a second time.
+//! worker pushes nobody twice. The offset is committed after the record's tasks are done: once per fetched batch
+//! (at most 64 records of up to [`super::TASKS_PER_RECORD`] tasks each) where the queue says what it holds (the
+//! embedded queue), so a crash may hand a batch out again: Redis's claims absorb that; an embedded node's
+//! in-process claims end with it, so after a crash its restart may push up to that batch a second time.
 //!
 //! **Failures.** A retryable failure (429, 5xx, network) is retried with exponential backoff, honouring the
 //! provider's `Retry-After`, up to `push.max_attempts`; then, like a refusal that will not change, it is recorded
@@ -126,11 +126,16 @@ impl PushWorker {
     }
 
     async fn handle(&self, delivery: &Delivery) -> StoreResult<()> {
-        let task: PushTask = match serde_json::from_slice(&delivery.record.payload) {
-            Ok(t) => t,
+        let tasks = match super::push_tasks(&delivery.record.payload) {
+            Ok(tasks) => tasks,
             Err(err) => return self.dead_letter(delivery, &format!("not a push task: {err}"), None).await,
         };
-        self.push_task(&task, delivery).await
+        // In the record's order, which is the topic's: a failure of one task's sending is its own dead letter and
+        // the next task goes on; a store failure ends the record here, to be handed out again whole.
+        for task in &tasks {
+            self.push_task(task, delivery).await?;
+        }
+        Ok(())
     }
 
     /// Pushes one task to its recipients.
@@ -279,18 +284,26 @@ impl PushWorker {
                     let reason = if matches!(err, PushError::Retry { .. }) { "retries_exhausted" } else { "refused" };
                     self.state().failed(provider.name(), reason, Some(took));
                     let detail = format!("{}: {err}", provider.name());
-                    return self.dead_letter(delivery, &detail, Some(device)).await;
+                    return self.dead_letter(delivery, &detail, Some((task, device))).await;
                 }
             }
         }
     }
 
-    /// Records a failed push (or an undecodable task) on the dead-letter topic with the reason in its headers.
-    async fn dead_letter(&self, delivery: &Delivery, reason: &str, device: Option<&Device>) -> StoreResult<()> {
+    /// Records a failed push (or an undecodable record) on the dead-letter topic with the reason in its headers.
+    /// A failed push's letter carries its one task (the record may carry the topic's others), and names its seq.
+    async fn dead_letter(
+        &self,
+        delivery: &Delivery,
+        reason: &str,
+        failed: Option<(&PushTask, &Device)>,
+    ) -> StoreResult<()> {
         tracing::warn!(reason, offset = delivery.offset, "push sent to the dead-letter topic");
         self.state().dead_lettered.inc();
         let mut record = delivery.dead_letter(reason);
-        if let Some(d) = device {
+        if let Some((task, d)) = failed {
+            record.payload = serde_json::to_vec(task).unwrap_or_default();
+            record.headers.push(("push.seq".to_owned(), task.seq.to_string()));
             record.headers.push(("push.user".to_owned(), d.user.to_string()));
             record.headers.push(("push.device".to_owned(), d.device_id.clone()));
         }
