@@ -8,7 +8,7 @@
 //! `content-available` for silent ones). `UNREGISTERED` (404) means the token is gone.
 
 use crate::SetupError;
-use crate::http::{answer_text, client, network, retry_after, status_error};
+use crate::http::{answer_text, client, network, parse_url, retry_after, status_error};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use palaver_core::TenantId;
 use palaver_core::ports::{Device, PushError, PushMessage, PushProvider};
@@ -69,6 +69,8 @@ struct TokenAnswer {
 pub struct FcmProvider {
     cfg: FcmConfig,
     key: EncodingKey,
+    /// `{endpoint}/v1/projects/{project_id}/messages:send`.
+    url: reqwest::Url,
     http: reqwest::Client,
     token: Mutex<Option<(String, Instant)>>,
 }
@@ -77,7 +79,10 @@ impl FcmProvider {
     pub fn new(cfg: FcmConfig) -> Result<FcmProvider, SetupError> {
         let key = EncodingKey::from_rsa_pem(cfg.account.private_key.as_bytes())
             .map_err(|e| SetupError::Credentials(format!("FCM private_key: {e}")))?;
-        Ok(FcmProvider { cfg, key, http: client()?, token: Mutex::new(None) })
+        let url =
+            format!("{}/v1/projects/{}/messages:send", cfg.endpoint.trim_end_matches('/'), cfg.account.project_id);
+        let url = parse_url("push.fcm.endpoint", &url)?;
+        Ok(FcmProvider { cfg, key, url, http: client()?, token: Mutex::new(None) })
     }
 
     /// A valid access token, from the cache or a new grant.
@@ -150,13 +155,14 @@ impl PushProvider for FcmProvider {
 
     async fn send(&self, _tenant: TenantId, device: &Device, msg: &PushMessage) -> Result<(), PushError> {
         let token = self.access_token().await?;
-        let url = format!(
-            "{}/v1/projects/{}/messages:send",
-            self.cfg.endpoint.trim_end_matches('/'),
-            self.cfg.account.project_id
-        );
-        let resp =
-            self.http.post(url).bearer_auth(token).json(&Self::message(device, msg)).send().await.map_err(network)?;
+        let resp = self
+            .http
+            .post(self.url.clone())
+            .bearer_auth(token)
+            .json(&Self::message(device, msg))
+            .send()
+            .await
+            .map_err(network)?;
         let status = resp.status();
         if status.is_success() {
             return Ok(());

@@ -15,6 +15,14 @@ pub enum SetupError {
     Credentials(String),
     #[error("building the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
+    #[error("{what} is not a URL: {err}")]
+    Url { what: &'static str, err: String },
+}
+
+/// `text` as a URL, parsed once when the provider is made: a bad endpoint is refused then rather than at every
+/// push, and a push does not parse it again.
+pub(crate) fn parse_url(what: &'static str, text: &str) -> Result<reqwest::Url, SetupError> {
+    reqwest::Url::parse(text).map_err(|err| SetupError::Url { what, err: err.to_string() })
 }
 
 /// The client every adapter uses: rustls, HTTP/1.1 or HTTP/2 as the server offers, bounded time per request.

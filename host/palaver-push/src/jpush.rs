@@ -4,7 +4,7 @@
 //! this audience") means the registration id is gone.
 
 use crate::SetupError;
-use crate::http::{answer_text, client, network, retry_after, status_error};
+use crate::http::{answer_text, client, network, parse_url, retry_after, status_error};
 use base64::Engine;
 use palaver_core::TenantId;
 use palaver_core::ports::{Device, PushError, PushMessage, PushProvider};
@@ -23,8 +23,9 @@ pub struct JpushConfig {
 
 /// Pushes through JPush.
 pub struct JpushProvider {
-    cfg: JpushConfig,
     auth: String,
+    /// `{endpoint}/v3/push`.
+    url: reqwest::Url,
     http: reqwest::Client,
 }
 
@@ -34,7 +35,8 @@ impl JpushProvider {
             return Err(SetupError::Credentials("push.jpush.app_key and master_secret are required".into()));
         }
         let basic = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", cfg.app_key, cfg.master_secret));
-        Ok(JpushProvider { cfg, auth: format!("Basic {basic}"), http: client()? })
+        let url = parse_url("push.jpush.endpoint", &format!("{}/v3/push", cfg.endpoint.trim_end_matches('/')))?;
+        Ok(JpushProvider { auth: format!("Basic {basic}"), url, http: client()? })
     }
 
     fn body(device: &Device, msg: &PushMessage) -> Value {
@@ -64,10 +66,9 @@ impl PushProvider for JpushProvider {
     }
 
     async fn send(&self, _tenant: TenantId, device: &Device, msg: &PushMessage) -> Result<(), PushError> {
-        let url = format!("{}/v3/push", self.cfg.endpoint.trim_end_matches('/'));
         let resp = self
             .http
-            .post(url)
+            .post(self.url.clone())
             .header(reqwest::header::AUTHORIZATION, &self.auth)
             .json(&Self::body(device, msg))
             .send()

@@ -6,7 +6,7 @@
 //! answer means the receiver no longer knows the token (the device is removed); 429 and 5xx are retried.
 
 use crate::SetupError;
-use crate::http::{answer_text, client, network, retry_after, status_error};
+use crate::http::{answer_text, client, network, parse_url, retry_after, status_error};
 use hmac::{Hmac, Mac};
 use palaver_core::TenantId;
 use palaver_core::ports::{Device, PushError, PushMessage, PushProvider};
@@ -31,14 +31,20 @@ pub fn signature(secret: &[u8], timestamp: u64, body: &[u8]) -> String {
     mac.update(timestamp.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
-    let bytes = mac.finalize().into_bytes();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256=");
+    for b in mac.finalize().into_bytes() {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// Pushes by POSTing to a webhook.
 pub struct WebhookProvider {
     cfg: WebhookConfig,
+    url: reqwest::Url,
     http: reqwest::Client,
 }
 
@@ -47,7 +53,8 @@ impl WebhookProvider {
         if cfg.secret.is_empty() {
             return Err(SetupError::Credentials("push.webhook.secret is required".into()));
         }
-        Ok(WebhookProvider { cfg, http: client()? })
+        let url = parse_url("push.webhook.url", &cfg.url)?;
+        Ok(WebhookProvider { cfg, url, http: client()? })
     }
 }
 
@@ -70,7 +77,7 @@ impl PushProvider for WebhookProvider {
         let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let resp = self
             .http
-            .post(&self.cfg.url)
+            .post(self.url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(TIMESTAMP_HEADER, ts.to_string())
             .header(SIGNATURE_HEADER, signature(self.cfg.secret.as_bytes(), ts, &body))
