@@ -165,7 +165,7 @@ impl CodeSender for WebhookSender {
         if status.is_success() {
             return Ok(());
         }
-        let text = resp.text().await.unwrap_or_default();
+        let text = answer_start(resp).await;
         let reason =
             format!("SMS webhook answered HTTP {}: {}", status.as_u16(), text.chars().take(200).collect::<String>());
         // 408 and 429 say "not now", not "not this number".
@@ -175,6 +175,22 @@ impl CodeSender for WebhookSender {
             Err(SendError::Unavailable(reason))
         }
     }
+}
+
+/// Bytes of an error answer read at most: the reason quotes its first 200 characters, and the endpoint is the
+/// tenant's own, so an answer that never ends must not hold the sender (and its memory) until the timeout.
+const MAX_ANSWER: usize = 4096;
+
+/// The start of an error answer, as text.
+async fn answer_start(mut resp: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while body.len() < MAX_ANSWER
+        && let Ok(Some(chunk)) = resp.chunk().await
+    {
+        let room = MAX_ANSWER - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 #[cfg(test)]

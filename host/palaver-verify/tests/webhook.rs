@@ -180,6 +180,33 @@ async fn a_slow_provider_is_unavailable_within_the_timeout() {
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
 }
 
+/// An error answer that never ends is read only up to a bound: the sender answers at once, not at the timeout.
+#[tokio::test]
+async fn an_endless_error_answer_is_read_only_up_to_a_bound() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/sms/send", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = s.read(&mut buf).await.unwrap();
+            head.extend_from_slice(&buf[..n]);
+        }
+        let _ = s.write_all(b"HTTP/1.1 503 Service Unavailable\r\ntransfer-encoding: chunked\r\n\r\n").await;
+        let chunk = format!("{:x}\r\n{}\r\n", 16 * 1024, "x".repeat(16 * 1024));
+        // Until the client hangs up.
+        while s.write_all(chunk.as_bytes()).await.is_ok() {}
+    });
+    let s = WebhookSender::new(WebhookConfig { url, secret: None, timeout_ms: 10_000 }).unwrap();
+    let started = Instant::now();
+    let err = s.send(&message("+491701234567", CodePurpose::Confirm, None)).await;
+    let Err(SendError::Unavailable(reason)) = err else { panic!("a 503 is unavailable: {err:?}") };
+    assert!(reason.starts_with("SMS webhook answered HTTP 503: xxx"), "{reason}");
+    assert!(started.elapsed() < Duration::from_secs(5), "not read until the timeout: {:?}", started.elapsed());
+}
+
 #[tokio::test]
 async fn a_provider_that_is_down_is_unavailable() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
