@@ -30,6 +30,10 @@ pub(crate) struct CompareArgs {
     /// cost and the pushes/s the worker reached.
     #[arg(long, conflicts_with = "compare")]
     pub(crate) compare_push: bool,
+    /// With --compare-push: run its three loads this many times, one after the other, and judge the median
+    /// costs (one pass's cost moves by several percent between passes on a shared machine).
+    #[arg(long, default_value_t = 1, requires = "compare_push")]
+    pub(crate) rounds: usize,
     #[command(flatten)]
     pub(crate) scaleout: ScaleoutArgs,
 }

@@ -155,13 +155,36 @@ impl Sink {
     }
 }
 
-/// Runs the load with push off, with push on and the worker elsewhere, and with push on through the sink, and
-/// prints them and the costs.
+/// One pass's figures: push off, push on with the worker elsewhere, push on with it here, and the push figures.
+struct Round {
+    off: Figures,
+    alone: Figures,
+    on: Figures,
+    push: PushFigures,
+}
+
+/// Runs the load with push off, with push on and the worker elsewhere, and with push on through the sink,
+/// `--rounds` times, and prints them and the costs (the median costs when there are several rounds).
 pub(crate) async fn run(args: &PublishArgs) -> Result<()> {
     ensure!(
         args.target.spawn.is_some(),
         "--compare-push starts the server three times itself, so it needs --spawn PATH"
     );
+    let rounds = args.compare.rounds.max(1);
+    let mut all = Vec::with_capacity(rounds);
+    for n in 1..=rounds {
+        if rounds > 1 {
+            println!("== round {n} of {rounds}");
+        }
+        all.push(round(args).await?);
+        println!();
+    }
+    print_table(args, &all);
+    Ok(())
+}
+
+/// The three loads, each against a server of its own; a fresh sink counts this round's pushes.
+async fn round(args: &PublishArgs) -> Result<Round> {
     let off = pubload::measure(&args.target, args, "push off").await.context("the run with push off")?;
     println!();
     let sink = Sink::start().await?;
@@ -180,22 +203,36 @@ pub(crate) async fn run(args: &PublishArgs) -> Result<()> {
         pubload::measure(&elsewhere, args, "push on, worker elsewhere").await.context("the run without worker")?;
     println!();
     let (on, push) = pubload::measure_push(&target, args, "push on", &sink).await.context("the run with push on")?;
-    print_table(args, &off, &alone, &on, &push);
-    Ok(())
+    Ok(Round { off, alone, on, push })
 }
 
-/// The share of accepted msg/s that `with` lost against `off`, as printed.
-fn cost_of(off: &Figures, with: &Figures) -> (f64, String) {
-    let cost = 1.0 - ratio(with.msg_per_s, off.msg_per_s);
-    // A negative cost is the noise of one run each on a shared machine.
-    let shown = if cost < 0.0 { String::from("nothing measurable") } else { format!("{:.1} %", cost * 100.0) };
-    (cost, shown)
+/// The middle value of `v` (the mean of the middle two for an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
-fn print_table(args: &PublishArgs, off: &Figures, alone: &Figures, on: &Figures, push: &PushFigures) {
+/// The share of accepted msg/s that `with` lost against `off`.
+fn cost_of(off: &Figures, with: &Figures) -> f64 {
+    1.0 - ratio(with.msg_per_s, off.msg_per_s)
+}
+
+fn print_table(args: &PublishArgs, all: &[Round]) {
+    let Some(last) = all.last() else { return };
+    let (off, alone, on, push) = (&last.off, &last.alone, &last.on, &last.push);
     side_by_side(args, ["publish compare-push", "ratio on/off"], ("push off", off), ("push on", on));
-    let (cost, shown) = cost_of(off, on);
-    let (alone_cost, alone_shown) = cost_of(off, alone);
+    let costs: Vec<f64> = all.iter().map(|r| cost_of(&r.off, &r.on)).collect();
+    let alone_costs: Vec<f64> = all.iter().map(|r| cost_of(&r.off, &r.alone)).collect();
+    let (cost, alone_cost) = (median(costs.clone()), median(alone_costs.clone()));
+    // A negative cost is the noise between the runs on a shared machine.
+    let shown = |c: f64| if c < 0.0 { String::from("nothing measurable") } else { format!("{:.1} %", c * 100.0) };
     let verdict = |c: f64| if c <= MAX_PUSH_COST { "meets" } else { "MISSES" };
     println!(
         "  push on with the worker elsewhere (tasks made and queued, none sent here): {:.0} accepted msg/s, \
@@ -203,11 +240,18 @@ fn print_table(args: &PublishArgs, off: &Figures, alone: &Figures, on: &Figures,
         alone.msg_per_s,
         alone.server_cpu_s.map_or(f64::NAN, |s| s * 1e6 / alone.acked.max(1) as f64)
     );
+    if all.len() > 1 {
+        let list = |v: &[f64]| v.iter().map(|c| format!("{:.1} %", c * 100.0)).collect::<Vec<_>>().join(", ");
+        println!("  costs by round, worker elsewhere: {}; worker here: {}", list(&alone_costs), list(&costs));
+    }
+    let of = if all.len() > 1 { format!("the median of {} rounds", all.len()) } else { String::from("one run each") };
     println!(
-        "verdict: push costs {shown} of accepted msg/s with the worker on this node (target ≤ {:.0} %: {}), \
-         {alone_shown} with it elsewhere ({}); the worker pushed {:.0}/s; one run each, on a shared 2-core machine",
+        "verdict: push costs {} of accepted msg/s with the worker on this node (target ≤ {:.0} %: {}), \
+         {} with it elsewhere ({}); the worker pushed {:.0}/s; {of}, on a shared 2-core machine",
+        shown(cost),
         MAX_PUSH_COST * 100.0,
         verdict(cost),
+        shown(alone_cost),
         verdict(alone_cost),
         push.per_s()
     );
@@ -215,9 +259,12 @@ fn print_table(args: &PublishArgs, off: &Figures, alone: &Figures, on: &Figures,
     pubload::put_figures(&mut out, "off_", off);
     pubload::put_figures(&mut out, "on_", on);
     out.set("ratio_msg_per_s", round3(ratio(on.msg_per_s, off.msg_per_s)));
+    out.set("rounds", all.len());
     out.set("push_cost", round3(cost));
     out.set("elsewhere_msg_per_s", alone.msg_per_s.round());
     out.set("push_cost_worker_elsewhere", round3(alone_cost));
+    out.set("push_costs", costs.iter().map(|c| round3(*c)).collect::<Vec<_>>());
+    out.set("push_costs_worker_elsewhere", alone_costs.iter().map(|c| round3(*c)).collect::<Vec<_>>());
     out.set("push_cost_target", MAX_PUSH_COST);
     out.set("push_tasks", push.triggered);
     out.set("push_dropped", push.dropped);
