@@ -100,8 +100,8 @@ impl SqliteQueue {
     }
 
     /// Inserts `records` in one statement (autocommitted on the one writer connection: `Ok` means the rows are
-    /// in the WAL) and notes them in memory.
-    async fn insert(&self, records: &[QueueRecord]) -> StoreResult<()> {
+    /// in the WAL) and moves them into memory.
+    async fn insert(&self, records: Vec<QueueRecord>) -> StoreResult<()> {
         let mut sql = String::from("INSERT INTO queue_records (topic, msg_key, headers, payload, created_at) VALUES ");
         for i in 0..records.len() {
             sql.push_str(if i == 0 { "(?, ?, ?, ?, ?)" } else { ", (?, ?, ?, ?, ?)" });
@@ -110,7 +110,7 @@ impl SqliteQueue {
         let now = now_millis();
         // Built from placeholders only: every value is bound.
         let mut query = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql));
-        for r in records {
+        for r in &records {
             query = query.bind(r.topic.as_str()).bind(&r.key).bind(headers_col(&r.headers)).bind(&r.payload).bind(now);
         }
         let mut ids = query.fetch_all(&self.store.writer).await.map_err(db_error)?;
@@ -127,19 +127,22 @@ impl TaskQueue for SqliteQueue {
         self.produce_batch(vec![r]).await
     }
 
-    async fn produce_batch(&self, records: Vec<QueueRecord>) -> StoreResult<()> {
+    async fn produce_batch(&self, mut records: Vec<QueueRecord>) -> StoreResult<()> {
         // Each statement commits whole, its ids in order; a failure leaves the earlier chunks durable, which the
         // port allows (the caller produces again and consumers are idempotent).
-        for chunk in records.chunks(INSERT_ROWS) {
-            self.insert(chunk).await?;
+        let n = records.len() as u64;
+        let topics: Vec<QueueTopic> =
+            QueueTopic::ALL.into_iter().filter(|t| records.iter().any(|r| r.topic == *t)).collect();
+        while !records.is_empty() {
+            let rest = records.split_off(records.len().min(INSERT_ROWS));
+            self.insert(records).await?;
+            records = rest;
         }
-        if !records.is_empty() {
-            for topic in QueueTopic::ALL {
-                if records.iter().any(|r| r.topic == topic) {
-                    self.produced[slot(topic)].notify_waiters();
-                }
+        if n > 0 {
+            for topic in topics {
+                self.produced[slot(topic)].notify_waiters();
             }
-            self.produced_some(records.len() as u64).await;
+            self.produced_some(n).await;
         }
         Ok(())
     }
