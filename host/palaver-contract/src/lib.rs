@@ -48,7 +48,8 @@
 //! evaluates to the store.
 //!
 //! The one-time code store (confirmation and reset codes) runs [`code_contract_tests!`], whose expression
-//! evaluates to an `Arc<dyn CodeStore>`.
+//! evaluates to an `Arc<dyn CodeStore>`, and the seq allocator [`seq_contract_tests!`], whose expression
+//! evaluates to an `Arc<dyn SeqAllocator>`.
 //!
 //! The plugin key-value store (the plugins' `kv` import) runs [`plugin_kv_contract_tests!`] in the two forms of
 //! [`storage_contract_tests!`]: the expression evaluates to the store (any `PluginKv`, such as the in-process
@@ -228,6 +229,20 @@ macro_rules! command_contract_tests {
             command_tenants_are_isolated,
             report_add_list_count,
             report_resolved_once,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per seq allocator case, each on a fresh allocator (an
+/// `Arc<dyn SeqAllocator>`) made by the given async expression.
+#[macro_export]
+macro_rules! seq_contract_tests {
+    ($make:expr) => {
+        $crate::__contract_suite!(@each seq: _ = $make;
+            seqs_rise_above_the_floor_and_rebaseline_never_lowers,
+            seq_runs_are_contiguous_and_follow_single_seqs,
+            seq_tenants_and_topics_count_apart,
+            concurrent_seq_runs_never_overlap,
         );
     };
 }

@@ -22,11 +22,12 @@ impl MemorySeq {
 
 #[async_trait]
 impl SeqAllocator for MemorySeq {
-    async fn next_seq(&self, tenant: TenantId, topic: &str, floor: Seq) -> StoreResult<Seq> {
+    async fn next_seqs(&self, tenant: TenantId, topic: &str, floor: Seq, count: u32) -> StoreResult<Seq> {
         let mut counters = self.counters.lock();
         let counter = counters.entry((tenant, topic.to_owned())).or_insert(0);
-        *counter = (*counter).max(floor) + 1;
-        Ok(*counter)
+        let first = (*counter).max(floor) + 1;
+        *counter = first + Seq::from(count.max(1)) - 1;
+        Ok(first)
     }
 
     async fn rebaseline(&self, tenant: TenantId, topic: &str, floor: Seq) -> StoreResult<()> {

@@ -41,6 +41,10 @@ palaver_contract::code_contract_tests!(async {
         as std::sync::Arc<dyn palaver_core::ports::CodeStore>
 });
 
+palaver_contract::seq_contract_tests!(async {
+    std::sync::Arc::new(palaver_store_memory::MemorySeq::new()) as std::sync::Arc<dyn palaver_core::ports::SeqAllocator>
+});
+
 palaver_contract::plugin_choice_contract_tests!(async { palaver_store_memory::MemoryPluginChoices::new() });
 
 palaver_contract::plugin_release_contract_tests!(async { palaver_store_memory::MemoryPluginReleases::new() });

@@ -204,7 +204,11 @@ impl TopicStore for CachedTopics {
     async fn get_topic(&self, tenant: TenantId, name: &str) -> StoreResult<Option<Topic>> {
         let span = tracing::debug_span!("cache.get_topic", tenant = tenant.0, topic = name);
         async {
-            if let Some(hit) = cached(&self.redis, "topic", self.redis.get_topic(tenant, name)).await {
+            // While a stored message's raise of the cached `seq` is still on its way from this node, the copy
+            // may be behind what this node acknowledged.
+            if !self.redis.copies_waiting(tenant, name)
+                && let Some(hit) = cached(&self.redis, "topic", self.redis.get_topic(tenant, name)).await
+            {
                 return Ok(Some(hit));
             }
             let found = self.inner.get_topic(tenant, name).await?;

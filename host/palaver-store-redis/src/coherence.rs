@@ -23,6 +23,11 @@ const MAX_READ_STEPS: usize = 2000;
 pub(crate) struct Coherence {
     pub(crate) client: RedisClient,
     scripts: Arc<Scripts>,
+    /// Per topic, the stored messages whose Redis side waits in the copy writer. While a topic has any, this
+    /// node reads its history and its topic record from the inner store: a message acknowledged here is then
+    /// always seen here, even before its copy and its raise of the cached `seq` land. Entries live only while
+    /// messages wait, so the map is bounded by the writer's queue.
+    waiting: Arc<parking_lot::Mutex<HashMap<(TenantId, String), u32>>>,
 }
 
 /// Turns a half-open range the way the stores read it: `hi <= low` means the single seq `low`.
@@ -32,7 +37,32 @@ fn normalize(r: SeqRange) -> SeqRange {
 
 impl Coherence {
     pub(crate) fn new(client: RedisClient) -> Self {
-        Self { client, scripts: Arc::new(Scripts::new()) }
+        Self { client, scripts: Arc::new(Scripts::new()), waiting: Arc::default() }
+    }
+
+    /// Notes a stored message whose Redis side is queued in the copy writer.
+    pub(crate) fn copy_queued(&self, tenant: TenantId, topic: &str) {
+        *self.waiting.lock().entry((tenant, topic.to_owned())).or_insert(0) += 1;
+    }
+
+    /// Notes that the writer is done with these messages' Redis side, applied or failed.
+    pub(crate) fn copies_done<'m>(&self, done: impl IntoIterator<Item = (TenantId, &'m str)>) {
+        let mut waiting = self.waiting.lock();
+        for (tenant, topic) in done {
+            let key = (tenant, topic.to_owned());
+            if let Some(n) = waiting.get_mut(&key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    waiting.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Whether a stored message of the topic still waits for its Redis side on this node.
+    pub(crate) fn copies_waiting(&self, tenant: TenantId, topic: &str) -> bool {
+        let waiting = self.waiting.lock();
+        !waiting.is_empty() && waiting.contains_key(&(tenant, topic.to_owned()))
     }
 
     fn cfg(&self) -> &crate::RedisConfig {
@@ -46,26 +76,41 @@ impl Coherence {
     /// Applies a stored message: raises the cached topic's `seq` and `touched`, and when `hot` writes the hot
     /// copy (unless it is too large), raising `last_seq` and evicting past the tenant's cap.
     pub(crate) async fn on_append(&self, tenant: TenantId, msg: &Message, hot: bool) -> StoreResult<()> {
+        self.on_appends([(tenant, msg, hot)]).await
+    }
+
+    /// [`Coherence::on_append`] for many stored messages in one pipeline: one round trip however many. Every
+    /// command is the append script, so a `NOSCRIPT` means none ran and the client's one retry repeats nothing.
+    pub(crate) async fn on_appends<'m>(
+        &self,
+        stored: impl IntoIterator<Item = (TenantId, &'m Message, bool)>,
+    ) -> StoreResult<()> {
         let keys = self.client.keys();
-        let copy = if hot { encode_hot(msg) } else { String::new() };
-        let hot = hot && copy.len() <= self.cfg().hot_message_max_bytes;
-        let mut call = self.scripts.append.key(keys.cache_topic(tenant, &msg.topic));
-        call.key(keys.topic_last_seq(tenant, &msg.topic))
-            .key(keys.topic_hot_msg_seqs(tenant, &msg.topic))
-            .key(keys.topic_hot_msg(tenant, &msg.topic, msg.seq))
-            .key(keys.topic_hot_msg_dels(tenant, &msg.topic))
-            .key(keys.hot_msg_index(tenant))
-            .arg(msg.seq)
-            .arg(msg.created)
-            .arg(self.cfg().cache_ttl_seconds)
-            .arg(if hot { "1" } else { "0" })
-            .arg(copy)
-            .arg(self.cfg().hot_message_ttl_seconds)
-            .arg(self.cfg().hot_max_messages_per_tenant)
-            .arg(format!("{}|{}", msg.seq, msg.topic))
-            .arg(keys.topic_base(tenant));
-        let _: i64 = self.client.script(&call).await?;
-        Ok(())
+        let mut pipe = redis::pipe();
+        for (tenant, msg, hot) in stored {
+            let copy = if hot { encode_hot(msg) } else { String::new() };
+            let hot = hot && copy.len() <= self.cfg().hot_message_max_bytes;
+            pipe.cmd("EVALSHA")
+                .arg(self.scripts.append.get_hash())
+                .arg(6)
+                .arg(keys.cache_topic(tenant, &msg.topic))
+                .arg(keys.topic_last_seq(tenant, &msg.topic))
+                .arg(keys.topic_hot_msg_seqs(tenant, &msg.topic))
+                .arg(keys.topic_hot_msg(tenant, &msg.topic, msg.seq))
+                .arg(keys.topic_hot_msg_dels(tenant, &msg.topic))
+                .arg(keys.hot_msg_index(tenant))
+                .arg(msg.seq)
+                .arg(msg.created)
+                .arg(self.cfg().cache_ttl_seconds)
+                .arg(if hot { "1" } else { "0" })
+                .arg(copy)
+                .arg(self.cfg().hot_message_ttl_seconds)
+                .arg(self.cfg().hot_max_messages_per_tenant)
+                .arg(format!("{}|{}", msg.seq, msg.topic))
+                .arg(keys.topic_base(tenant))
+                .ignore();
+        }
+        self.client.script_pipeline::<()>(&[&self.scripts.append], &pipe).await
     }
 
     /// Answers a history window from hot copies, or `None` when they cannot answer it whole: no `last_seq`, a

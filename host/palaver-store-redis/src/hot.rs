@@ -13,6 +13,7 @@
 
 use crate::client::RedisClient;
 use crate::coherence::Coherence;
+use crate::copies::CopyWriter;
 use crate::policy::HotPolicy;
 use async_trait::async_trait;
 use palaver_core::ports::{MessageStore, OwedFor, PendingAppend};
@@ -28,6 +29,8 @@ pub struct HotMessages {
     inner: Arc<dyn MessageStore>,
     redis: Coherence,
     policy: HotPolicy,
+    /// Applies queued appends' Redis side in batches.
+    copies: Arc<CopyWriter>,
 }
 
 impl std::fmt::Debug for HotMessages {
@@ -43,7 +46,8 @@ impl HotMessages {
     }
 
     pub(crate) fn with_coherence(redis: Coherence, inner: Arc<dyn MessageStore>, policy: HotPolicy) -> Self {
-        Self { inner, redis, policy }
+        let copies = Arc::new(CopyWriter::new(redis.clone(), policy.clone()));
+        Self { inner, redis, policy, copies }
     }
 
     /// Logs and counts a Redis write that failed after the inner write succeeded; never fails the call.
@@ -79,21 +83,17 @@ impl MessageStore for HotMessages {
 
     async fn queue_append(&self, tenant: TenantId, msg: &Message) -> StoreResult<PendingAppend> {
         let pending = self.inner.queue_append(tenant, msg).await?;
-        let (this, msg) = (self.clone(), msg.clone());
+        let (copies, msg) = (self.copies.clone(), msg.clone());
         Ok(PendingAppend::new(async move {
             let outcome = pending.await?;
             if outcome == AppendOutcome::Stored {
-                // As in `append`, but the outcome does not wait for the copy: a queued append's caller is
-                // acknowledging a message, and the copy is an optimisation. Copies of one topic may land out
-                // of seq order: the copy script only ever raises `last_seq`, a read that meets a copy not there
-                // yet falls back to the inner store, and a copy landing after a deletion of its seq is written
-                // as a tombstone.
-                tokio::spawn(async move {
-                    let hot = this.policy.is_hot(tenant, &msg.topic).await;
-                    if let Err(e) = this.redis.on_append(tenant, &msg, hot).await {
-                        this.write_failed("append", &msg.topic, &e, hot);
-                    }
-                });
+                // As in `append`, but the outcome waits only for a place in the copy writer's queue, not for
+                // the copy: a queued append's caller is acknowledging a message, and the copy is an
+                // optimisation. The writer applies copies in the order appends settle, which is not always seq
+                // order across topics' turns; the copy script only ever raises `last_seq`, a read that meets
+                // a copy not there yet falls back to the inner store, and a copy landing after a deletion of
+                // its seq is written as a tombstone.
+                copies.stored(tenant, msg).await;
             }
             Ok(outcome)
         }))
@@ -124,7 +124,9 @@ impl MessageStore for HotMessages {
     ) -> StoreResult<Vec<Message>> {
         let span = tracing::debug_span!("hot.list_messages", tenant = tenant.0, topic, reader = reader.0);
         async {
-            if self.policy.is_hot(tenant, topic).await {
+            // A stored message of the topic whose copy is still on its way from this node: the copies cannot
+            // answer for it yet.
+            if !self.redis.copies_waiting(tenant, topic) && self.policy.is_hot(tenant, topic).await {
                 let metrics = self.redis.client.metrics();
                 match self.redis.read_hot(tenant, topic, reader, query).await {
                     Ok(Some(messages)) => {

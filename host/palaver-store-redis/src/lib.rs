@@ -65,6 +65,7 @@ mod codes;
 mod coherence;
 mod config;
 mod control;
+mod copies;
 mod envelope;
 mod hot;
 mod idempotency;

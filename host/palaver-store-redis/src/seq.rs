@@ -15,22 +15,24 @@ use redis::Script;
 use std::sync::Arc;
 use tracing::Instrument;
 
-/// Initialise-if-missing, increment, and never answer at or below the floor.
+/// Initialise-if-missing, increment by the run's length (ARGV[2], 1 when absent), and never answer at or below
+/// the floor; answers the run's first seq.
 ///
-/// `INCR` alone is not enough after a counter was lost and re-created by another path, or restored from an old
-/// snapshot: the increment would land at or below what is already stored. Raising the counter to `floor + 1`
-/// in the same script keeps the answer above every stored seq without a second round trip.
+/// `INCRBY` alone is not enough after a counter was lost and re-created by another path, or restored from an
+/// old snapshot: the increment would land at or below what is already stored. Raising the counter to
+/// `floor + count` in the same script keeps the whole run above every stored seq without a second round trip.
 const NEXT_SEQ: &str = r"
 local floor = tonumber(ARGV[1])
+local count = tonumber(ARGV[2] or '1')
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('SET', KEYS[1], floor)
 end
-local n = redis.call('INCR', KEYS[1])
-if n <= floor then
-  redis.call('SET', KEYS[1], floor + 1)
-  return floor + 1
+local last = redis.call('INCRBY', KEYS[1], count)
+if last - count < floor then
+  last = floor + count
+  redis.call('SET', KEYS[1], last)
 end
-return n
+return last - count + 1
 ";
 
 /// Raises the counter to at least the floor; never lowers it, so seqs handed out meanwhile stay unique.
@@ -87,14 +89,15 @@ fn checked_floor(floor: Seq) -> Seq {
 
 #[async_trait]
 impl SeqAllocator for RedisSeq {
-    async fn next_seq(&self, tenant: TenantId, topic: &str, floor: Seq) -> StoreResult<Seq> {
-        let span = tracing::debug_span!("redis.next_seq", tenant = tenant.0, topic);
+    async fn next_seqs(&self, tenant: TenantId, topic: &str, floor: Seq, count: u32) -> StoreResult<Seq> {
+        let span = tracing::debug_span!("redis.next_seqs", tenant = tenant.0, topic, count);
         async {
             let key = self.client.keys().topic_last_seq(tenant, topic);
-            let seq: Seq =
-                self.client.script(self.scripts.next.key(&key).arg(checked_floor(floor))).await.inspect_err(|e| {
-                    tracing::warn!(error = %e, "seq allocation failed; the publish is refused as retryable");
-                })?;
+            let mut call = self.scripts.next.key(&key);
+            call.arg(checked_floor(floor)).arg(count.max(1));
+            let seq: Seq = self.client.script(&call).await.inspect_err(|e| {
+                tracing::warn!(error = %e, "seq allocation failed; the publish is refused as retryable");
+            })?;
             if seq <= floor {
                 // The script cannot answer this; if it ever does, handing it out could overwrite history.
                 return Err(StoreError::Internal(format!("seq script answered {seq} at or below floor {floor}")));

@@ -10,7 +10,8 @@
 //! [`crate::code_contract_tests!`] the one-time code store's,
 //! [`crate::plugin_kv_contract_tests!`] the plugin key-value store's,
 //! [`crate::plugin_choice_contract_tests!`] the plugin choice store's,
-//! [`crate::plugin_release_contract_tests!`] the plugin release store's and
+//! [`crate::plugin_release_contract_tests!`] the plugin release store's, [`crate::seq_contract_tests!`] the seq
+//! allocator's and
 //! [`crate::blob_contract_tests!`] the blob store's; an adapter
 //! may also call single cases from its own tests.
 
@@ -37,6 +38,7 @@ mod queue;
 mod registry;
 mod relations;
 mod requests;
+mod seqs;
 mod settings;
 mod subs;
 mod tenancy;
@@ -66,6 +68,7 @@ pub use queue::*;
 pub use registry::*;
 pub use relations::*;
 pub use requests::*;
+pub use seqs::*;
 pub use settings::*;
 pub use subs::*;
 pub use tenancy::*;

@@ -1,22 +1,25 @@
 //! Loaded topics: each topic's ordering lock and caches, with one owner.
 //!
-//! Each topic this node is using has one [`LoadedTopic`], the single owner of its node-local state: the ordering
-//! lock that publishing takes once, around "allocate seq, queue the row, take a turn", and the chain of turns
-//! in which the queued messages are acknowledged and fanned out, so that every session sees a topic's messages
-//! in seq order (see the publish pipeline); and the caches beside it (readers,
-//! the subscribers, the publish gate, the `/v1/im/` roster). The caches sit behind a short synchronous lock that is never held
+//! Each topic this node is using has one [`LoadedTopic`], the single owner of its node-local state: the
+//! admissions (messages waiting for their seq, in arrival order), the ordering lock that the topic's drain takes
+//! once per batch of them, around "allocate the run of seqs, queue the rows, take the turns", and the chain of
+//! turns in which the queued messages are acknowledged and fanned out, so that every session sees a topic's
+//! messages in seq order (see the publish pipeline); and the caches beside it (readers, the subscribers, the
+//! publish gate, the `/v1/im/` roster). The caches sit behind a short synchronous lock that is never held
 //! across an await, so that loading one (a store read, a plugin call) never happens under the ordering lock and
 //! never holds up a publish. A load that raced an invalidation does not store its stale result: every
 //! invalidation bumps the topic's generation, and a load stores only under the generation it started from.
 //!
-//! Lock order: the registry's map lock, then (released first) a topic's ordering lock, then its cache lock;
-//! nothing waits while holding the map or cache lock.
+//! Lock order: the registry's map lock, then (released first) a topic's ordering lock, then its admissions
+//! lock or its cache lock; nothing waits while holding the map, admissions or cache lock.
 //!
 //! The registry is bounded: beyond `max` entries the least recently used ones that nobody holds are unloaded,
 //! and a sweep unloads those idle for longer than the idle time. Unloading only drops caches and the seq floor,
 //! which the next use reloads from the store.
 
-use palaver_core::{AccessMode, Seq, TenantId, UserId};
+use crate::error::ServiceResult;
+use palaver_core::ports::PendingAppend;
+use palaver_core::{AccessMode, Message, Seq, TenantId, UserId};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,6 +34,56 @@ pub(crate) struct WriteState {
     /// The turn of the last message queued: it resolves once that message settled, and the next one queued
     /// waits for it before it is acknowledged or fanned out.
     pub(crate) tail: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+/// A place in a topic's chain: `before` resolves once the previous message settled; dropping the turn (and with
+/// it `_done`, which is never sent on) lets the next one go, whether this one was stored or failed, and also if
+/// its publisher went away.
+pub(crate) struct Turn {
+    pub(crate) before: Option<tokio::sync::oneshot::Receiver<()>>,
+    pub(crate) _done: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Turn {
+    /// Takes the topic's next turn, after the last one queued.
+    pub(crate) fn next(state: &mut WriteState) -> Turn {
+        let (done, next) = tokio::sync::oneshot::channel();
+        Turn { before: state.tail.replace(next), _done: done }
+    }
+
+    pub(crate) async fn wait(&mut self) {
+        if let Some(before) = self.before.take() {
+            // An error means the previous holder dropped its turn: it has settled as far as this one cares.
+            let _ = before.await;
+        }
+    }
+}
+
+/// A message admitted to a topic and waiting for its seq, with where to send what it was queued as.
+pub(crate) struct Admission {
+    pub(crate) msg: Message,
+    pub(crate) reply: tokio::sync::oneshot::Sender<ServiceResult<Slotted>>,
+}
+
+/// A message queued on the store under its seq, and its turn.
+pub(crate) struct Slotted {
+    pub(crate) msg: Message,
+    pub(crate) pending: PendingAppend,
+    pub(crate) turn: Turn,
+}
+
+/// The messages admitted to a topic and not yet given a seq, in arrival order, and whether a drain is taking
+/// them (at most one per topic; see the publish pipeline).
+#[derive(Default)]
+pub(crate) struct Admissions {
+    pub(crate) waiting: Vec<Admission>,
+    pub(crate) draining: bool,
+}
+
+impl std::fmt::Debug for Admissions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admissions").field("waiting", &self.waiting.len()).field("draining", &self.draining).finish()
+    }
 }
 
 /// One cached value and when it was loaded (Unix ms).
@@ -64,6 +117,8 @@ pub(crate) struct TopicCache {
 pub(crate) struct LoadedTopic {
     /// The ordering lock; see the module doc.
     pub(crate) write: tokio::sync::Mutex<WriteState>,
+    /// Messages waiting for their seq; a short synchronous lock, never held across an await.
+    pub(crate) admissions: Mutex<Admissions>,
     cache: Mutex<TopicCache>,
     /// When the topic was last handed out (Unix ms), for eviction.
     last_used: AtomicI64,

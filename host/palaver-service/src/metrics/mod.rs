@@ -68,6 +68,10 @@ const RULE_BUCKETS: [f64; 33] = [
     0.0003, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 ];
 
+/// Bounds of `palaver_seq_run_messages`: one message per allocation on a quiet topic, up to the most a
+/// session's in-flight window times several publishers can put in one run.
+const RUN_BUCKETS: [f64; 10] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0];
+
 fn seconds(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -87,6 +91,7 @@ pub struct Metrics {
     message_retries: Counter,
     idempotency: Counters<Outcome>,
     seq_rebaselines: Counter,
+    seq_runs: Histogram,
     db_append_seconds: Histogram,
     conditional_failures: Counters<What>,
     fanout_frames: Counter,
@@ -136,6 +141,7 @@ impl Default for Metrics {
             message_retries: Counter::default(),
             idempotency: Family::default(),
             seq_rebaselines: Counter::default(),
+            seq_runs: Histogram::new(RUN_BUCKETS),
             db_append_seconds: latency_histogram(),
             conditional_failures: Family::default(),
             fanout_frames: Counter::default(),
@@ -292,6 +298,11 @@ impl Metrics {
 
     pub(crate) fn seq_rebaselined(&self) {
         self.seq_rebaselines.inc();
+    }
+
+    /// Counts one seq allocation of a topic's drain and the messages it gave seqs to.
+    pub(crate) fn seq_run(&self, messages: usize) {
+        self.seq_runs.observe(messages as f64);
     }
 
     /// Counts a conditional write the database refused (a seq taken, a state already moved on).

@@ -65,6 +65,11 @@ impl MetricsSource for Metrics {
             self.seq_rebaselines.clone(),
         );
         r.register(
+            "palaver_seq_run_messages",
+            "Messages given seqs by one allocation (a topic's waiting messages take one run of seqs)",
+            self.seq_runs.clone(),
+        );
+        r.register(
             "palaver_db_append_seconds",
             "Time to append one message to the store (with MySQL, the wait for its batch included)",
             self.db_append_seconds.clone(),

@@ -3,23 +3,34 @@
 //!
 //! **Why two halves.** A store that commits in batches (MariaDB's batch writer) answers an append only after
 //! a durable commit. Waiting for it under the ordering lock made one hot topic as slow as one commit per
-//! message. So the lock covers only "allocate seq, queue the row, take a turn" (a Redis call and a channel
-//! send at most), and the commit is awaited outside it, where many rows of one topic share it.
+//! message. So the lock covers only "allocate seqs, queue the rows, take turns" (a Redis call and channel
+//! sends at most), and the commit is awaited outside it, where many rows of one topic share it.
+//!
+//! **Why admissions.** A publisher does not wait for its seq either: [`Messages::admit`] puts the message on
+//! its topic's admissions in arrival order and returns, so the session reads its next frame while the seq is
+//! allocated. One drain per topic takes everything waiting at once and allocates the whole run of seqs in one
+//! allocator call, so a hot topic pays one Redis round trip per batch instead of one per message. The drain
+//! runs in the admitting call as far as it can; only when it has to wait (Redis, a busy lock) does it go on in
+//! a task of its own. With an in-process allocator it never waits, and no task is made.
 //!
 //! **Ordering guarantees**, each stated where it holds:
-//! - seqs are allocated and rows queued in one order per topic, under the lock ([`Messages::queue`]);
+//! - a topic's messages are admitted in the order their publishers' frames were read ([`Messages::admit`]),
+//!   and seqs are allocated and rows queued in admission order, under the lock ([`drain`]);
 //! - a message is acknowledged and fanned out only after its own commit and after every earlier message of
 //!   the topic has settled (stored and fanned out, or failed): the turns form a chain ([`Messages::settle`]).
 //!   So no later seq is acknowledged before an earlier one is stored, and no message is acknowledged unless
 //!   the store committed it. A failed earlier message leaves a gap, as a deleted one does.
 //!
-//! Lock order: the topic's ordering lock only; a turn is awaited with no lock held.
+//! Lock order: the topic's ordering lock, then its admissions lock (never held across an await); a turn is
+//! awaited with no lock held.
 
 use super::messages::{Messages, Published};
-use crate::delivery::topics::LoadedTopic;
+use crate::delivery::topics::{Admission, LoadedTopic, Slotted, Turn, WriteState};
 use crate::error::{ServiceError, ServiceResult};
-use palaver_core::ports::{PendingAppend, PublishContext};
-use palaver_core::{AppendOutcome, AuditStatus, Claim, Message, Seq, SessionId, StoreError};
+use crate::metrics::Metrics;
+use futures_util::FutureExt;
+use palaver_core::ports::{MessageStore, PendingAppend, PublishContext, SeqAllocator};
+use palaver_core::{AppendOutcome, AuditStatus, Claim, Message, Seq, SessionId, StoreError, TenantId};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
@@ -27,40 +38,46 @@ use tokio::sync::oneshot;
 const SEQ_RETRIES: usize = 3;
 
 /// A message that passed the hooks, either already stored (a retry of an idempotency key that completed) or
-/// queued on the store under its seq.
+/// admitted to its topic, to be queued under its seq.
 pub(crate) enum Admitted {
     Retry { seq: Seq, msg: Message },
-    Queued(Queued),
+    Waiting { msg: Message, slot: oneshot::Receiver<ServiceResult<Slotted>>, topic: Arc<LoadedTopic> },
 }
 
 /// A message queued under its seq, with its place in the topic's chain of turns.
-pub(crate) struct Queued {
+struct Queued {
     msg: Message,
     pending: PendingAppend,
     turn: Turn,
     topic: Arc<LoadedTopic>,
 }
 
-/// A place in a topic's chain: `before` resolves once the previous message settled; dropping the turn (and with
-/// it `_done`, which is never sent on) lets the next one go, whether this one was stored or failed, and also if
-/// its publisher went away.
-pub(crate) struct Turn {
-    before: Option<oneshot::Receiver<()>>,
-    _done: oneshot::Sender<()>,
+/// What a topic's drain uses; owned, so that the drain can outlive the call that started it.
+struct Drain {
+    seq: Arc<dyn SeqAllocator>,
+    messages: Arc<dyn MessageStore>,
+    metrics: Arc<Metrics>,
+    tenant: TenantId,
+    topic: Arc<LoadedTopic>,
 }
 
-impl Turn {
-    async fn wait(&mut self) {
-        if let Some(before) = self.before.take() {
-            // An error means the previous holder dropped its turn: it has settled as far as this one cares.
-            let _ = before.await;
-        }
+/// Ends a drain however it ends: a drain that panicked or was dropped must not leave the topic marked as
+/// drained, or nothing admitted later would ever be queued. What it had not taken is answered by the
+/// dropped reply senders: the publishers see `Unavailable`.
+struct Draining(Arc<LoadedTopic>);
+
+impl Drop for Draining {
+    fn drop(&mut self) {
+        let mut admissions = self.0.admissions.lock();
+        admissions.draining = false;
+        admissions.waiting.clear();
     }
 }
 
 impl Messages<'_> {
     /// The first half of a publish: the hooks judge `msg`; unless the sender was `revoked` meanwhile, its
-    /// idempotency key is claimed and it is queued under the next seq. Returns once it is queued.
+    /// idempotency key is claimed and it is admitted to its topic, to be queued under the next seq. Returns
+    /// once it is admitted, usually before it has a seq.
     pub(crate) async fn admit(
         &self,
         ctx: &PublishContext,
@@ -90,37 +107,44 @@ impl Messages<'_> {
             }
         }
         let topic = self.svc.topics.get(self.tenant, &msg.topic);
-        match self.queue(topic, msg.clone(), None).await {
-            Ok(queued) => Ok(Admitted::Queued(queued)),
-            Err(e) => {
-                self.release_key(&msg, None).await;
-                Err(e)
+        let (reply, slot) = oneshot::channel();
+        let start = {
+            let mut admissions = topic.admissions.lock();
+            // Admission order is the seq order: this push is the point where it is fixed.
+            admissions.waiting.push(Admission { msg: msg.clone(), reply });
+            !std::mem::replace(&mut admissions.draining, true)
+        };
+        if start {
+            let ports = &self.svc.ports;
+            let drain = Drain {
+                seq: ports.seq.clone(),
+                messages: ports.messages.clone(),
+                metrics: self.svc.metrics.clone(),
+                tenant: self.tenant,
+                topic: topic.clone(),
+            };
+            let mut draining = Box::pin(drain.run());
+            if (&mut draining).now_or_never().is_none() {
+                tokio::spawn(draining);
             }
         }
+        Ok(Admitted::Waiting { msg, slot, topic })
     }
 
-    /// Allocates the next seq and queues `msg` under it, taking the topic's next turn: the one acquisition of
-    /// the ordering lock per attempt. Nothing but the seq allocation and the hand-over to the store's queue
-    /// happens under it. `floor` re-baselines the allocator first (after a conflict).
-    async fn queue(&self, topic: Arc<LoadedTopic>, mut msg: Message, floor: Option<Seq>) -> ServiceResult<Queued> {
+    /// Queues `msg` again after a conflict, re-baselining the allocator to `floor` first: the message takes a
+    /// new seq and a new turn, after everything queued meanwhile. It skips the admissions, whose drain would
+    /// not re-baseline; the ordering lock still puts it in one order with them.
+    async fn requeue(&self, topic: Arc<LoadedTopic>, mut msg: Message, found: Seq) -> ServiceResult<Queued> {
         let (tenant, ports) = (self.tenant, &self.svc.ports);
         let mut state = topic.write.lock().await;
         let queued = async {
-            let floor = match (floor, state.floor) {
-                (Some(found), known) => {
-                    // The seq source fell behind what is stored (a lost counter): raise it above both the
-                    // stored maximum and what this node queued. A seq is never reused, no message overwritten.
-                    let floor = found.max(known.unwrap_or(0));
-                    ports.seq.rebaseline(tenant, &msg.topic, floor).await?;
-                    self.svc.metrics.seq_rebaselined();
-                    tracing::warn!(topic = %msg.topic, floor, "seq re-baselined after a conflict");
-                    floor
-                }
-                (None, Some(known)) => known,
-                (None, None) => ports.messages.max_seq(tenant, &msg.topic).await?,
-            };
+            // The seq source fell behind what is stored (a lost counter): raise it above both the stored
+            // maximum and what this node queued. A seq is never reused, no message overwritten.
+            let floor = found.max(state.floor.unwrap_or(0));
+            ports.seq.rebaseline(tenant, &msg.topic, floor).await?;
+            self.svc.metrics.seq_rebaselined();
+            tracing::warn!(topic = %msg.topic, floor, "seq re-baselined after a conflict");
             msg.seq = ports.seq.next_seq(tenant, &msg.topic, floor).await?;
-            // Queued in seq order: the store writes a caller's queued appends in the order they were queued.
             ports.messages.queue_append(tenant, &msg).await.map_err(ServiceError::from)
         }
         .await;
@@ -131,12 +155,10 @@ impl Messages<'_> {
                 return Err(e);
             }
         };
-        // The highest seq queued, not necessarily stored yet: the next allocation only has to exceed it.
         state.floor = Some(msg.seq);
-        let (done, next) = oneshot::channel();
-        let before = state.tail.replace(next);
+        let turn = Turn::next(&mut state);
         drop(state);
-        Ok(Queued { msg, pending, turn: Turn { before, _done: done }, topic })
+        Ok(Queued { msg, pending, turn, topic })
     }
 
     /// The second half: waits for the commit, then for the topic's turn, and then, if the message is stored,
@@ -155,7 +177,21 @@ impl Messages<'_> {
                 let held = msg.audit != AuditStatus::Pass;
                 return Ok(Published { seq, fresh: false, held, msg });
             }
-            Admitted::Queued(q) => q,
+            Admitted::Waiting { msg, slot, topic } => match slot.await {
+                Ok(Ok(Slotted { msg, pending, turn })) => Queued { msg, pending, turn, topic },
+                Ok(Err(e)) => {
+                    self.release_key(&msg, None).await;
+                    return Err(e);
+                }
+                Err(_) => {
+                    // The drain went away without answering (it panicked): nothing was queued for this one.
+                    self.release_key(&msg, None).await;
+                    return Err(ServiceError::Unavailable {
+                        reason: "the topic's writer stopped; send again".into(),
+                        retry_after_ms: 200,
+                    });
+                }
+            },
         };
         let mut attempts = 1;
         let result = loop {
@@ -189,7 +225,7 @@ impl Messages<'_> {
                     };
                     // The next attempt takes a new turn, after those queued meanwhile: its turn ends here.
                     let topic = queued.topic.clone();
-                    match self.queue(topic, queued.msg.clone(), Some(found)).await {
+                    match self.requeue(topic, queued.msg.clone(), found).await {
                         Ok(again) => queued = again,
                         Err(e) => break Err(e),
                     }
@@ -227,6 +263,79 @@ impl Messages<'_> {
         };
         if let Err(e) = outcome {
             tracing::warn!(error = %e, "idempotency key update failed");
+        }
+    }
+}
+
+impl Drain {
+    /// Queues everything admitted to the topic, batch by batch, until nothing waits; then marks the topic as
+    /// drained, under the same lock as the admissions, so that a message admitted after that starts a drain.
+    async fn run(self) {
+        let _draining = Draining(self.topic.clone());
+        loop {
+            let batch = {
+                let mut admissions = self.topic.admissions.lock();
+                if admissions.waiting.is_empty() {
+                    admissions.draining = false;
+                    return;
+                }
+                std::mem::take(&mut admissions.waiting)
+            };
+            let mut state = self.topic.write.lock().await;
+            self.queue(&mut state, batch).await;
+        }
+    }
+
+    /// Allocates one run of seqs for `batch` and queues its messages under them, in admission order, each
+    /// taking the topic's next turn; each publisher gets its own outcome. Runs under the ordering lock.
+    async fn queue(&self, state: &mut WriteState, batch: Vec<Admission>) {
+        // A publisher that went away before its message took a seq: the message is not stored, as if it had
+        // never been sent.
+        let batch: Vec<Admission> = batch.into_iter().filter(|a| !a.reply.is_closed()).collect();
+        let Some(first) = batch.first() else { return };
+        let name = first.msg.topic.clone();
+        let floor = match state.floor {
+            Some(known) => Ok(known),
+            None => self.messages.max_seq(self.tenant, &name).await,
+        };
+        let count = u32::try_from(batch.len()).unwrap_or(u32::MAX);
+        let start = match floor {
+            Ok(floor) => self.seq.next_seqs(self.tenant, &name, floor, count).await,
+            Err(e) => Err(e),
+        };
+        let start = match start {
+            Ok(start) => start,
+            Err(e) => {
+                state.floor = None;
+                let e = ServiceError::from(e);
+                for a in batch {
+                    let _ = a.reply.send(Err(e.clone()));
+                }
+                return;
+            }
+        };
+        self.metrics.seq_run(batch.len());
+        let mut failed = false;
+        for (seq, a) in (start..).zip(batch) {
+            let msg = Message { seq, ..a.msg };
+            // Queued in seq order: the store writes a caller's queued appends in the order they were queued.
+            match self.messages.queue_append(self.tenant, &msg).await {
+                Ok(pending) => {
+                    // The highest seq queued, not necessarily stored yet: the next allocation only has to
+                    // exceed it.
+                    state.floor = Some(seq);
+                    let turn = Turn::next(state);
+                    let _ = a.reply.send(Ok(Slotted { msg, pending, turn }));
+                }
+                Err(e) => {
+                    failed = true;
+                    let _ = a.reply.send(Err(ServiceError::from(e)));
+                }
+            }
+        }
+        if failed {
+            // A failed queue may have counted its seq as queued; the next batch reads the store's maximum.
+            state.floor = None;
         }
     }
 }

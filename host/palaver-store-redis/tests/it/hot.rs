@@ -208,3 +208,33 @@ async fn deleting_the_topic_drops_its_copies() {
     assert_eq!(exists, 0);
     assert!(rig.stack.list_messages(T, TOPIC, UserId(2), &q(None, None, 10)).await.unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_appends_copy_in_batches_and_this_node_reads_its_own_writes_meanwhile() {
+    let Some(rig) = Rig::new(common::config("hot-batched")).await else { return };
+    let first = rig.seq.next_seqs(T, TOPIC, 0, 200).await.unwrap();
+    let messages: Vec<Message> = (first..first + 200).map(|seq| msg(TOPIC, seq, 1)).collect();
+    let commands_before = rig.client.metrics().snapshot().commands;
+    let mut pending = Vec::new();
+    for m in &messages {
+        pending.push(rig.stack.queue_append(T, m).await.unwrap());
+    }
+    // Settled all at once, as a busy node's appends do: their copies queue together.
+    let outcomes = futures_util::future::join_all(pending).await;
+    assert!(outcomes.into_iter().all(|o| o.unwrap() == palaver_core::AppendOutcome::Stored));
+    // Right after the outcomes, whatever the copies' progress, this node sees every message and the topic's seq.
+    let (seqs, _) = rig.list(1, q(None, None, 500)).await;
+    assert_eq!(seqs.len(), 200);
+    assert_eq!(rig.stack.get_topic(T, TOPIC).await.unwrap().unwrap().seq, first + 199);
+    // Every copy lands, and then the window is answered from Redis.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while rig.raw_copy(first + 199).await.is_none() || rig.raw_copy(first).await.is_none() {
+        assert!(std::time::Instant::now() < deadline, "the copies never landed");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let (seqs, hit) = rig.list(1, q(None, None, 500)).await;
+    assert_eq!((seqs.len(), hit), (200, true));
+    // 200 copies took a few pipelines, not 200 calls (the reads above and the polling add a few more).
+    let commands = rig.client.metrics().snapshot().commands - commands_before;
+    assert!(commands < 100, "{commands} Redis calls for 200 queued appends and the reads");
+}

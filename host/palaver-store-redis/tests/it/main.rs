@@ -21,6 +21,7 @@ mod presence;
 mod presence_batch;
 mod semantics;
 mod seq;
+mod seq_contract;
 
 use palaver_core::{AccessMode, DefaultAccess, User};
 use palaver_core::{AuditStatus, Message, RecordState, Subscription, Topic, TopicKind, UnixMillis, UserId};
