@@ -48,8 +48,9 @@
 //! evaluates to the store.
 //!
 //! The one-time code store (confirmation and reset codes) runs [`code_contract_tests!`], whose expression
-//! evaluates to an `Arc<dyn CodeStore>`, and the seq allocator [`seq_contract_tests!`], whose expression
-//! evaluates to an `Arc<dyn SeqAllocator>`.
+//! evaluates to an `Arc<dyn CodeStore>`, the seq allocator [`seq_contract_tests!`], whose expression
+//! evaluates to an `Arc<dyn SeqAllocator>`, and the idempotency keys [`idempotency_contract_tests!`], whose
+//! expression evaluates to an `Arc<dyn IdempotencyStore>`.
 //!
 //! The plugin key-value store (the plugins' `kv` import) runs [`plugin_kv_contract_tests!`] in the two forms of
 //! [`storage_contract_tests!`]: the expression evaluates to the store (any `PluginKv`, such as the in-process
@@ -243,6 +244,18 @@ macro_rules! seq_contract_tests {
             seq_runs_are_contiguous_and_follow_single_seqs,
             seq_tenants_and_topics_count_apart,
             concurrent_seq_runs_never_overlap,
+        );
+    };
+}
+
+/// Expands to one `#[tokio::test]` per idempotency key case, each on a fresh store (an
+/// `Arc<dyn IdempotencyStore>`) made by the given async expression.
+#[macro_export]
+macro_rules! idempotency_contract_tests {
+    ($make:expr) => {
+        $crate::__contract_suite!(@each store: _ = $make;
+            idempotency_keys_go_pending_done_and_failed,
+            claimed_batches_answer_as_claims_one_by_one,
         );
     };
 }

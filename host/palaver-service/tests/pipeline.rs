@@ -19,15 +19,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-/// History whose queued appends commit (or fail) only when the test releases their seq.
+/// History whose queued appends commit (or fail) only when the test releases their seq, and whose stored
+/// maximum can be held back.
 struct Gated {
     inner: Arc<MemoryStore>,
     waiting: Mutex<BTreeMap<Seq, oneshot::Sender<bool>>>,
+    floor: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
 }
 
 impl Gated {
     fn new(inner: Arc<MemoryStore>) -> Arc<Self> {
-        Arc::new(Gated { inner, waiting: Mutex::new(BTreeMap::new()) })
+        Arc::new(Gated { inner, waiting: Mutex::new(BTreeMap::new()), floor: Mutex::new(None) })
+    }
+
+    /// Makes `max_seq` wait until the returned sender says `true`.
+    fn hold_floor(&self) -> tokio::sync::watch::Sender<bool> {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        *self.floor.lock().unwrap() = Some(rx);
+        tx
     }
 
     /// The seqs queued and not yet released.
@@ -73,6 +82,10 @@ impl MessageStore for Gated {
         self.inner.find_by_client_mid(t, topic, from, mid).await
     }
     async fn max_seq(&self, tenant: TenantId, topic: &str) -> StoreResult<Seq> {
+        let held = self.floor.lock().unwrap().clone();
+        if let Some(mut released) = held {
+            released.wait_for(|r| *r).await.expect("the test holds the sender");
+        }
         self.inner.max_seq(tenant, topic).await
     }
     async fn list_messages(&self, t: TenantId, topic: &str, r: UserId, q: &MessageQuery) -> StoreResult<Vec<Message>> {
@@ -170,6 +183,46 @@ async fn acks_and_fanout_keep_seq_order_whichever_commit_finishes_first() {
     let (count, sum) = pub_durations(&svc);
     assert_eq!(count, 2);
     assert!(sum >= 0.2, "the publish durations add up to {sum} s");
+}
+
+/// The count and sum of `palaver_seq_run_messages`: allocations, and messages they gave seqs to.
+fn seq_runs(svc: &palaver_service::Service) -> (u64, u64) {
+    let text = svc.render_metrics();
+    let value = |name: &str| {
+        let prefix = format!("palaver_seq_run_messages_{name} ");
+        text.lines().find_map(|l| l.strip_prefix(&prefix)).map_or(0.0, |v| v.trim().parse::<f64>().unwrap())
+    };
+    (value("count") as u64, value("sum") as u64)
+}
+
+#[tokio::test]
+async fn messages_admitted_while_a_seq_is_being_allocated_take_the_next_run_together() {
+    let (gated, mut owner, mut reader, grp, svc) = setup_service(ServiceConfig::default()).await;
+    // The topic's first allocation needs the stored maximum; held back, it keeps the first message waiting.
+    let floor = gated.hold_floor();
+    for id in ["a", "b", "c", "d"] {
+        // Each request returns before its message has a seq: the session reads on.
+        assert!(ctrls(&owner.send(publish(id, &grp, id)).await).is_empty());
+    }
+    assert!(gated.queued().is_empty(), "nothing has a seq yet");
+    floor.send(true).unwrap();
+    gated.until_queued(4).await;
+    assert_eq!(gated.queued(), vec![1, 2, 3, 4], "admission order is seq order");
+    // "a" took a run of its own; "b", "c" and "d", admitted meanwhile, one run together.
+    assert_eq!(seq_runs(&svc), (2, 4));
+    for seq in [4, 2, 3, 1] {
+        gated.release(seq, true);
+    }
+    let (_, mut frames) = owner.wait_for("the last ack", |f| f["ctrl"]["id"] == "d").await;
+    frames.extend(owner.drain());
+    let acks: Vec<(String, i64, Option<i64>)> =
+        ["a", "b", "c", "d"].iter().zip(1..).map(|(id, seq)| (id.to_string(), 202, Some(seq))).collect();
+    let got: Vec<_> = ctrls(&frames);
+    assert_eq!(got, acks[..3].to_vec(), "acks in seq order (the last one was waited for above)");
+    let (last, mut got) = reader.wait_for("seq 4", |f| f["data"]["seq"] == 4).await;
+    got.push(last);
+    let seqs: Vec<i64> = data(&got).iter().map(|d| d["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
 }
 
 #[tokio::test]

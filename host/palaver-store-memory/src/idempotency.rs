@@ -175,7 +175,8 @@ impl IdempotencyStore for MemoryIdempotency {
         let now = Instant::now();
         let key = key(tenant, topic, from, client_mid);
         let mut state = self.state.lock();
-        if let Some(entry) = state.keys.get_mut(&key) {
+        // A done key keeps its seq: a retry must still learn where its message went.
+        if let Some(entry) = state.keys.get_mut(&key).filter(|e| !matches!(e.status, Status::Done { .. })) {
             entry.status = Status::Failed;
             entry.expires = now + self.ttls.failed;
         }

@@ -45,6 +45,14 @@ palaver_contract::seq_contract_tests!(async {
     std::sync::Arc::new(palaver_store_memory::MemorySeq::new()) as std::sync::Arc<dyn palaver_core::ports::SeqAllocator>
 });
 
+/// The idempotency keys' TTLs in the contract cases: longer than any case runs.
+const MINUTE: std::time::Duration = std::time::Duration::from_secs(60);
+
+palaver_contract::idempotency_contract_tests!(async {
+    std::sync::Arc::new(palaver_store_memory::MemoryIdempotency::new(MINUTE, MINUTE, MINUTE))
+        as std::sync::Arc<dyn palaver_core::ports::IdempotencyStore>
+});
+
 palaver_contract::plugin_choice_contract_tests!(async { palaver_store_memory::MemoryPluginChoices::new() });
 
 palaver_contract::plugin_release_contract_tests!(async { palaver_store_memory::MemoryPluginReleases::new() });

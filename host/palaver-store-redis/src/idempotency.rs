@@ -2,7 +2,8 @@
 //! with the value `{"status","seq","message_id","created_at"}` (one key per sender and client message id).
 //!
 //! A claim is `SET NX EX pending_ttl`; only when that finds the key taken does a script look at it, taking a
-//! `failed` key over atomically and reporting `pending` or `done` otherwise. The message store's unique
+//! `failed` key over atomically and reporting `pending` or `done` otherwise. A batch of claims is one pipeline
+//! of `SET NX`; the `done` writes of a busy node share pipelines through one writer. The message store's unique
 //! (topic, sender, client_mid) key stays the backstop for keys that expired or were lost.
 
 use crate::client::RedisClient;
@@ -12,7 +13,8 @@ use palaver_core::ports::IdempotencyStore;
 use palaver_core::{Claim, Seq, StoreError, StoreResult, TenantId, UserId};
 use redis::Script;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 /// Runs when `SET NX` found the key: a `failed` (or, in the meantime, expired) key is taken as pending;
@@ -68,6 +70,38 @@ impl KeyValue {
 pub struct RedisIdempotency {
     client: RedisClient,
     scripts: Arc<(Script, Script)>,
+    /// The queue of `done` writes, and once the first arrives the task that sends them in pipelines.
+    completions: Arc<OnceLock<mpsc::Sender<Completion>>>,
+}
+
+/// A `done` value to write, and who waits for it.
+struct Completion {
+    key: String,
+    value: String,
+    reply: oneshot::Sender<StoreResult<()>>,
+}
+
+/// `done` writes waiting before a completing publish waits for room.
+const COMPLETIONS_QUEUE: usize = 8192;
+
+/// The most `done` writes one pipeline carries.
+const COMPLETIONS_BATCH: usize = 128;
+
+/// Sends the queued `done` writes, each batch as one pipeline of `SET … EX`, and answers each writer with
+/// the pipeline's outcome.
+async fn write_completions(client: RedisClient, mut rx: mpsc::Receiver<Completion>) {
+    let ttl = client.config().done_ttl_seconds;
+    let mut batch = Vec::with_capacity(COMPLETIONS_BATCH);
+    while rx.recv_many(&mut batch, COMPLETIONS_BATCH).await > 0 {
+        let mut pipe = redis::pipe();
+        for c in &batch {
+            pipe.cmd("SET").arg(&c.key).arg(&c.value).arg("EX").arg(ttl).ignore();
+        }
+        let outcome: StoreResult<()> = client.pipeline(&pipe).await;
+        for c in batch.drain(..) {
+            let _ = c.reply.send(outcome.clone());
+        }
+    }
 }
 
 impl std::fmt::Debug for RedisIdempotency {
@@ -79,7 +113,11 @@ impl std::fmt::Debug for RedisIdempotency {
 impl RedisIdempotency {
     /// Keys with the client's TTLs: `pending_ttl_seconds`, `done_ttl_seconds`, `failed_ttl_seconds`.
     pub fn new(client: RedisClient) -> Self {
-        Self { client, scripts: Arc::new((Script::new(TAKEOVER), Script::new(FAIL))) }
+        Self {
+            client,
+            scripts: Arc::new((Script::new(TAKEOVER), Script::new(FAIL))),
+            completions: Arc::new(OnceLock::new()),
+        }
     }
 
     fn key(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> String {
@@ -124,6 +162,43 @@ impl IdempotencyStore for RedisIdempotency {
         .await
     }
 
+    async fn claim_many(&self, tenant: TenantId, topic: &str, keys: &[(UserId, &str)]) -> StoreResult<Vec<Claim>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let span = tracing::debug_span!("redis.idempotency_claim_many", tenant = tenant.0, topic, keys = keys.len());
+        async {
+            let pending = KeyValue::encode(Status::Pending, None);
+            let ttl = self.client.config().pending_ttl_seconds;
+            let names: Vec<String> = keys.iter().map(|(from, mid)| self.key(tenant, topic, *from, mid)).collect();
+            // One pipeline of `SET NX`, run by Redis in order: a key repeated in the batch is set by its first
+            // occurrence and found taken by the later ones, as one-by-one claims would find it.
+            let mut pipe = redis::pipe();
+            for name in &names {
+                pipe.cmd("SET").arg(name).arg(&pending).arg("NX").arg("EX").arg(ttl);
+            }
+            let set: Vec<Option<String>> = self.client.pipeline(&pipe).await?;
+            let mut claims = Vec::with_capacity(keys.len());
+            for (name, set) in names.iter().zip(set) {
+                if set.is_some() {
+                    claims.push(Claim::Acquired);
+                    continue;
+                }
+                // Taken: rare (a retry), so the look at the holder is a call of its own, as in `claim`.
+                let (acquired, current): (i64, Option<String>) =
+                    self.client.script(self.scripts.0.key(name).arg(&pending).arg(ttl)).await?;
+                claims.push(match (acquired, current) {
+                    (1, _) => Claim::Acquired,
+                    (_, Some(raw)) => Self::claim_of(&raw)?,
+                    (_, None) => return Err(StoreError::Internal("idempotency script answered nothing".into())),
+                });
+            }
+            Ok(claims)
+        }
+        .instrument(span)
+        .await
+    }
+
     async fn complete(
         &self,
         tenant: TenantId,
@@ -137,10 +212,19 @@ impl IdempotencyStore for RedisIdempotency {
             // Written whether or not the pending key survived: a late retry then learns the seq from Redis
             // instead of reaching the message store's backstop.
             let key = self.key(tenant, topic, from, client_mid);
-            let done = KeyValue::encode(Status::Done, Some(seq));
-            let ttl = self.client.config().done_ttl_seconds;
-            let _: () = self.client.query(redis::cmd("SET").arg(&key).arg(done).arg("EX").arg(ttl)).await?;
-            Ok(())
+            let value = KeyValue::encode(Status::Done, Some(seq));
+            // Through one writer per store, so that the completions of a busy node share pipelines instead of
+            // costing a call each; the caller still waits for its own write.
+            let writer = self.completions.get_or_init(|| {
+                let (tx, rx) = mpsc::channel(COMPLETIONS_QUEUE);
+                tokio::spawn(write_completions(self.client.clone(), rx));
+                tx
+            });
+            let (reply, written) = oneshot::channel();
+            if writer.send(Completion { key, value, reply }).await.is_err() {
+                return Err(StoreError::Internal("the idempotency writer stopped".into()));
+            }
+            written.await.map_err(|_| StoreError::Internal("the idempotency writer stopped".into()))?
         }
         .instrument(span)
         .await

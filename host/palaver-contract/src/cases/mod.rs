@@ -11,7 +11,7 @@
 //! [`crate::plugin_kv_contract_tests!`] the plugin key-value store's,
 //! [`crate::plugin_choice_contract_tests!`] the plugin choice store's,
 //! [`crate::plugin_release_contract_tests!`] the plugin release store's, [`crate::seq_contract_tests!`] the seq
-//! allocator's and
+//! allocator's, [`crate::idempotency_contract_tests!`] the idempotency keys' and
 //! [`crate::blob_contract_tests!`] the blob store's; an adapter
 //! may also call single cases from its own tests.
 
@@ -27,6 +27,7 @@ mod group_announcements;
 mod group_requests;
 mod group_state;
 mod groups;
+mod idempotency;
 mod messages;
 mod notifications;
 mod outbox;
@@ -57,6 +58,7 @@ pub use group_announcements::*;
 pub use group_requests::*;
 pub use group_state::*;
 pub use groups::*;
+pub use idempotency::*;
 pub use messages::*;
 pub use notifications::*;
 pub use outbox::*;

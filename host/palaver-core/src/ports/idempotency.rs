@@ -8,6 +8,18 @@ pub trait IdempotencyStore: Send + Sync {
     /// Takes the key as pending if it is free or failed; otherwise says what holds it.
     async fn claim(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> StoreResult<Claim>;
 
+    /// [`IdempotencyStore::claim`] for the keys of several senders' messages to one topic, answered in their
+    /// order, as if claimed one after another: of two equal keys the first may be acquired and the second then
+    /// finds it pending. Publishing claims the keys of all the messages waiting on a topic this way; an adapter
+    /// over a network store answers in one round trip where it can.
+    async fn claim_many(&self, tenant: TenantId, topic: &str, keys: &[(UserId, &str)]) -> StoreResult<Vec<Claim>> {
+        let mut claims = Vec::with_capacity(keys.len());
+        for (from, client_mid) in keys {
+            claims.push(self.claim(tenant, topic, *from, client_mid).await?);
+        }
+        Ok(claims)
+    }
+
     /// Marks the key done with the seq the message was stored under.
     async fn complete(
         &self,

@@ -17,7 +17,7 @@
 //! and a sweep unloads those idle for longer than the idle time. Unloading only drops caches and the seq floor,
 //! which the next use reloads from the store.
 
-use crate::error::ServiceResult;
+use crate::error::ServiceError;
 use palaver_core::ports::PendingAppend;
 use palaver_core::{AccessMode, Message, Seq, TenantId, UserId};
 use parking_lot::Mutex;
@@ -59,17 +59,24 @@ impl Turn {
     }
 }
 
-/// A message admitted to a topic and waiting for its seq, with where to send what it was queued as.
+/// A message admitted to a topic and waiting for its seq, with where to send what became of it.
 pub(crate) struct Admission {
     pub(crate) msg: Message,
-    pub(crate) reply: tokio::sync::oneshot::Sender<ServiceResult<Slotted>>,
+    pub(crate) reply: tokio::sync::oneshot::Sender<Result<Placed, Refused>>,
 }
 
-/// A message queued on the store under its seq, and its turn.
-pub(crate) struct Slotted {
-    pub(crate) msg: Message,
-    pub(crate) pending: PendingAppend,
-    pub(crate) turn: Turn,
+/// What an admitted message became.
+pub(crate) enum Placed {
+    /// Queued on the store under its seq, with its turn.
+    Queued { msg: Message, pending: PendingAppend, turn: Turn },
+    /// A retry of a `client_mid` whose message is stored already, under `seq`: nothing was queued.
+    Stored { seq: Seq },
+}
+
+/// Why an admitted message was not queued, and whether it holds its idempotency key, which is then released.
+pub(crate) struct Refused {
+    pub(crate) error: ServiceError,
+    pub(crate) claimed: bool,
 }
 
 /// The messages admitted to a topic and not yet given a seq, in arrival order, and whether a drain is taking

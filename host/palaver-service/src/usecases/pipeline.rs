@@ -25,23 +25,24 @@
 //! awaited with no lock held.
 
 use super::messages::{Messages, Published};
-use crate::delivery::topics::{Admission, LoadedTopic, Slotted, Turn, WriteState};
+use crate::delivery::topics::{Admission, LoadedTopic, Placed, Refused, Turn, WriteState};
 use crate::error::{ServiceError, ServiceResult};
 use crate::metrics::Metrics;
 use futures_util::FutureExt;
-use palaver_core::ports::{MessageStore, PendingAppend, PublishContext, SeqAllocator};
-use palaver_core::{AppendOutcome, AuditStatus, Claim, Message, Seq, SessionId, StoreError, TenantId};
+use palaver_core::ports::{IdempotencyStore, MessageStore, PendingAppend, PublishContext, SeqAllocator};
+use palaver_core::{AppendOutcome, AuditStatus, Claim, Message, Seq, SessionId, StoreError, TenantId, UserId};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
 /// How many times a publish re-baselines and queues again after finding its seq already stored.
 const SEQ_RETRIES: usize = 3;
 
-/// A message that passed the hooks, either already stored (a retry of an idempotency key that completed) or
-/// admitted to its topic, to be queued under its seq.
-pub(crate) enum Admitted {
-    Retry { seq: Seq, msg: Message },
-    Waiting { msg: Message, slot: oneshot::Receiver<ServiceResult<Slotted>>, topic: Arc<LoadedTopic> },
+/// A message that passed the hooks, admitted to its topic: the receiver tells what became of it (queued under
+/// its seq, already stored by an earlier attempt with its `client_mid`, or refused).
+pub(crate) struct Admitted {
+    msg: Message,
+    slot: oneshot::Receiver<Result<Placed, Refused>>,
+    topic: Arc<LoadedTopic>,
 }
 
 /// A message queued under its seq, with its place in the topic's chain of turns.
@@ -55,29 +56,40 @@ struct Queued {
 /// What a topic's drain uses; owned, so that the drain can outlive the call that started it.
 struct Drain {
     seq: Arc<dyn SeqAllocator>,
+    idempotency: Arc<dyn IdempotencyStore>,
     messages: Arc<dyn MessageStore>,
     metrics: Arc<Metrics>,
     tenant: TenantId,
     topic: Arc<LoadedTopic>,
 }
 
-/// Ends a drain however it ends: a drain that panicked or was dropped must not leave the topic marked as
-/// drained, or nothing admitted later would ever be queued. What it had not taken is answered by the
-/// dropped reply senders: the publishers see `Unavailable`.
-struct Draining(Arc<LoadedTopic>);
+/// Ends a drain that did not finish (it panicked, or its task was dropped): such a drain must not leave the
+/// topic marked as drained, or nothing admitted later would ever be queued. What it had not taken is answered
+/// by the dropped reply senders: those publishers see `Unavailable`. A drain that finished unmarked the topic
+/// itself, under the admissions lock, and a new drain may be running by now: then this does nothing.
+struct Unfinished {
+    topic: Arc<LoadedTopic>,
+    finished: bool,
+}
 
-impl Drop for Draining {
+impl Drop for Unfinished {
     fn drop(&mut self) {
-        let mut admissions = self.0.admissions.lock();
-        admissions.draining = false;
-        admissions.waiting.clear();
+        if !self.finished {
+            let mut admissions = self.topic.admissions.lock();
+            admissions.draining = false;
+            admissions.waiting.clear();
+        }
     }
 }
 
+/// Batches a drain queues before it lets the task it runs in yield: a drain running inside a session's admit
+/// then goes on in a task of its own instead of keeping that session from reading while others publish.
+const BATCHES_BEFORE_YIELD: usize = 4;
+
 impl Messages<'_> {
-    /// The first half of a publish: the hooks judge `msg`; unless the sender was `revoked` meanwhile, its
-    /// idempotency key is claimed and it is admitted to its topic, to be queued under the next seq. Returns
-    /// once it is admitted, usually before it has a seq.
+    /// The first half of a publish: the hooks judge `msg`; unless the sender was `revoked` meanwhile, it is
+    /// admitted to its topic, where the drain claims its idempotency key and queues it under the next seq.
+    /// Returns once it is admitted, usually before either.
     pub(crate) async fn admit(
         &self,
         ctx: &PublishContext,
@@ -87,24 +99,6 @@ impl Messages<'_> {
         self.judge(ctx, &mut msg).await?;
         if revoked() {
             return Err(ServiceError::PermissionDenied);
-        }
-        if let Some(mid) = msg.client_mid.as_deref() {
-            let ports = &self.svc.ports;
-            match ports.idempotency.claim(self.tenant, &msg.topic, msg.from, mid).await? {
-                Claim::Acquired => self.svc.metrics.idempotency("acquired"),
-                Claim::Done { seq } => {
-                    self.svc.metrics.idempotency("done");
-                    self.svc.metrics.message_retry();
-                    return Ok(Admitted::Retry { seq, msg: Message { seq, ..msg } });
-                }
-                Claim::Pending => {
-                    self.svc.metrics.idempotency("pending");
-                    return Err(ServiceError::Unavailable {
-                        reason: "a message with this client_mid is being stored".into(),
-                        retry_after_ms: 500,
-                    });
-                }
-            }
         }
         let topic = self.svc.topics.get(self.tenant, &msg.topic);
         let (reply, slot) = oneshot::channel();
@@ -118,6 +112,7 @@ impl Messages<'_> {
             let ports = &self.svc.ports;
             let drain = Drain {
                 seq: ports.seq.clone(),
+                idempotency: ports.idempotency.clone(),
                 messages: ports.messages.clone(),
                 metrics: self.svc.metrics.clone(),
                 tenant: self.tenant,
@@ -128,7 +123,7 @@ impl Messages<'_> {
                 tokio::spawn(draining);
             }
         }
-        Ok(Admitted::Waiting { msg, slot, topic })
+        Ok(Admitted { msg, slot, topic })
     }
 
     /// Queues `msg` again after a conflict, re-baselining the allocator to `floor` first: the message takes a
@@ -172,26 +167,27 @@ impl Messages<'_> {
         on_stored: impl FnOnce(Seq, bool),
     ) -> ServiceResult<Published> {
         let tenant = self.tenant;
-        let mut queued = match admitted {
-            Admitted::Retry { seq, msg } => {
+        let Admitted { msg, slot, topic } = admitted;
+        let mut queued = match slot.await {
+            Ok(Ok(Placed::Queued { msg, pending, turn })) => Queued { msg, pending, turn, topic },
+            Ok(Ok(Placed::Stored { seq })) => {
                 let held = msg.audit != AuditStatus::Pass;
-                return Ok(Published { seq, fresh: false, held, msg });
+                return Ok(Published { seq, fresh: false, held, msg: Message { seq, ..msg } });
             }
-            Admitted::Waiting { msg, slot, topic } => match slot.await {
-                Ok(Ok(Slotted { msg, pending, turn })) => Queued { msg, pending, turn, topic },
-                Ok(Err(e)) => {
+            Ok(Err(Refused { error, claimed })) => {
+                if claimed {
                     self.release_key(&msg, None).await;
-                    return Err(e);
                 }
-                Err(_) => {
-                    // The drain went away without answering (it panicked): nothing was queued for this one.
-                    self.release_key(&msg, None).await;
-                    return Err(ServiceError::Unavailable {
-                        reason: "the topic's writer stopped; send again".into(),
-                        retry_after_ms: 200,
-                    });
-                }
-            },
+                return Err(error);
+            }
+            Err(_) => {
+                // The drain went away without answering (it panicked). Whether it had claimed the key is not
+                // known, so the key is left to its pending TTL rather than released under another attempt.
+                return Err(ServiceError::Unavailable {
+                    reason: "the topic's writer stopped; send again".into(),
+                    retry_after_ms: 200,
+                });
+            }
         };
         let mut attempts = 1;
         let result = loop {
@@ -271,34 +267,69 @@ impl Drain {
     /// Queues everything admitted to the topic, batch by batch, until nothing waits; then marks the topic as
     /// drained, under the same lock as the admissions, so that a message admitted after that starts a drain.
     async fn run(self) {
-        let _draining = Draining(self.topic.clone());
-        loop {
+        let mut guard = Unfinished { topic: self.topic.clone(), finished: false };
+        for batches in 1.. {
             let batch = {
                 let mut admissions = self.topic.admissions.lock();
                 if admissions.waiting.is_empty() {
                     admissions.draining = false;
+                    guard.finished = true;
                     return;
                 }
                 std::mem::take(&mut admissions.waiting)
             };
             let mut state = self.topic.write.lock().await;
             self.queue(&mut state, batch).await;
+            drop(state);
+            if batches % BATCHES_BEFORE_YIELD == 0 {
+                tokio::task::yield_now().await;
+            }
         }
     }
 
-    /// Allocates one run of seqs for `batch` and queues its messages under them, in admission order, each
-    /// taking the topic's next turn; each publisher gets its own outcome. Runs under the ordering lock.
+    /// Claims the idempotency keys of `batch` in one call, then allocates one run of seqs for the messages
+    /// still to store and queues them under it, in admission order, each taking the topic's next turn; each
+    /// publisher gets its own outcome. Runs under the ordering lock.
     async fn queue(&self, state: &mut WriteState, batch: Vec<Admission>) {
         // A publisher that went away before its message took a seq: the message is not stored, as if it had
         // never been sent.
         let batch: Vec<Admission> = batch.into_iter().filter(|a| !a.reply.is_closed()).collect();
         let Some(first) = batch.first() else { return };
         let name = first.msg.topic.clone();
+        let claims = self.claims(&name, &batch).await;
+        let mut store = Vec::with_capacity(batch.len());
+        for (a, claim) in batch.into_iter().zip(claims) {
+            let refused = |error| Err(Refused { error, claimed: false });
+            let _ = match claim {
+                None => {
+                    store.push((a, false));
+                    continue;
+                }
+                Some(Ok(Claim::Acquired)) => {
+                    self.metrics.idempotency("acquired");
+                    store.push((a, true));
+                    continue;
+                }
+                Some(Ok(Claim::Done { seq })) => {
+                    self.metrics.idempotency("done");
+                    self.metrics.message_retry();
+                    a.reply.send(Ok(Placed::Stored { seq }))
+                }
+                Some(Ok(Claim::Pending)) => {
+                    self.metrics.idempotency("pending");
+                    a.reply.send(refused(ServiceError::Unavailable {
+                        reason: "a message with this client_mid is being stored".into(),
+                        retry_after_ms: 500,
+                    }))
+                }
+                Some(Err(error)) => a.reply.send(refused(error)),
+            };
+        }
+        let Some(count) = u32::try_from(store.len()).ok().filter(|n| *n > 0) else { return };
         let floor = match state.floor {
             Some(known) => Ok(known),
             None => self.messages.max_seq(self.tenant, &name).await,
         };
-        let count = u32::try_from(batch.len()).unwrap_or(u32::MAX);
         let start = match floor {
             Ok(floor) => self.seq.next_seqs(self.tenant, &name, floor, count).await,
             Err(e) => Err(e),
@@ -307,16 +338,16 @@ impl Drain {
             Ok(start) => start,
             Err(e) => {
                 state.floor = None;
-                let e = ServiceError::from(e);
-                for a in batch {
-                    let _ = a.reply.send(Err(e.clone()));
+                let error = ServiceError::from(e);
+                for (a, claimed) in store {
+                    let _ = a.reply.send(Err(Refused { error: error.clone(), claimed }));
                 }
                 return;
             }
         };
-        self.metrics.seq_run(batch.len());
+        self.metrics.seq_run(store.len());
         let mut failed = false;
-        for (seq, a) in (start..).zip(batch) {
+        for (seq, (a, claimed)) in (start..).zip(store) {
             let msg = Message { seq, ..a.msg };
             // Queued in seq order: the store writes a caller's queued appends in the order they were queued.
             match self.messages.queue_append(self.tenant, &msg).await {
@@ -325,11 +356,11 @@ impl Drain {
                     // exceed it.
                     state.floor = Some(seq);
                     let turn = Turn::next(state);
-                    let _ = a.reply.send(Ok(Slotted { msg, pending, turn }));
+                    let _ = a.reply.send(Ok(Placed::Queued { msg, pending, turn }));
                 }
                 Err(e) => {
                     failed = true;
-                    let _ = a.reply.send(Err(ServiceError::from(e)));
+                    let _ = a.reply.send(Err(Refused { error: ServiceError::from(e), claimed }));
                 }
             }
         }
@@ -337,5 +368,24 @@ impl Drain {
             // A failed queue may have counted its seq as queued; the next batch reads the store's maximum.
             state.floor = None;
         }
+    }
+
+    /// The claims of the batch's idempotency keys, made in one call, by message: `None` for a message without
+    /// a `client_mid`.
+    async fn claims(&self, topic: &str, batch: &[Admission]) -> Vec<Option<Result<Claim, ServiceError>>> {
+        let keys: Vec<(UserId, &str)> =
+            batch.iter().filter_map(|a| a.msg.client_mid.as_deref().map(|mid| (a.msg.from, mid))).collect();
+        let answers = match keys.is_empty() {
+            true => Ok(Vec::new()),
+            false => self.idempotency.claim_many(self.tenant, topic, &keys).await,
+        };
+        let mut answers = answers.map(Vec::into_iter).map_err(ServiceError::from);
+        let mut next = || match &mut answers {
+            Ok(claims) => claims.next().ok_or_else(|| {
+                ServiceError::from(StoreError::Internal("the idempotency store answered too few claims".into()))
+            }),
+            Err(e) => Err(e.clone()),
+        };
+        batch.iter().map(|a| a.msg.client_mid.as_ref().map(|_| next())).collect()
     }
 }

@@ -14,6 +14,7 @@ mod cache;
 mod codes;
 mod control;
 mod hot;
+mod idempotency_contract;
 mod keys;
 mod login_failures;
 mod nodes;
