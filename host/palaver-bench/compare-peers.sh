@@ -33,11 +33,12 @@
 #   IDLE_CONNS (10000)                    idle WebSockets held: server KiB per connection
 #   FANOUT_MEMBERS (1000), FANOUT_MESSAGES (500)
 #                                         one group, one publisher at the maximum rate: deliveries/s
+#   PACED_RATE (50), PACED_MESSAGES (250) the same group at a steady rate: publish→receive p99 in ms
 #   P2P_PAIRS (10), P2P_MESSAGES (1000)   ping-pong over P2P topics: round trips/s
 #   PUB_TOPICS (16), PUB_PUBLISHERS (2), PUB_MESSAGES (1000)
 #                                         groups × publishers each × messages each: accepted msg/s
 #   HOT_MESSAGES (5000)                   one group, one publisher: accepted msg/s
-#   LOADS ("idle fanout p2p publish hot"), TARGETS ("embedded mariadb tinode"): a subset, in that order.
+#   LOADS ("idle fanout paced p2p publish hot"), TARGETS ("embedded mariadb tinode"): a subset, in that order.
 #   TINODE_PORT (6070), TINODE_HOME, TINODE_VERSION (see scripts/lib/tinode.sh), LOG_DIR (default: a new temp
 #   dir), RUN_MAX_SECS (600: the bench's limit per run), BUILD (1: cargo build the release binaries first; 0 uses
 #   the ones in target/release as they are).
@@ -55,13 +56,15 @@ root=$(pwd)
 IDLE_CONNS=${IDLE_CONNS:-10000}
 FANOUT_MEMBERS=${FANOUT_MEMBERS:-1000}
 FANOUT_MESSAGES=${FANOUT_MESSAGES:-500}
+PACED_RATE=${PACED_RATE:-50}
+PACED_MESSAGES=${PACED_MESSAGES:-250}
 P2P_PAIRS=${P2P_PAIRS:-10}
 P2P_MESSAGES=${P2P_MESSAGES:-1000}
 PUB_TOPICS=${PUB_TOPICS:-16}
 PUB_PUBLISHERS=${PUB_PUBLISHERS:-2}
 PUB_MESSAGES=${PUB_MESSAGES:-1000}
 HOT_MESSAGES=${HOT_MESSAGES:-5000}
-LOADS=${LOADS:-"idle fanout p2p publish hot"}
+LOADS=${LOADS:-"idle fanout paced p2p publish hot"}
 TARGETS=${TARGETS:-"embedded mariadb tinode"}
 TINODE_PORT=${TINODE_PORT:-6070}
 RUN_MAX_SECS=${RUN_MAX_SECS:-600}
@@ -124,6 +127,7 @@ load_args() {
   case "$1" in
     idle) echo "idle --conns $IDLE_CONNS" ;;
     fanout) echo "fanout --members $FANOUT_MEMBERS --messages $FANOUT_MESSAGES" ;;
+    paced) echo "fanout --members $FANOUT_MEMBERS --messages $PACED_MESSAGES --rate $PACED_RATE" ;;
     p2p) echo "p2p --pairs $P2P_PAIRS --messages $P2P_MESSAGES" ;;
     publish) echo "publish --topics $PUB_TOPICS --publishers-per-topic $PUB_PUBLISHERS --messages $PUB_MESSAGES" ;;
     hot) echo "publish --topics 1 --publishers-per-topic 1 --messages $HOT_MESSAGES" ;;
@@ -132,7 +136,7 @@ load_args() {
 }
 load_key() {
   case "$1" in
-    idle) echo kib_per_conn ;; fanout) echo deliveries_per_s ;; p2p) echo round_trips_per_s ;;
+    idle) echo kib_per_conn ;; fanout) echo deliveries_per_s ;; paced) echo p99_ms ;; p2p) echo round_trips_per_s ;;
     publish | hot) echo msg_per_s ;;
   esac
 }
@@ -140,6 +144,7 @@ load_label() {
   case "$1" in
     idle) echo "idle ${IDLE_CONNS} WebSockets (server KiB/conn)" ;;
     fanout) echo "fanout to ${FANOUT_MEMBERS} members, max rate (deliveries/s)" ;;
+    paced) echo "fanout to ${FANOUT_MEMBERS} members at ${PACED_RATE} msg/s (p99 ms)" ;;
     p2p) echo "P2P round trips, ${P2P_PAIRS} pairs (/s)" ;;
     publish) echo "publish ${PUB_TOPICS} topics × ${PUB_PUBLISHERS} publishers (msg/s)" ;;
     hot) echo "publish 1 hot topic × 1 publisher (msg/s)" ;;
