@@ -2,23 +2,15 @@
 //! and done with the seq after, may be taken again after a failure, and batches of claims answer as the same
 //! claims made one after another. Each case takes a fresh store and topic names of its own.
 
+use super::fresh_topic as topic;
 use palaver_core::ports::IdempotencyStore;
 use palaver_core::{Claim, TenantId, UserId};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
 const A: UserId = UserId(11);
 const B: UserId = UserId(12);
-
-/// A group topic name no other case, nor another run on the same server, uses.
-fn topic() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    format!("grp{}x{nanos}x{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
-}
 
 pub async fn idempotency_keys_go_pending_done_and_failed(store: Arc<dyn IdempotencyStore>) {
     let t = topic();

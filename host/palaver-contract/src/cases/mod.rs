@@ -15,6 +15,16 @@
 //! [`crate::blob_contract_tests!`] the blob store's; an adapter
 //! may also call single cases from its own tests.
 
+/// A group topic name no other case, nor another run on the same server, uses: for suites over a server that
+/// outlives one case (Redis).
+pub(crate) fn fresh_topic() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{SystemTime, UNIX_EPOCH};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("grp{}x{nanos}x{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
 mod audit;
 mod calls;
 mod codes;

@@ -2,22 +2,14 @@
 //! contiguous and never overlap, re-baselining never lowers a counter, forgetting restarts from the floor, and
 //! tenants and topics count apart. Each case takes a fresh allocator and topic names of its own.
 
+use super::fresh_topic as topic;
 use palaver_core::ports::SeqAllocator;
 use palaver_core::{Seq, TenantId};
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 const T: TenantId = TenantId(1);
 const OTHER: TenantId = TenantId(2);
-
-/// A group topic name no other case, nor another run on the same server, uses.
-fn topic() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    format!("grp{}x{nanos}x{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
-}
 
 pub async fn seqs_rise_above_the_floor_and_rebaseline_never_lowers(seq: Arc<dyn SeqAllocator>) {
     let t = topic();

@@ -1,5 +1,5 @@
-//! The seq allocator and idempotency keys against a real Redis: contiguity under concurrency, floors, a
-//! flushed Redis (in database 9, the only test that flushes), states, TTL expiry and racing claims.
+//! The seq allocator and idempotency keys against a real Redis, beyond their contract suites: a counter behind
+//! the floor, a flushed Redis (in database 9, the only test that flushes), states, TTL expiry and racing claims.
 
 use crate as common;
 use palaver_core::AppendOutcome;
@@ -15,47 +15,11 @@ use tokio::sync::Barrier;
 const T: TenantId = TenantId(7);
 const U: UserId = UserId(42);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn seqs_are_contiguous_and_unique_under_eight_tasks() {
-    let Some(client) = common::client("seq-concurrent").await else { return };
-    let seq = RedisSeq::new(client);
-    let mut tasks = Vec::new();
-    for _ in 0..8 {
-        let seq = seq.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut got = Vec::new();
-            for _ in 0..250 {
-                got.push(seq.next_seq(T, "grpA", 0).await.unwrap());
-            }
-            got
-        }));
-    }
-    let mut all = HashSet::new();
-    for task in tasks {
-        let got = task.await.unwrap();
-        assert!(got.windows(2).all(|w| w[0] < w[1]), "each task sees increasing seqs");
-        for s in got {
-            assert!(all.insert(s), "seq {s} handed out twice");
-        }
-    }
-    assert_eq!(all, (1..=2000).collect::<HashSet<_>>(), "no gaps, no repeats");
-}
-
 #[tokio::test]
-async fn seqs_respect_the_floor_rebaseline_and_forget() {
+async fn a_counter_behind_the_floor_never_answers_at_or_below_it() {
+    // Floors, runs, rebaselining, forgetting and concurrency are the contract suite's (`seq_contract.rs`).
     let Some(client) = common::client("seq-floor").await else { return };
     let seq = RedisSeq::new(client.clone());
-    assert_eq!(seq.next_seq(T, "grpA", 0).await.unwrap(), 1);
-    assert_eq!(seq.next_seq(T, "grpA", 0).await.unwrap(), 2);
-    assert_eq!(seq.next_seq(T, "grpA", 10).await.unwrap(), 11, "a floor above the counter lifts it");
-    seq.rebaseline(T, "grpA", 5).await.unwrap();
-    assert_eq!(seq.next_seq(T, "grpA", 0).await.unwrap(), 12, "rebaseline never lowers");
-    seq.rebaseline(T, "grpA", 20).await.unwrap();
-    assert_eq!(seq.next_seq(T, "grpA", 0).await.unwrap(), 21);
-    assert_eq!(seq.next_seq(TenantId(8), "grpA", 0).await.unwrap(), 1, "tenants count apart");
-    seq.forget(T, "grpA").await.unwrap();
-    assert_eq!(seq.next_seq(T, "grpA", 3).await.unwrap(), 4, "a forgotten counter starts from the floor");
-
     // A counter that fell behind what is stored (an old snapshot restored) never answers at or below the floor.
     let key = client.keys().topic_last_seq(T, "grpB");
     let () = common::raw(&client, redis::cmd("SET").arg(&key).arg(3)).await;
