@@ -204,11 +204,13 @@ impl TopicStore for CachedTopics {
     async fn get_topic(&self, tenant: TenantId, name: &str) -> StoreResult<Option<Topic>> {
         let span = tracing::debug_span!("cache.get_topic", tenant = tenant.0, topic = name);
         async {
-            // While a stored message's raise of the cached `seq` is still on its way from this node, the copy
-            // may be behind what this node acknowledged.
-            if !self.redis.copies_waiting(tenant, name)
-                && let Some(hit) = cached(&self.redis, "topic", self.redis.get_topic(tenant, name)).await
-            {
+            if let Some(mut hit) = cached(&self.redis, "topic", self.redis.get_topic(tenant, name)).await {
+                // A stored message whose raise of the cached `seq` is still on its way from this node: the copy
+                // may be behind what this node acknowledged, so it is raised here as the write will raise it.
+                if let Some(w) = self.redis.copies_waiting(tenant, name) {
+                    hit.seq = hit.seq.max(w.seq);
+                    hit.touched = hit.touched.max(w.created);
+                }
                 return Ok(Some(hit));
             }
             let found = self.inner.get_topic(tenant, name).await?;

@@ -23,11 +23,20 @@ const MAX_READ_STEPS: usize = 2000;
 pub(crate) struct Coherence {
     pub(crate) client: RedisClient,
     scripts: Arc<Scripts>,
-    /// Per topic, the stored messages whose Redis side waits in the copy writer. While a topic has any, this
-    /// node reads its history and its topic record from the inner store: a message acknowledged here is then
-    /// always seen here, even before its copy and its raise of the cached `seq` land. Entries live only while
-    /// messages wait, so the map is bounded by the writer's queue.
-    waiting: Arc<parking_lot::Mutex<HashMap<(TenantId, String), u32>>>,
+    /// Per topic, the stored messages whose Redis side waits in the copy writer: how many, and the highest seq
+    /// and creation time among them. While a topic has any, this node reads its history from the inner store and
+    /// raises the cached topic's `seq` and `touched` to them: a message acknowledged here is then always seen
+    /// here, even before its copy and its raise of the cached `seq` land. Entries live only while messages wait,
+    /// so the map holds at most the writer's queue and batch.
+    waiting: Arc<parking_lot::Mutex<HashMap<(TenantId, String), Waiting>>>,
+}
+
+/// Stored messages of one topic whose Redis side has not been written yet.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Waiting {
+    count: u32,
+    pub(crate) seq: palaver_core::Seq,
+    pub(crate) created: i64,
 }
 
 /// Turns a half-open range the way the stores read it: `hi <= low` means the single seq `low`.
@@ -41,8 +50,16 @@ impl Coherence {
     }
 
     /// Notes a stored message whose Redis side is queued in the copy writer.
-    pub(crate) fn copy_queued(&self, tenant: TenantId, topic: &str) {
-        *self.waiting.lock().entry((tenant, topic.to_owned())).or_insert(0) += 1;
+    pub(crate) fn copy_queued(&self, tenant: TenantId, msg: &Message) {
+        let mut waiting = self.waiting.lock();
+        let w = waiting.entry((tenant, msg.topic.clone())).or_insert(Waiting {
+            count: 0,
+            seq: msg.seq,
+            created: msg.created,
+        });
+        w.count += 1;
+        w.seq = w.seq.max(msg.seq);
+        w.created = w.created.max(msg.created);
     }
 
     /// Notes that the writer is done with these messages' Redis side, applied or failed.
@@ -50,19 +67,22 @@ impl Coherence {
         let mut waiting = self.waiting.lock();
         for (tenant, topic) in done {
             let key = (tenant, topic.to_owned());
-            if let Some(n) = waiting.get_mut(&key) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
+            if let Some(w) = waiting.get_mut(&key) {
+                w.count = w.count.saturating_sub(1);
+                if w.count == 0 {
                     waiting.remove(&key);
                 }
             }
         }
     }
 
-    /// Whether a stored message of the topic still waits for its Redis side on this node.
-    pub(crate) fn copies_waiting(&self, tenant: TenantId, topic: &str) -> bool {
+    /// The stored messages of the topic that still wait for their Redis side on this node, if any.
+    pub(crate) fn copies_waiting(&self, tenant: TenantId, topic: &str) -> Option<Waiting> {
         let waiting = self.waiting.lock();
-        !waiting.is_empty() && waiting.contains_key(&(tenant, topic.to_owned()))
+        if waiting.is_empty() {
+            return None;
+        }
+        waiting.get(&(tenant, topic.to_owned())).copied()
     }
 
     fn cfg(&self) -> &crate::RedisConfig {

@@ -3,13 +3,15 @@
 //! pays one Redis round trip per batch instead of one per message.
 //!
 //! What it writes is an optimisation and a cache patch (hot copies, the cached topic's `seq` and `touched`), so
-//! nothing waits for it, with one exception: when [`QUEUE`] messages are already waiting, a settling append
-//! waits for room rather than drop a patch. Until a topic's waiting messages are written, this node reads that
-//! topic's history and record from the inner store ([`Coherence::copies_waiting`]). A failed batch is logged and
-//! counted per message; reads then fall back to the inner store, as after any failed copy.
+//! nothing waits for it: beyond [`QUEUE`] waiting messages a patch is dropped and counted as a failed write.
+//! Until a topic's waiting messages are written, this node reads that topic's history from the inner store and
+//! raises its cached `seq` to them ([`Coherence::copies_waiting`]). A failed or dropped write is counted per
+//! message: history reads then fall back to the inner store (the hot copy is missing), and the cached topic's
+//! `seq` may stay behind until its TTL, as after any failed patch.
 
 use crate::coherence::Coherence;
 use crate::policy::HotPolicy;
+use futures_util::future::join_all;
 use palaver_core::{Message, TenantId};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -37,17 +39,18 @@ impl CopyWriter {
         Self { redis, policy, tx: OnceLock::new() }
     }
 
-    /// Queues the Redis side of a stored message. Called from a settling append, so inside a runtime; the
-    /// task starts with the first call and ends when the last handle on the stack is dropped.
-    pub(crate) async fn stored(&self, tenant: TenantId, msg: Message) {
+    /// Queues the Redis side of a stored message, without waiting. Called from a settling append, so inside a
+    /// runtime; the task starts with the first call and ends when the last handle on the stack is dropped. A
+    /// full queue drops the patch (counted as a failed write, like a failed batch) rather than hold up acks.
+    pub(crate) fn stored(&self, tenant: TenantId, msg: Message) {
         let tx = self.tx.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUE);
             tokio::spawn(run(self.redis.clone(), self.policy.clone(), rx));
             tx
         });
-        self.redis.copy_queued(tenant, &msg.topic);
-        if let Err(mpsc::error::SendError((tenant, msg))) = tx.send((tenant, msg)).await {
-            // Only if the task is gone (a panic in it): the copy is missing, which reads tolerate.
+        self.redis.copy_queued(tenant, &msg);
+        if let Err(e) = tx.try_send((tenant, msg)) {
+            let (mpsc::error::TrySendError::Full((tenant, msg)) | mpsc::error::TrySendError::Closed((tenant, msg))) = e;
             self.redis.copies_done([(tenant, msg.topic.as_str())]);
             self.redis.client.metrics().hot_write_failed();
         }
@@ -60,9 +63,9 @@ async fn run(redis: Coherence, policy: HotPolicy, mut rx: mpsc::Receiver<(Tenant
     let (mut warned, mut suppressed): (Option<Instant>, u64) = (None, 0);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         hot.clear();
-        for (tenant, msg) in &batch {
-            hot.push(policy.is_hot(*tenant, &msg.topic).await);
-        }
+        // Side by side: a policy that counts members may read the database on a miss, and one slow count must
+        // not hold up the batch behind it.
+        hot.extend(join_all(batch.iter().map(|(tenant, msg)| policy.is_hot(*tenant, &msg.topic))).await);
         let stored = batch.iter().zip(&hot).map(|((tenant, msg), hot)| (*tenant, msg, *hot));
         if let Err(e) = redis.on_appends(stored).await {
             let copies = hot.iter().filter(|h| **h).count();

@@ -87,13 +87,12 @@ impl MessageStore for HotMessages {
         Ok(PendingAppend::new(async move {
             let outcome = pending.await?;
             if outcome == AppendOutcome::Stored {
-                // As in `append`, but the outcome waits only for a place in the copy writer's queue, not for
-                // the copy: a queued append's caller is acknowledging a message, and the copy is an
-                // optimisation. The writer applies copies in the order appends settle, which is not always seq
-                // order across topics' turns; the copy script only ever raises `last_seq`, a read that meets
+                // As in `append`, but the outcome does not wait for the copy, which the copy writer applies: a
+                // queued append's caller is acknowledging a message, and the copy is an optimisation. The writer
+                // applies copies in the order appends settle, which is not always seq order across topics' turns; the copy script only ever raises `last_seq`, a read that meets
                 // a copy not there yet falls back to the inner store, and a copy landing after a deletion of
                 // its seq is written as a tombstone.
-                copies.stored(tenant, msg).await;
+                copies.stored(tenant, msg);
             }
             Ok(outcome)
         }))
@@ -126,7 +125,7 @@ impl MessageStore for HotMessages {
         async {
             // A stored message of the topic whose copy is still on its way from this node: the copies cannot
             // answer for it yet.
-            if !self.redis.copies_waiting(tenant, topic) && self.policy.is_hot(tenant, topic).await {
+            if self.redis.copies_waiting(tenant, topic).is_none() && self.policy.is_hot(tenant, topic).await {
                 let metrics = self.redis.client.metrics();
                 match self.redis.read_hot(tenant, topic, reader, query).await {
                     Ok(Some(messages)) => {

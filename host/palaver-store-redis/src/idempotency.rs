@@ -162,9 +162,9 @@ impl IdempotencyStore for RedisIdempotency {
         .await
     }
 
-    async fn claim_many(&self, tenant: TenantId, topic: &str, keys: &[(UserId, &str)]) -> StoreResult<Vec<Claim>> {
+    async fn claim_many(&self, tenant: TenantId, topic: &str, keys: &[(UserId, &str)]) -> Vec<StoreResult<Claim>> {
         if keys.is_empty() {
-            return Ok(Vec::new());
+            return Vec::new();
         }
         let span = tracing::debug_span!("redis.idempotency_claim_many", tenant = tenant.0, topic, keys = keys.len());
         async {
@@ -177,23 +177,31 @@ impl IdempotencyStore for RedisIdempotency {
             for name in &names {
                 pipe.cmd("SET").arg(name).arg(&pending).arg("NX").arg("EX").arg(ttl);
             }
-            let set: Vec<Option<String>> = self.client.pipeline(&pipe).await?;
+            let set: Vec<Option<String>> = match self.client.pipeline::<Vec<Option<String>>>(&pipe).await {
+                Ok(set) if set.len() == names.len() => set,
+                Ok(set) => {
+                    let e = StoreError::Internal(format!("{} answers to {} claims", set.len(), names.len()));
+                    return names.iter().map(|_| Err(e.clone())).collect();
+                }
+                Err(e) => return names.iter().map(|_| Err(e.clone())).collect(),
+            };
             let mut claims = Vec::with_capacity(keys.len());
             for (name, set) in names.iter().zip(set) {
                 if set.is_some() {
-                    claims.push(Claim::Acquired);
+                    claims.push(Ok(Claim::Acquired));
                     continue;
                 }
-                // Taken: rare (a retry), so the look at the holder is a call of its own, as in `claim`.
-                let (acquired, current): (i64, Option<String>) =
-                    self.client.script(self.scripts.0.key(name).arg(&pending).arg(ttl)).await?;
-                claims.push(match (acquired, current) {
-                    (1, _) => Claim::Acquired,
-                    (_, Some(raw)) => Self::claim_of(&raw)?,
-                    (_, None) => return Err(StoreError::Internal("idempotency script answered nothing".into())),
-                });
+                // Taken: rare (a retry), so the look at the holder is a call of its own, as in `claim`; its
+                // failure answers for this key alone.
+                let looked: StoreResult<(i64, Option<String>)> =
+                    self.client.script(self.scripts.0.key(name).arg(&pending).arg(ttl)).await;
+                claims.push(looked.and_then(|looked| match looked {
+                    (1, _) => Ok(Claim::Acquired),
+                    (_, Some(raw)) => Self::claim_of(&raw),
+                    (_, None) => Err(StoreError::Internal("idempotency script answered nothing".into())),
+                }));
             }
-            Ok(claims)
+            claims
         }
         .instrument(span)
         .await

@@ -34,7 +34,7 @@ pub async fn claimed_batches_answer_as_claims_one_by_one(store: Arc<dyn Idempote
     assert_eq!(store.claim(T, &t, B, "failed").await.unwrap(), Claim::Acquired);
     store.fail(T, &t, B, "failed").await.unwrap();
     let keys = [(A, "new"), (A, "done"), (A, "busy"), (B, "failed"), (B, "new"), (A, "new")];
-    let got = store.claim_many(T, &t, &keys).await.unwrap();
+    let got: Vec<Claim> = store.claim_many(T, &t, &keys).await.into_iter().map(Result::unwrap).collect();
     assert_eq!(
         got,
         vec![
@@ -46,6 +46,6 @@ pub async fn claimed_batches_answer_as_claims_one_by_one(store: Arc<dyn Idempote
             Claim::Pending, // the first (A, "new") of this batch holds it
         ]
     );
-    assert_eq!(store.claim_many(T, &t, &[]).await.unwrap(), Vec::<Claim>::new());
+    assert!(store.claim_many(T, &t, &[]).await.is_empty());
     assert_eq!(store.claim(T, &t, B, "new").await.unwrap(), Claim::Pending, "claimed by the batch");
 }

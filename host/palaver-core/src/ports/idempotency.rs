@@ -9,15 +9,16 @@ pub trait IdempotencyStore: Send + Sync {
     async fn claim(&self, tenant: TenantId, topic: &str, from: UserId, client_mid: &str) -> StoreResult<Claim>;
 
     /// [`IdempotencyStore::claim`] for the keys of several senders' messages to one topic, answered in their
-    /// order, as if claimed one after another: of two equal keys the first may be acquired and the second then
-    /// finds it pending. Publishing claims the keys of all the messages waiting on a topic this way; an adapter
-    /// over a network store answers in one round trip where it can.
-    async fn claim_many(&self, tenant: TenantId, topic: &str, keys: &[(UserId, &str)]) -> StoreResult<Vec<Claim>> {
+    /// order and each on its own, as if claimed one after another: of two equal keys the first may be acquired
+    /// and the second then finds it pending, and one key's failure is that key's answer only. Publishing claims
+    /// the keys of all the messages waiting on a topic this way; an adapter over a network store answers in one
+    /// round trip where it can.
+    async fn claim_many(&self, tenant: TenantId, topic: &str, keys: &[(UserId, &str)]) -> Vec<StoreResult<Claim>> {
         let mut claims = Vec::with_capacity(keys.len());
         for (from, client_mid) in keys {
-            claims.push(self.claim(tenant, topic, *from, client_mid).await?);
+            claims.push(self.claim(tenant, topic, *from, client_mid).await);
         }
-        Ok(claims)
+        claims
     }
 
     /// Marks the key done with the seq the message was stored under.

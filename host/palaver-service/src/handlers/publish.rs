@@ -1,11 +1,11 @@
 //! `{pub}` and `{note}`: storing a message under the next seq and fanning it out, and relaying typing, read
 //! and receive notes.
 //!
-//! The publish path: check attachment and W; the hooks judge the message; claim the idempotency key if the
-//! client sent `client_mid`; under the topic's write lock allocate the seq and queue the row (the first half,
-//! awaited by the session); then, once the row committed and every earlier seq of the topic settled, reply
-//! ctrl 202, fan out and mark the key done (the second half, which runs on while the session reads its next
-//! frame when the store commits in batches). Nothing reaches another session before the store has committed
+//! The publish path: check attachment and W; the hooks judge the message and it is admitted to its topic (the
+//! first half, awaited by the session); the topic's drain claims the idempotency key if the client sent
+//! `client_mid` and, under the topic's write lock, allocates the seq and queues the row; then, once the row
+//! committed and every earlier seq of the topic settled, reply ctrl 202, fan out and mark the key done (the
+//! second half, which runs on while the session reads its next frame). Nothing reaches another session before the store has committed
 //! the message.
 
 use crate::delivery::hub::SessionHandle;

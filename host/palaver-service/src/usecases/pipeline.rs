@@ -3,19 +3,21 @@
 //!
 //! **Why two halves.** A store that commits in batches (MariaDB's batch writer) answers an append only after
 //! a durable commit. Waiting for it under the ordering lock made one hot topic as slow as one commit per
-//! message. So the lock covers only "allocate seqs, queue the rows, take turns" (a Redis call and channel
-//! sends at most), and the commit is awaited outside it, where many rows of one topic share it.
+//! message. So the lock covers only "claim the idempotency keys, allocate seqs, queue the rows, take turns" (a
+//! few Redis calls per batch, the store's maximum on a topic's first use, and channel sends), and the commit is
+//! awaited outside it, where many rows of one topic share it.
 //!
 //! **Why admissions.** A publisher does not wait for its seq either: [`Messages::admit`] puts the message on
 //! its topic's admissions in arrival order and returns, so the session reads its next frame while the seq is
 //! allocated. One drain per topic takes everything waiting at once and allocates the whole run of seqs in one
 //! allocator call, so a hot topic pays one Redis round trip per batch instead of one per message. The drain
-//! runs in the admitting call as far as it can; only when it has to wait (Redis, a busy lock) does it go on in
-//! a task of its own. With an in-process allocator it never waits, and no task is made.
+//! runs in the admitting call as far as it can; only when it has to wait (Redis, the store, a busy lock) does
+//! it go on in a task of its own. On the embedded default (in-process allocator and keys) it does not wait, and
+//! no task is made.
 //!
 //! **Ordering guarantees**, each stated where it holds:
 //! - a topic's messages are admitted in the order their publishers' frames were read ([`Messages::admit`]),
-//!   and seqs are allocated and rows queued in admission order, under the lock ([`drain`]);
+//!   and seqs are allocated and rows queued in admission order, under the lock ([`Drain::run`]);
 //! - a message is acknowledged and fanned out only after its own commit and after every earlier message of
 //!   the topic has settled (stored and fanned out, or failed): the turns form a chain ([`Messages::settle`]).
 //!   So no later seq is acknowledged before an earlier one is stored, and no message is acknowledged unless
@@ -81,6 +83,10 @@ impl Drop for Unfinished {
         }
     }
 }
+
+/// The most messages one batch takes: one claims pipeline and one run of seqs stay short under the ordering lock
+/// even after a reconnect storm left many waiting.
+const MAX_BATCH: usize = 256;
 
 /// Batches a drain queues before it lets the task it runs in yield: a drain running inside a session's admit
 /// then goes on in a task of its own instead of keeping that session from reading while others publish.
@@ -276,7 +282,8 @@ impl Drain {
                     guard.finished = true;
                     return;
                 }
-                std::mem::take(&mut admissions.waiting)
+                let n = admissions.waiting.len().min(MAX_BATCH);
+                admissions.waiting.drain(..n).collect::<Vec<_>>()
             };
             let mut state = self.topic.write.lock().await;
             self.queue(&mut state, batch).await;
@@ -371,21 +378,15 @@ impl Drain {
     }
 
     /// The claims of the batch's idempotency keys, made in one call, by message: `None` for a message without
-    /// a `client_mid`.
+    /// a `client_mid`. A key's failure refuses its own message only.
     async fn claims(&self, topic: &str, batch: &[Admission]) -> Vec<Option<Result<Claim, ServiceError>>> {
         let keys: Vec<(UserId, &str)> =
             batch.iter().filter_map(|a| a.msg.client_mid.as_deref().map(|mid| (a.msg.from, mid))).collect();
-        let answers = match keys.is_empty() {
-            true => Ok(Vec::new()),
-            false => self.idempotency.claim_many(self.tenant, topic, &keys).await,
-        };
-        let mut answers = answers.map(Vec::into_iter).map_err(ServiceError::from);
-        let mut next = || match &mut answers {
-            Ok(claims) => claims.next().ok_or_else(|| {
-                ServiceError::from(StoreError::Internal("the idempotency store answered too few claims".into()))
-            }),
-            Err(e) => Err(e.clone()),
-        };
-        batch.iter().map(|a| a.msg.client_mid.as_ref().map(|_| next())).collect()
+        let mut answers =
+            if keys.is_empty() { Vec::new() } else { self.idempotency.claim_many(self.tenant, topic, &keys).await }
+                .into_iter();
+        let mut next =
+            || answers.next().unwrap_or_else(|| Err(StoreError::Internal("too few idempotency answers".into())));
+        batch.iter().map(|a| a.msg.client_mid.as_ref().map(|_| next().map_err(ServiceError::from))).collect()
     }
 }
