@@ -124,6 +124,17 @@ impl RedisIdempotency {
         self.client.keys().topic_uniq_msg(tenant, topic, from, client_mid)
     }
 
+    /// Runs when `SET NX` found `key` taken: takes a failed key over as `pending`, or reads the holder's claim.
+    async fn take_over(&self, key: &str, pending: &str, ttl: u64) -> StoreResult<Claim> {
+        let (acquired, current): (i64, Option<String>) =
+            self.client.script(self.scripts.0.key(key).arg(pending).arg(ttl)).await?;
+        match (acquired, current) {
+            (1, _) => Ok(Claim::Acquired),
+            (_, Some(raw)) => Self::claim_of(&raw),
+            (_, None) => Err(StoreError::Internal("idempotency script answered nothing".into())),
+        }
+    }
+
     /// Reads a taken key's value into the claim it means.
     fn claim_of(raw: &str) -> StoreResult<Claim> {
         let value: KeyValue = serde_json::from_str(raw)
@@ -150,13 +161,7 @@ impl IdempotencyStore for RedisIdempotency {
             if taken.is_some() {
                 return Ok(Claim::Acquired);
             }
-            let (acquired, current): (i64, Option<String>) =
-                self.client.script(self.scripts.0.key(&key).arg(&pending).arg(ttl)).await?;
-            match (acquired, current) {
-                (1, _) => Ok(Claim::Acquired),
-                (_, Some(raw)) => Self::claim_of(&raw),
-                (_, None) => Err(StoreError::Internal("idempotency script answered nothing".into())),
-            }
+            self.take_over(&key, &pending, ttl).await
         }
         .instrument(span)
         .await
@@ -193,13 +198,7 @@ impl IdempotencyStore for RedisIdempotency {
                 }
                 // Taken: rare (a retry), so the look at the holder is a call of its own, as in `claim`; its
                 // failure answers for this key alone.
-                let looked: StoreResult<(i64, Option<String>)> =
-                    self.client.script(self.scripts.0.key(name).arg(&pending).arg(ttl)).await;
-                claims.push(looked.and_then(|looked| match looked {
-                    (1, _) => Ok(Claim::Acquired),
-                    (_, Some(raw)) => Self::claim_of(&raw),
-                    (_, None) => Err(StoreError::Internal("idempotency script answered nothing".into())),
-                }));
+                claims.push(self.take_over(name, &pending, ttl).await);
             }
             claims
         }

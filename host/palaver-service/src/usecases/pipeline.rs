@@ -303,35 +303,7 @@ impl Drain {
         let batch: Vec<Admission> = batch.into_iter().filter(|a| !a.reply.is_closed()).collect();
         let Some(first) = batch.first() else { return };
         let name = first.msg.topic.clone();
-        let claims = self.claims(&name, &batch).await;
-        let mut store = Vec::with_capacity(batch.len());
-        for (a, claim) in batch.into_iter().zip(claims) {
-            let refused = |error| Err(Refused { error, claimed: false });
-            let _ = match claim {
-                None => {
-                    store.push((a, false));
-                    continue;
-                }
-                Some(Ok(Claim::Acquired)) => {
-                    self.metrics.idempotency("acquired");
-                    store.push((a, true));
-                    continue;
-                }
-                Some(Ok(Claim::Done { seq })) => {
-                    self.metrics.idempotency("done");
-                    self.metrics.message_retry();
-                    a.reply.send(Ok(Placed::Stored { seq }))
-                }
-                Some(Ok(Claim::Pending)) => {
-                    self.metrics.idempotency("pending");
-                    a.reply.send(refused(ServiceError::Unavailable {
-                        reason: "a message with this client_mid is being stored".into(),
-                        retry_after_ms: 500,
-                    }))
-                }
-                Some(Err(error)) => a.reply.send(refused(error)),
-            };
-        }
+        let store = self.claim(&name, batch).await;
         let Some(count) = u32::try_from(store.len()).ok().filter(|n| *n > 0) else { return };
         let floor = match state.floor {
             Some(known) => Ok(known),
@@ -377,16 +349,47 @@ impl Drain {
         }
     }
 
-    /// The claims of the batch's idempotency keys, made in one call, by message: `None` for a message without
-    /// a `client_mid`. A key's failure refuses its own message only.
-    async fn claims(&self, topic: &str, batch: &[Admission]) -> Vec<Option<Result<Claim, ServiceError>>> {
+    /// Claims the batch's idempotency keys in one call and answers the messages that are not to be stored: a
+    /// retry of a stored message gets its seq, one whose key another attempt holds or whose claim failed is
+    /// refused (a key's failure refuses its own message only). Returns the messages to store, each with whether
+    /// it holds its key.
+    async fn claim(&self, topic: &str, batch: Vec<Admission>) -> Vec<(Admission, bool)> {
         let keys: Vec<(UserId, &str)> =
             batch.iter().filter_map(|a| a.msg.client_mid.as_deref().map(|mid| (a.msg.from, mid))).collect();
-        let mut answers =
-            if keys.is_empty() { Vec::new() } else { self.idempotency.claim_many(self.tenant, topic, &keys).await }
-                .into_iter();
-        let mut next =
-            || answers.next().unwrap_or_else(|| Err(StoreError::Internal("too few idempotency answers".into())));
-        batch.iter().map(|a| a.msg.client_mid.as_ref().map(|_| next().map_err(ServiceError::from))).collect()
+        if keys.is_empty() {
+            return batch.into_iter().map(|a| (a, false)).collect();
+        }
+        let mut answers = self.idempotency.claim_many(self.tenant, topic, &keys).await.into_iter();
+        let mut store = Vec::with_capacity(batch.len());
+        for a in batch {
+            if a.msg.client_mid.is_none() {
+                store.push((a, false));
+                continue;
+            }
+            let answer = answers.next().unwrap_or_else(|| Err(StoreError::Internal("too few claims".into())));
+            let refused = |error| Err(Refused { error, claimed: false });
+            let reply = match answer {
+                Ok(Claim::Acquired) => {
+                    self.metrics.idempotency("acquired");
+                    store.push((a, true));
+                    continue;
+                }
+                Ok(Claim::Done { seq }) => {
+                    self.metrics.idempotency("done");
+                    self.metrics.message_retry();
+                    Ok(Placed::Stored { seq })
+                }
+                Ok(Claim::Pending) => {
+                    self.metrics.idempotency("pending");
+                    refused(ServiceError::Unavailable {
+                        reason: "a message with this client_mid is being stored".into(),
+                        retry_after_ms: 500,
+                    })
+                }
+                Err(e) => refused(ServiceError::from(e)),
+            };
+            let _ = a.reply.send(reply);
+        }
+        store
     }
 }
